@@ -1,0 +1,242 @@
+"""The `scorespec` command line (typer + rich).
+
+Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
+problem, bad input, an item that failed, a usage error).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR = 0, 1, 2
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="LLM-evaluation scorers as data: run, validate and evaluate YAML scorer specs.",
+)
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _stdout():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> None:
+    _stderr().print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def parse_option_value(raw: str, schema: dict[str, Any] | None) -> Any:
+    """Type a ``key=value`` value by the option's JSON Schema: strings stay text, anything else
+    is read as JSON (``false`` → False, ``10`` → 10, ``["a"]`` → a list), falling back to text."""
+    types = (schema or {}).get("type")
+    if types == "string" or (isinstance(types, list) and types == ["string"]):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def parse_options(pairs: list[str], compiled: Any, prefix: str | None = None) -> dict[str, Any]:
+    """``key=value`` pairs (or ``scorer.key=value`` when `prefix` is the scorer id) → options."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            fail(f"--option {pair!r}: expected key=value")
+        key, value = pair.split("=", 1)
+        if prefix is not None:
+            if "." not in key:
+                fail(f"--option {pair!r}: expected scorer.key=value (e.g. faithfulness.scale=10)")
+            scorer_id, key = key.split(".", 1)
+            if scorer_id != prefix:
+                continue
+        out[key] = parse_option_value(value, compiled.spec.options.get(key))
+    return out
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List the built-in and local scorer specs (a local spec shadows a built-in of the same id)."""
+    from rich.table import Table
+
+    from .catalog import list_specs
+    from .compile import compile_file
+    from .errors import SpecError
+    from .functions import names
+
+    table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
+    for entry in list_specs():
+        try:
+            compiled = compile_file(entry.path)
+            spec = compiled.spec
+            table.add_row(entry.id, spec.name, entry.origin + (" (shadows built-in)" if entry.shadows_builtin else ""),
+                          "yes" if compiled.uses_judge else "no", spec.description)
+        except SpecError as exc:
+            table.add_row(entry.id, "?", entry.origin, "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
+    console = _stdout()
+    console.print(table)
+    console.print(f"\nrule functions: {', '.join(names())}")
+
+
+@app.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of the spec format (for editors and CI)."""
+    from .spec import spec_json_schema
+
+    sys.stdout.write(json.dumps(spec_json_schema(), indent=2) + "\n")
+
+
+@app.command("validate")
+def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: the built-ins).")) -> None:
+    """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
+    from .catalog import builtin_specs_dir
+    from .compile import validate_directory
+
+    targets = list(paths or [builtin_specs_dir()])
+    missing = [p for p in targets if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(map(str, missing))}")
+    count = sum(len(list(p.glob('*.yaml'))) if p.is_dir() else 1 for p in targets)
+    problems = validate_directory(targets)
+    err = _stderr()
+    for problem in problems:
+        err.print(problem.render(), markup=False, soft_wrap=True)
+    if problems:
+        files = len({p.file for p in problems})
+        err.print(f"{len(problems)} problem(s) in {files} of {count} spec(s)", markup=False)
+        raise typer.Exit(EXIT_ERROR)
+    err.print(f"ok: {count} spec(s) valid", markup=False)
+
+
+def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
+    from .compile import load_spec
+    from .errors import SpecError
+    from .scorer import OptionError, Scorer
+    from .judge import make_judge
+
+    try:
+        compiled = load_spec(spec)
+    except SpecError as exc:
+        fail("the spec has problems:\n" + exc.render())
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    try:
+        factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
+        return Scorer(compiled, model=model, options=parse_options(options, compiled), judge_factory=factory)
+    except OptionError as exc:
+        fail(str(exc))
+
+
+@app.command("run")
+def run_cmd(
+    spec: str = typer.Argument(..., help="Scorer id (e.g. faithfulness) or a spec file."),
+    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
+    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
+    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
+    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
+    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
+    option: list[str] = typer.Option([], "--option", help="key=value, typed by the option's schema (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
+) -> None:
+    """Score one item and print the score, the reason and a per-stage summary."""
+    scorer = _load(spec, model, option, base_url)
+    result = scorer.run(output=output, input=input, ground_truth=ground_truth, context=context)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
+    else:
+        print_result(result, _stdout())
+    if result.error is not None:
+        if as_json:
+            _stderr().print(f"error: [{result.error.kind}] {result.error.message}", markup=False)
+        raise typer.Exit(EXIT_ERROR)
+
+
+def print_result(result: Any, console: Any) -> None:
+    from rich.table import Table
+
+    if result.error is not None:
+        e = result.error
+        console.print(f"[red]failed[/red] at stage {e.stage or '-'} ({e.kind}): {e.message}", soft_wrap=True)
+    elif result.not_scorable is not None:
+        console.print(f"[yellow]not scorable[/yellow]: {result.not_scorable.reason}", soft_wrap=True)
+    else:
+        console.print(f"[bold]score[/bold] {result.score:g}", soft_wrap=True)
+        if result.reason:
+            console.print("reason: " + result.reason, soft_wrap=True, markup=False)
+    table = Table("stage", "kind", "status", "attempts", "tokens in/out", "seconds", box=None, pad_edge=False)
+    for sid, record in result.stages.items():
+        status = "skipped" if record.skipped else ("ok" if record.result is not None else "-")
+        if result.error is not None and result.error.stage == sid:
+            status = "failed"
+        u = record.usage
+        table.add_row(sid, record.kind, status, str(record.attempts or ""),
+                      f"{u.tokens_in}/{u.tokens_out}" if u.calls else "", f"{u.seconds:.2f}" if u.calls else "")
+    console.print(table)
+    console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
+                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim")
+
+
+@app.command("render")
+def render_cmd(
+    spec: str = typer.Argument(..., help="Scorer id or spec file."),
+    output: Optional[str] = typer.Option(None, "--output"),
+    input: Optional[str] = typer.Option(None, "--input"),
+    ground_truth: Optional[str] = typer.Option(None, "--ground-truth"),
+    context: Optional[list[str]] = typer.Option(None, "--context"),
+    option: list[str] = typer.Option([], "--option", help="key=value (repeatable)."),
+    answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
+) -> None:
+    """Print the prompts that would be sent to the judge, without calling any model."""
+    scorer = _load(spec, "fake/none", option, None)
+    answers = {}
+    for pair in answer:
+        stage, _, raw = pair.partition("=")
+        try:
+            answers[stage] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            fail(f"--answer {stage}: not JSON: {exc}")
+    try:
+        shown = scorer.render(output=output, input=input, ground_truth=ground_truth, context=context, answers=answers)
+    except Exception as exc:  # an invalid scripted answer
+        fail(f"{type(exc).__name__}: {exc}")
+    for stage, text in shown:
+        sys.stdout.write(f"===== {stage} =====\n{text}\n\n")
+    if shown and shown[-1][0] not in answers:
+        _stderr().print(f"(stopped: stage {shown[-1][0]!r} needs the judge's answer; pass --answer "
+                        f"{shown[-1][0]}='{{…}}' to render what follows)", markup=False)
+    elif not shown:
+        _stderr().print("(this scorer sends no prompt for this item)", markup=False)
+
+
+def _register_optional_commands() -> None:
+    for module in ("engine.cli_eval",):
+        try:
+            __import__(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def main() -> None:
+    _register_optional_commands()
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,100 @@
+"""One small language for templates and rules: Jinja, sandboxed, with strict undefined.
+
+Templates (prompt files, reason texts) and expressions (`when`, checks, `let`, formulas, rule
+arguments) are compiled once, at load, in one `SandboxedEnvironment(undefined=StrictUndefined)`:
+a misspelled name raises instead of rendering empty, and attribute walks such as
+``__class__`` or ``__globals__`` are refused (at load when written literally, by the sandbox
+otherwise). Untrusted text only ever enters as variable values, never as template source.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
+from jinja2.sandbox import SandboxedEnvironment
+
+
+def _lower_trim(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _count(values: Any, attribute: str, equal_to: Any) -> int:
+    """Number of items whose `attribute` equals `equal_to` (case and surrounding spaces ignored)."""
+    want = _lower_trim(equal_to)
+    return sum(1 for item in values or () if _lower_trim(_get(item, attribute)) == want)
+
+
+def _get(item: Any, attribute: str) -> Any:
+    return item.get(attribute) if isinstance(item, dict) else getattr(item, attribute, None)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@lru_cache(maxsize=1)
+def environment() -> SandboxedEnvironment:
+    """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`."""
+    env = SandboxedEnvironment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["count"] = _count
+    env.globals.update(min=min, max=max, abs=abs, finite=_finite)
+    return env
+
+
+_DUNDER = re.compile(r"__\w+__|\b(mro|func_globals|f_globals|gi_frame|cr_frame)\b")
+
+
+class Expression:
+    """A compiled expression. `names` are the free variables it reads."""
+
+    __slots__ = ("source", "names", "_fn")
+
+    def __init__(self, source: str):
+        env = environment()
+        self.source = source
+        ast = env.parse("{{ (" + source + "\n) }}")
+        _reject_unsafe(ast)
+        self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
+        self._fn = env.compile_expression(source, undefined_to_none=False)
+
+    def __call__(self, namespace: dict[str, Any]) -> Any:
+        return self._fn(namespace)
+
+
+class Template:
+    """A compiled template. `names` are the free variables it reads."""
+
+    __slots__ = ("source", "names", "_template", "file")
+
+    def __init__(self, source: str, file: str = "<template>"):
+        env = environment()
+        self.source = source
+        self.file = file
+        ast = env.parse(source, filename=file)
+        _reject_unsafe(ast)
+        self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
+        self._template = env.from_string(ast)
+
+    def render(self, namespace: dict[str, Any]) -> str:
+        return self._template.render(namespace)
+
+
+def _reject_unsafe(ast: nodes.Node) -> None:
+    """Refuse dunder and frame attribute walks at load time (the sandbox refuses them anyway)."""
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+        if isinstance(name, str) and (name.startswith("_") or _DUNDER.search(name)):
+            raise TemplateSyntaxError(f"access to '{name}' is not allowed", getattr(node, "lineno", 1))
+
+
+__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment"]

@@ -1,0 +1,340 @@
+"""The judge: a model that answers a stage's prompt with JSON valid against its output schema.
+
+Every judge implements one async method, `ask(call) -> JudgeAnswer`. The real judge
+(`InstructorJudge`) sends the rendered messages through `instructor`, whose response model is
+built from the stage's JSON Schema and validates each answer (schema, normalisation, checks);
+an invalid answer is re-asked with the error, up to `call.max_reasks` times. Transport failures
+(429, 5xx, timeouts, resets, unreadable responses) are retried here, with exponential backoff
+and jitter that honours Retry-After; the provider client's own silent retries are switched off
+so every retry is counted (`Usage.transport_retries`, apart from `Usage.reasks`).
+
+Model strings: ``provider/model`` as `instructor.from_provider` takes them, plus `local`,
+`local-tiny` and ``llamacpp/PATH.gguf`` (`engine.local`). Precedence: the explicit argument >
+``SCORESPEC_MODEL`` > the spec's ``judge.model`` > ``local``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Protocol
+
+from .errors import ScorerRunError
+from .result import Usage
+
+DEFAULT_MODEL = "local"
+LOCAL_PREFIXES = ("local", "local-tiny")
+
+
+class AnswerInvalid(ValueError):
+    """An answer failed validation or a check; the message is told to the judge on re-ask."""
+
+
+@dataclass
+class JudgeCall:
+    """One stage's request. `schema` is the per-item JSON Schema (type object) of the answer;
+    `validate(data) -> data` normalises and validates an answer, raising `AnswerInvalid`."""
+
+    stage: str
+    messages: list[dict[str, str]]
+    schema: dict[str, Any]
+    validate: Callable[[Any], Any]
+    max_reasks: int = 2
+    temperature: float = 0.0
+    max_tokens: int = 1024
+
+
+@dataclass
+class JudgeAnswer:
+    """A validated answer: `data` (normalised JSON value), `raw` (the text the model sent),
+    `attempts` (calls made for it) and `usage`."""
+
+    data: Any
+    raw: str
+    attempts: int = 1
+    usage: Usage = field(default_factory=Usage)
+
+
+class Judge(Protocol):
+    model: str
+
+    async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        """Answer `call` or raise `ScorerRunError` (kinds ``judge``, ``check``, ``transport``)."""
+        ...
+
+
+def resolve_model(explicit: str | None, spec_model: str | None) -> str:
+    """The model string to use: explicit > $SCORESPEC_MODEL > the spec's > `local`."""
+    return explicit or os.environ.get("SCORESPEC_MODEL") or spec_model or DEFAULT_MODEL
+
+
+# --- instructor response models -------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _response_model(schema_json: str, title: str) -> type:
+    """A pydantic model whose JSON Schema is exactly `schema_json` and whose validation is the
+    call's own `validate` (taken from instructor's validation context)."""
+    from pydantic import BaseModel, model_validator
+
+    schema = json.loads(schema_json)
+    schema.setdefault("title", title)
+
+    class Answer(BaseModel):
+        payload: Any = None
+
+        @model_validator(mode="before")
+        @classmethod
+        def _validate(cls, data: Any, info: Any) -> Any:
+            context = info.context or {}
+            validate = context.get("validate")
+            context.setdefault("raws", []).append(data)
+            try:
+                return {"payload": validate(data) if validate else data}
+            except AnswerInvalid as exc:
+                raise ValueError(str(exc)) from None
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return json.loads(json.dumps(schema))
+
+    Answer.__name__ = Answer.__qualname__ = title
+    Answer.__doc__ = schema.get("description") or f"The answer to stage {title}."
+    return Answer
+
+
+# --- transport retries ------------------------------------------------------------------------
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+def _is_transport(exc: BaseException) -> bool:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS
+    name = type(exc).__name__
+    return name in {"APIConnectionError", "APITimeoutError", "APIResponseValidationError"} or isinstance(
+        exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)
+    )
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+    return f"{text}: {str(exc)[:300]}"
+
+
+@dataclass
+class RetryPolicy:
+    """Transport retry policy: up to `max_retries` retries, waits of base_s × 2^n (jittered,
+    capped at max_wait_s) or the server's Retry-After (capped at max_wait_s)."""
+
+    max_retries: int = 4
+    base_s: float = 0.5
+    max_wait_s: float = 30.0
+
+    def wait(self, attempt: int, exc: BaseException) -> float:
+        told = _retry_after(exc)
+        if told is not None:
+            return min(told, self.max_wait_s)
+        return min(self.max_wait_s, self.base_s * (2**attempt)) * random.uniform(0.5, 1.0)
+
+
+class InstructorJudge:
+    """A judge reached through an instructor `AsyncInstructor` client.
+
+    `client` is the instructor client; `model` the model string reported in results (the
+    provider's model name is bound to the client). Raises `ScorerRunError` from `ask`.
+    """
+
+    def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None):
+        self.client = client
+        self.model = model
+        self.model_name = model_name
+        self.retry = retry or RetryPolicy()
+
+    async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+        from instructor.core.hooks import Hooks
+
+        response_model = _response_model(json.dumps(call.schema, sort_keys=True), call.stage)
+        usage = Usage()
+        transport_retries = 0
+        attempts_total = 0
+        last_raw: str | None = None
+        while True:
+            calls = [0]
+            hooks = Hooks()
+            hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
+            context: dict[str, Any] = {"validate": call.validate}
+            kwargs: dict[str, Any] = {}
+            if self.model_name:
+                kwargs["model"] = self.model_name
+            started = time.perf_counter()
+            try:
+                answer, completion = await self.client.create_with_completion(
+                    response_model=response_model,
+                    messages=[dict(m) for m in call.messages],
+                    max_retries=call.max_reasks,
+                    context=context,
+                    hooks=hooks,
+                    temperature=call.temperature,
+                    max_tokens=call.max_tokens,
+                    **kwargs,
+                )
+            except (InstructorRetryException, IncompleteOutputException) as exc:
+                usage.seconds += time.perf_counter() - started
+                cause = exc.__cause__ or exc
+                attempts_total += max(calls[0], 1)
+                _add_tokens(usage, getattr(exc, "total_usage", None))
+                if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
+                    usage.calls = attempts_total
+                    raise ScorerRunError(
+                        "judge",
+                        f"the answer was cut off at max_tokens={call.max_tokens}; not parsed",
+                        stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)),
+                        attempts=attempts_total,
+                    ) from None
+                if _is_transport(cause):
+                    if transport_retries < self.retry.max_retries:
+                        await asyncio.sleep(self.retry.wait(transport_retries, cause))
+                        transport_retries += 1
+                        continue
+                    raise ScorerRunError(
+                        "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause)}",
+                        stage=call.stage, attempts=attempts_total,
+                    ) from None
+                last_raw = _raw(getattr(exc, "last_completion", None))
+                raise ScorerRunError(
+                    "judge",
+                    f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause)}",
+                    stage=call.stage, raw_answer=last_raw, attempts=attempts_total,
+                ) from None
+            except Exception as exc:  # transport errors raised before instructor wrapped them
+                usage.seconds += time.perf_counter() - started
+                attempts_total += 1
+                if _is_transport(exc) and transport_retries < self.retry.max_retries:
+                    await asyncio.sleep(self.retry.wait(transport_retries, exc))
+                    transport_retries += 1
+                    continue
+                kind = "transport" if _is_transport(exc) else "judge"
+                raise ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total) from None
+            usage.seconds += time.perf_counter() - started
+            n = max(calls[0], 1)
+            attempts_total += n
+            usage.calls = attempts_total
+            usage.reasks = n - 1
+            usage.transport_retries = transport_retries
+            _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
+            return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), attempts_total, usage)
+
+
+def _add_tokens(usage: Usage, total: Any) -> None:
+    if total is None:
+        return
+    usage.tokens_in += int(getattr(total, "prompt_tokens", None) or getattr(total, "input_tokens", 0) or 0)
+    usage.tokens_out += int(getattr(total, "completion_tokens", None) or getattr(total, "output_tokens", 0) or 0)
+
+
+def _raw(completion: Any) -> str | None:
+    """The text a chat completion carried (tool-call arguments or content)."""
+    try:
+        message = completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        content = getattr(completion, "content", None)  # anthropic
+        if isinstance(content, list) and content:
+            block = content[0]
+            return json.dumps(getattr(block, "input", None)) if hasattr(block, "input") else getattr(block, "text", None)
+        return None
+    if getattr(message, "tool_calls", None):
+        return message.tool_calls[0].function.arguments
+    return message.content
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    kept = [line for line in text if "errors.pydantic.dev" not in line]
+    return " ".join(s.strip() for s in kept)[:500]
+
+
+# --- building judges --------------------------------------------------------------------------
+
+
+def make_judge(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    mode: str | None = None,
+    timeout_s: float = 120.0,
+    retry: RetryPolicy | None = None,
+) -> Judge:
+    """Build the judge for a model string.
+
+    `openai/…` (also any OpenAI-compatible server through `base_url` or ``OPENAI_BASE_URL``),
+    `anthropic/…` and `ollama/…` get a provider client with its own retries off; other
+    providers go through `instructor.from_provider`. `local`, `local-tiny`, ``llamacpp/PATH``
+    use the embedded llama.cpp judge. `mode` overrides instructor's mode (e.g. ``json_schema``).
+    Raises `ValueError` for a malformed model string.
+    """
+    if model in LOCAL_PREFIXES or model.startswith("llamacpp/"):
+        from .local_judge import make_local_judge
+
+        return make_local_judge(model, retry=retry, mode=mode)
+    if "/" not in model:
+        raise ValueError(
+            f"model {model!r} is not 'provider/model' (e.g. openai/gpt-4o-mini), 'local' or 'local-tiny'"
+        )
+    import instructor
+
+    provider, name = model.split("/", 1)
+    inst_mode = instructor.Mode(mode) if mode else None
+    if provider in ("openai", "ollama"):
+        import openai
+
+        if provider == "ollama":
+            base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
+            api_key = api_key or "ollama"
+        client = openai.AsyncOpenAI(
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None),
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout_s,
+        )
+        wrapped = instructor.from_openai(client, mode=inst_mode or instructor.Mode.TOOLS)
+    elif provider == "anthropic":
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        wrapped = instructor.from_anthropic(client, mode=inst_mode or instructor.Mode.TOOLS)
+    else:
+        extra: dict[str, Any] = {"async_client": True}
+        if base_url:
+            extra["base_url"] = base_url
+        if api_key:
+            extra["api_key"] = api_key
+        wrapped = instructor.from_provider(model, mode=inst_mode, **extra)
+        return InstructorJudge(wrapped, model, retry=retry)
+    return InstructorJudge(wrapped, model, retry=retry, model_name=name)

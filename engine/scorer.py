@@ -1,0 +1,428 @@
+"""The interpreter: runs a compiled spec's stages on one item and returns a `ScoreResult`.
+
+The pipeline generalises the seed's preprocess → analyze → score → reason to any named
+stages: ``vars`` → stages in order (a prompt stage asks the judge, a rule stage calls a
+registered function; ``when`` false skips it) → not-scorable rule → ``let`` → formula
+(rounded, range-checked) → the first matching reason case.
+
+The interpreter is one generator that yields `JudgeCall`s and receives `JudgeAnswer`s, so the
+same code runs under asyncio (`arun`) and, for specs without judge stages, synchronously
+(`run` starts no event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import threading
+from collections.abc import Generator, Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import jsonschema
+
+from .compile import REASON_SCHEMA, CompiledSpec, CompiledStage, load_spec, resolve_schema
+from .errors import ScorerRunError, did_you_mean
+from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, resolve_model
+from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord
+
+SCALE_TOLERANCE = 1e-9
+
+
+def round_half_away(value: float, places: int) -> float:
+    """Round half away from zero on the number's shortest decimal form (``repr``), as the
+    reference implementation does: 0.575 → 0.58, 0.125 → 0.13, -0.125 → -0.13 (case C13;
+    Python's `round` gives 0.57 and 0.12 because it rounds the binary value half to even)."""
+    quantum = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
+
+
+def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
+    """Make verdict-like strings canonical: a string whose schema has an `enum` of strings is
+    stripped and matched case-insensitively to the enum's own spelling (case C02: " Yes" →
+    "yes"). Walks object properties and array items; other values are returned unchanged."""
+    if isinstance(data, str):
+        enum = schema.get("enum")
+        if enum:
+            key = data.strip().casefold()
+            for option in enum:
+                if isinstance(option, str) and option.casefold() == key:
+                    return option
+        return data
+    if isinstance(data, dict):
+        props = schema.get("properties") or {}
+        return {k: normalize_answer(v, props[k]) if k in props else v for k, v in data.items()}
+    if isinstance(data, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [normalize_answer(v, items) for v in data]
+    return data
+
+
+_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator for `schema`, cached by the schema's content (per-item schemas repeat)."""
+    key = json.dumps(schema, sort_keys=True)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) > 4096:
+            _VALIDATORS.clear()
+        found = _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
+    return found
+
+
+def _schema_message(errors: list[jsonschema.ValidationError]) -> str:
+    parts = []
+    for error in errors[:3]:
+        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
+        if error.validator in ("minItems", "maxItems") and isinstance(error.instance, list):
+            bound = "at least" if error.validator == "minItems" else "at most"
+            text = f"{where} has {len(error.instance)} items; {bound} {error.validator_value} are required"
+        else:
+            text = f"at {where}: {error.message[:200]}"
+        parts.append(text)
+    return "the answer does not match the required JSON schema: " + "; ".join(parts)
+
+
+class OptionError(ValueError):
+    """An option a caller gave is unknown or fails its schema; the message names it."""
+
+
+def _coerce_context(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return ["" if v is None else str(v) for v in value]
+    return [str(value)]
+
+
+class Scorer:
+    """A compiled spec bound to options and a judge.
+
+    Build one with `load_scorer`. `run(...)` / `await arun(...)` score one item and return a
+    `ScoreResult` (scored, not scorable, or failed — never raising for a failed item). Scores
+    are in [0, scale].
+    """
+
+    def __init__(self, compiled: CompiledSpec, *, judge: Judge | None = None, model: str | None = None,
+                 options: Mapping[str, Any] | None = None, judge_factory: Any = None):
+        self.compiled = compiled
+        self.id = compiled.id
+        self.options = self._merge_options(options or {})
+        self.model = resolve_model(model, compiled.spec.judge.model) if compiled.uses_judge else None
+        if judge is not None:
+            self.model = getattr(judge, "model", self.model)
+        self._judge = judge
+        self._judge_factory = judge_factory or (lambda m: make_judge(m))
+        self._judge_lock = threading.Lock()
+
+    # -- options -------------------------------------------------------------------------
+
+    def _merge_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        merged = dict(self.compiled.option_defaults)
+        for name, value in given.items():
+            validator = self.compiled.option_validators.get(name)
+            if validator is None:
+                hint = did_you_mean(name, self.compiled.option_validators)
+                raise OptionError(f"{self.id}: unknown option {name!r}" + (f" ({hint})" if hint else ""))
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                raise OptionError(f"{self.id}: option {name!r}: {error.message}")
+            merged[name] = value
+        return merged
+
+    @property
+    def judge(self) -> Judge:
+        """The judge, built on first use (so rule-only scorers never need a model)."""
+        if self._judge is None:
+            with self._judge_lock:
+                if self._judge is None:
+                    self._judge = self._judge_factory(self.model)
+        return self._judge
+
+    @property
+    def scale(self) -> float:
+        return float(self.compiled.scale({"options": self.options, "run": {}}))
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
+            *, run_id: str | None = None) -> ScoreResult:
+        """Score one item synchronously. Rule-only scorers start no event loop; others run
+        `arun` on a private loop (in a worker thread when called from inside a running loop)."""
+        gen = self._interpret(output, input, ground_truth, context, run_id)
+        if not self.compiled.uses_judge:
+            try:
+                next(gen)
+            except StopIteration as stop:
+                return stop.value
+            raise RuntimeError("a rule-only scorer asked the judge")  # pragma: no cover
+        coro = self._drive(gen)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        box: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: box.setdefault("r", asyncio.run(coro)))
+        thread.start()
+        thread.join()
+        return box["r"]
+
+    async def arun(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
+                   *, run_id: str | None = None) -> ScoreResult:
+        """Score one item; see `run`."""
+        return await self._drive(self._interpret(output, input, ground_truth, context, run_id))
+
+    async def _drive(self, gen: Generator[JudgeCall, Any, ScoreResult]) -> ScoreResult:
+        try:
+            call = next(gen)
+            while True:
+                try:
+                    answer = await self.judge.ask(call)
+                except ScorerRunError as exc:
+                    call = gen.throw(exc)
+                    continue
+                except Exception as exc:  # a judge that could not even be built or called
+                    call = gen.throw(ScorerRunError("judge", f"{type(exc).__name__}: {exc}", stage=call.stage))
+                    continue
+                call = gen.send(answer)
+        except StopIteration as stop:
+            return stop.value
+
+    def render(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
+               answers: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+        """The prompts that would be sent, as (stage id, text) pairs, without calling a model.
+        `answers` gives a judge answer per stage id so later stages can be rendered; rendering
+        stops at the first stage whose answer is needed and not given."""
+        answers = dict(answers or {})
+        shown: list[tuple[str, str]] = []
+        gen = self._interpret(output, input, ground_truth, context, None)
+        try:
+            call = next(gen)
+            while True:
+                text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)
+                shown.append((call.stage, text))
+                if call.stage not in answers:
+                    gen.close()
+                    return shown
+                call = gen.send(JudgeAnswer(call.validate(answers[call.stage]), "", 0))
+        except StopIteration:
+            return shown
+
+    # -- the interpreter -----------------------------------------------------------------------
+
+    def _interpret(self, output: Any, input: Any, ground_truth: Any, context: Any,
+                   run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
+        c = self.compiled
+        result = ScoreResult(scorer=c.id, spec_version=c.spec.version, spec_hash=c.hash, model=self.model)
+        if run_id:
+            result.run_id = run_id
+        given = {name for name, value in (("input", input), ("output", output), ("ground_truth", ground_truth),
+                                          ("context", context)) if value is not None}
+        run = {
+            "input": "" if input is None else input,
+            "output": "" if output is None else output,
+            "ground_truth": "" if ground_truth is None else ground_truth,
+            "context": _coerce_context(context),
+            "given": sorted(given),
+        }
+        ns: dict[str, Any] = {"run": run, "options": self.options}
+        stage_id: str | None = None
+        try:
+            for name, required in c.required.items():
+                needed = required if isinstance(required, bool) else bool(
+                    self._eval(required, {"options": self.options}, f"fields.{name}.required"))
+                value = run[name]
+                blank = name not in given or (isinstance(value, str) and not value.strip()) or value == []
+                if needed and blank:
+                    raise ScorerRunError("input", f"{c.id} needs '{name}' and the item has none"
+                                         + (" (set requireGroundTruth=false to score it 0)" if name == "ground_truth"
+                                            and "requireGroundTruth" in self.options else ""))
+            for name, expression in c.vars:
+                ns[name] = self._eval(expression, ns, f"vars.{name}")
+            for stage in c.stages:
+                stage_id = stage.id
+                record = StageRecord(kind=stage.kind)
+                result.stages[stage.id] = record
+                if stage.when is not None and not self._eval(stage.when, ns, f"{stage.id}.when"):
+                    record.skipped = True
+                    ns[stage.id] = None
+                    continue
+                if stage.kind == "rule":
+                    args = {k: self._eval(e, ns, f"{stage.id}.args.{k}") for k, e in stage.args.items()}
+                    try:
+                        record.result = stage.function(**args)
+                    except Exception as exc:
+                        raise ScorerRunError("function", f"{stage.function_name} raised {type(exc).__name__}: {exc}",
+                                             stage=stage.id) from None
+                else:
+                    record.result = yield from self._prompt_stage(stage, ns, record)
+                ns[stage.id] = record.result
+            stage_id = None
+            self._mirror_seed_fields(result)
+            if c.not_scorable is not None and self._eval(c.not_scorable[0], ns, "score.not_scorable.when"):
+                why = self._render(c.not_scorable[1], ns, "score.not_scorable.reason")
+                result.not_scorable = NotScorableInfo(reason=why)
+                result.reason = why
+                return result
+            for name, expression in c.let:
+                ns[name] = self._eval(expression, ns, f"score.let.{name}")
+            result.score = self._score(ns)
+            ns["score"] = result.score
+            ns["scale"] = self._scale(ns)
+            stage_id = "reason"
+            for case in c.reasons:
+                if case.when is not None and not self._eval(case.when, ns, "reason.when"):
+                    continue
+                if case.template is not None:
+                    result.reason = self._render(case.template, ns, "reason.template")
+                else:
+                    record = StageRecord(kind="prompt")
+                    result.stages["reason"] = record
+                    answer = yield from self._ask(
+                        "reason", case.prompt, REASON_SCHEMA, [], ns, record, self.compiled.spec.judge.max_tokens, None)
+                    result.reason = answer["reason"].strip()
+                    record.result = result.reason
+                    result.generate_reason_prompt = record.prompt
+                break
+        except ScorerRunError as exc:
+            result.score = None
+            result.error = ItemError(stage=exc.stage or stage_id, kind=exc.kind, message=exc.message,
+                                     raw_answer=exc.raw_answer, attempts=exc.attempts)
+            self._mirror_seed_fields(result)
+        finally:
+            for record in result.stages.values():
+                result.usage.add(record.usage)
+        return result
+
+    def _prompt_stage(self, stage: CompiledStage, ns: dict[str, Any], record: StageRecord):
+        schema = resolve_schema(stage, ns) if stage.schema_exprs else stage.schema
+        answer = yield from self._ask(stage.id, stage.template, schema, stage.checks, ns, record,
+                                      stage.max_tokens or self.compiled.spec.judge.max_tokens, stage.temperature)
+        if stage.result is None:
+            return answer
+        return self._eval(stage.result, {**ns, "answer": answer}, f"{stage.id}.result")
+
+    def _ask(self, stage_id: str, template: Any, schema: dict[str, Any], checks: list, ns: dict[str, Any],
+             record: StageRecord, max_tokens: int, temperature: float | None):
+        c = self.compiled
+        prompt = self._render(template, ns, f"{stage_id}.prompt")
+        record.prompt = prompt
+        messages = []
+        if c.instructions is not None:
+            messages.append({"role": "system", "content": self._render(c.instructions, ns, "judge.instructions")})
+        messages.append({"role": "user", "content": prompt})
+        validator = _validator(schema)
+        state: dict[str, Any] = {"check": None}
+
+        def failed_check(scope: dict[str, Any]) -> tuple[str, str] | None:
+            for expression, message in checks:
+                try:
+                    ok = expression(scope)
+                except Exception as exc:
+                    ok, message = False, f"{message} ({type(exc).__name__}: {exc})"
+                if not ok:
+                    return expression.source, message
+            return None
+
+        def validate(data: Any) -> Any:
+            data = normalize_answer(data, schema)
+            errors = sorted(validator.iter_errors(data), key=jsonschema.exceptions.relevance)
+            state["check"] = failed_check({**ns, "answer": data}) if checks else None
+            if errors:
+                detail = _schema_message(errors)
+                raise AnswerInvalid(f"{state['check'][1]} ({detail})" if state["check"] else detail)
+            if state["check"]:
+                raise AnswerInvalid(state["check"][1])
+            return data
+
+        call = JudgeCall(stage_id, messages, schema, validate, c.spec.judge.max_reasks,
+                         c.spec.judge.temperature if temperature is None else temperature, max_tokens)
+        try:
+            reply = yield call
+        except ScorerRunError as exc:
+            record.attempts = exc.attempts
+            record.raw_answer = exc.raw_answer
+            record.usage.calls = exc.attempts
+            if state["check"] is not None and exc.kind == "judge":
+                source, message = state["check"]
+                raise ScorerRunError("check", f"check {source!r} still failed after {exc.attempts} attempt(s): "
+                                     f"{message}", stage=stage_id, raw_answer=exc.raw_answer,
+                                     attempts=exc.attempts) from None
+            raise
+        record.raw_answer = reply.raw
+        record.attempts = reply.attempts
+        record.usage = reply.usage
+        return reply.data
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _eval(self, expression: Any, ns: dict[str, Any], where: str) -> Any:
+        try:
+            return expression(ns)
+        except ScorerRunError:
+            raise
+        except Exception as exc:
+            raise ScorerRunError("expression", f"{where}: {expression.source!r} raised {type(exc).__name__}: {exc}",
+                                 stage=where.split(".")[0] if where.split(".")[0] in ns else None) from None
+
+    def _render(self, template: Any, ns: dict[str, Any], where: str) -> str:
+        try:
+            return template.render(ns)
+        except Exception as exc:
+            raise ScorerRunError("expression", f"{where}: rendering failed: {type(exc).__name__}: {exc}") from None
+
+    def _scale(self, ns: dict[str, Any]) -> float:
+        scale = self._eval(self.compiled.scale, ns, "score.scale")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+            raise ScorerRunError("formula", f"score.scale {self.compiled.scale.source!r} gave {scale!r}, "
+                                 "not a positive finite number")
+        return float(scale)
+
+    def _score(self, ns: dict[str, Any]) -> float:
+        formula = self.compiled.formula
+        value = self._eval(formula, ns, "score.formula")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, not a number")
+        value = float(value)
+        scale = self._scale(ns)
+        if not math.isfinite(value) or value < -SCALE_TOLERANCE or value > scale + SCALE_TOLERANCE:
+            raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, outside [0, {scale:g}]")
+        value = min(max(value, 0.0), scale)
+        places = self.compiled.spec.score.round
+        return round_half_away(value, places) if places is not None else value
+
+    @staticmethod
+    def _mirror_seed_fields(result: ScoreResult) -> None:
+        for name in ("preprocess", "analyze"):
+            record = result.stages.get(name)
+            if record is not None:
+                setattr(result, f"{name}_step_result", record.result)
+                setattr(result, f"{name}_prompt", record.prompt)
+
+
+def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | None = None,
+                base_url: str | None = None, api_key: str | None = None, **options: Any) -> Scorer:
+    """Load a spec and bind it to options and a judge.
+
+    name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
+    ``local``, ``local-tiny`` or ``llamacpp/PATH.gguf`` (precedence: this argument >
+    ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). base_url/api_key: for an
+    OpenAI-compatible server. judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
+    options: the spec's options; unknown names or invalid values raise `OptionError`.
+    Raises `SpecError` for a broken spec, `FileNotFoundError` for an unknown id.
+    """
+    compiled = load_spec(name_or_path)
+    factory = None
+    if base_url or api_key:
+        def factory(m: str) -> Judge:
+            return make_judge(m, base_url=base_url, api_key=api_key)
+    return Scorer(compiled, judge=judge, model=model, options=options, judge_factory=factory)
+
+
+__all__ = ["Scorer", "load_scorer", "round_half_away", "normalize_answer", "OptionError"]

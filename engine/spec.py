@@ -1,0 +1,172 @@
+"""The spec format: what a spec author writes, as frozen pydantic models.
+
+These models are the format's single source of truth: `spec_json_schema()` publishes them as
+the JSON Schema editors use (``scorespec schema``), and `engine.compile` turns a validated `Spec`
+into a runnable `engine.scorer.Scorer`. Field descriptions below are what editors show.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+FORMAT_VERSION = 1
+RUN_FIELDS = ("input", "output", "ground_truth", "context")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FieldSpec(_Model):
+    """A run field the scorer reads."""
+
+    required: Union[bool, str] = Field(
+        False,
+        description="true, false, or an expression over `options` deciding per run "
+        "(e.g. `options.requireGroundTruth`). A required field that is missing or blank fails "
+        "the item before any judge call.",
+    )
+    description: str = Field("", description="What the field means for this scorer.")
+
+
+class JudgeSpec(_Model):
+    """How the judge model is asked."""
+
+    instructions: str | None = Field(
+        None, description="Template file (under prompts/) rendered as the system message."
+    )
+    model: str | None = Field(
+        None,
+        description="Default model, `provider/model` (e.g. `openai/gpt-4o-mini`) or `local`. "
+        "Overridden by the caller's model and by SCORESPEC_MODEL.",
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(1024, ge=1, description="Upper bound on tokens generated per call.")
+    max_reasks: int = Field(
+        2, ge=0, le=10, description="Re-asks after an invalid answer or a failed check."
+    )
+
+
+class Check(_Model):
+    """A condition on a judge's answer; when false the judge is re-asked with `message`."""
+
+    expect: str = Field(description="Expression that must be true (`answer` is this stage's answer).")
+    message: str = Field(description="Told to the judge when the check fails.")
+
+
+class PromptStage(_Model):
+    """A stage answered by the judge model."""
+
+    id: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="Stage name; later expressions use it.")
+    prompt: str = Field(description="Template file under prompts/, e.g. `faithfulness/verify.j2`.")
+    output_schema: dict[str, Any] = Field(
+        description="JSON Schema (Draft 2020-12, type object) the answer must satisfy. "
+        'A value written `{$expr: "…"}` is computed per item (e.g. minItems from a claim count).'
+    )
+    when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+    checks: list[Check] = Field(default_factory=list, description="Re-ask conditions.")
+    result: str | None = Field(
+        None, description="Expression mapping the answer (`answer`) to the stage's result."
+    )
+    temperature: float | None = Field(None, ge=0, le=2, description="Overrides judge.temperature.")
+    max_tokens: int | None = Field(None, ge=1, description="Overrides judge.max_tokens.")
+
+
+class RuleStage(_Model):
+    """A stage computed by a registered function, without the judge."""
+
+    id: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="Stage name; later expressions use it.")
+    function: str = Field(description="A registered rule function (see `scorespec list`).")
+    args: dict[str, str] = Field(default_factory=dict, description="Argument name → expression.")
+    when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+
+
+def _stage_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "rule" if "function" in value else "prompt"
+    return "rule" if isinstance(value, RuleStage) else "prompt"
+
+
+Stage = Annotated[
+    Union[Annotated[PromptStage, Tag("prompt")], Annotated[RuleStage, Tag("rule")]],
+    Discriminator(_stage_kind),
+]
+
+
+class NotScorable(_Model):
+    """When there is nothing to judge, the item gets no score and this reason."""
+
+    when: str = Field(description="Expression over run, options, vars and stage results.")
+    reason: str = Field(description="Template text (Jinja) explaining why.")
+
+
+class ScoreSpec(_Model):
+    """How the score is computed."""
+
+    not_scorable: NotScorable | None = None
+    let: dict[str, str] = Field(
+        default_factory=dict, description="Named expressions, evaluated in order; the formula uses them."
+    )
+    formula: str = Field(description="Expression giving the score in [0, scale].")
+    round: int | None = Field(
+        None, ge=0, le=12,
+        description="Decimal places; half away from zero on the shortest decimal form (0.575 → 0.58).",
+    )
+    scale: str = Field(
+        "options.scale", description="Expression giving the upper bound of the score."
+    )
+
+
+class ReasonCase(_Model):
+    """One way to explain the score; the first case whose `when` holds is used."""
+
+    when: str | None = Field(None, description="Expression; omitted means always.")
+    template: str | None = Field(None, description="Inline Jinja text rendered without the judge.")
+    prompt: str | None = Field(
+        None, description="Template file under prompts/; the judge answers {reason: string}."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ReasonCase":
+        if (self.template is None) == (self.prompt is None):
+            raise ValueError("give exactly one of 'template' or 'prompt'")
+        return self
+
+
+class Spec(_Model):
+    """A scorer, as data."""
+
+    format: Literal[1] = Field(description="The spec format's version (this engine reads 1).")
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="The scorer's id: the file's stem.")
+    name: str = Field(description="Human-readable name.")
+    description: str = Field(description="One sentence: what the score measures.")
+    version: Union[int, str] = Field(description="The scorer's own version; bump when behaviour changes.")
+    fields: dict[Literal["input", "output", "ground_truth", "context"], FieldSpec] = Field(
+        default_factory=dict,
+        description="Run fields the scorer reads. Every run provides all four (empty when not given).",
+    )
+    options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Option name → JSON Schema with a `default`. User values are validated and "
+        "merged over the defaults.",
+    )
+    judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    vars: dict[str, str] = Field(
+        default_factory=dict,
+        description="Named expressions over run and options, evaluated before the stages.",
+    )
+    stages: list[Stage] = Field(min_length=1, description="Stages, run in order.")
+    score: ScoreSpec
+    reason: list[ReasonCase] = Field(
+        default_factory=list, description="How the score is explained; first matching case wins."
+    )
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of the spec format, as published by `scorespec schema`."""
+    schema = Spec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "scorespec scorer spec"
+    return schema

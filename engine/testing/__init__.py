@@ -1,0 +1,112 @@
+"""Test doubles shipped with the package.
+
+- `FakeJudge`: an in-process judge that answers from a script per stage and records every call
+  (the prompts it got), running the same validate-and-re-ask loop as a real judge.
+- `FakeOpenAIServer` (`engine.testing.fake_openai`): an OpenAI-compatible HTTP server on
+  127.0.0.1 with scripted replies, latency and fault injection, so tests exercise the real
+  openai + instructor path end to end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..errors import ScorerRunError
+from ..judge import AnswerInvalid, JudgeAnswer, JudgeCall
+from ..result import Usage
+
+Reply = Any  # a JSON value, or a callable (JudgeCall) -> JSON value, or an Exception to raise
+
+
+class FakeJudge:
+    """A scripted judge.
+
+    script: stage id → a list of replies consumed in order (the last one repeats), or one
+    reply for every call. A reply is a JSON value (the answer), a callable taking the
+    `JudgeCall` and returning one, or an exception instance to raise (e.g. a
+    `ScorerRunError("transport", …)`). `calls` records every `JudgeCall` received, with its
+    messages; `prompts(stage)` lists the user prompts a stage got.
+    """
+
+    def __init__(self, script: Mapping[str, Reply | list[Reply]] | None = None, *, model: str = "fake/judge",
+                 default: Reply | None = None):
+        self.model = model
+        self.script = {k: (list(v) if isinstance(v, list) else [v]) for k, v in (script or {}).items()}
+        self.default = default
+        self.calls: list[JudgeCall] = []
+        self._used: dict[str, int] = {}
+
+    def _next(self, call: JudgeCall) -> Any:
+        replies = self.script.get(call.stage)
+        if not replies:
+            if self.default is None:
+                raise AssertionError(f"FakeJudge has no reply scripted for stage {call.stage!r}")
+            reply = self.default
+        else:
+            i = self._used.get(call.stage, 0)
+            self._used[call.stage] = i + 1
+            reply = replies[min(i, len(replies) - 1)]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply(call) if callable(reply) else reply
+
+    async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        usage = Usage()
+        last_error = ""
+        raw = ""
+        messages = list(call.messages)
+        for attempt in range(call.max_reasks + 1):
+            if last_error:
+                messages = messages + [{"role": "user", "content": f"Your answer was not valid: {last_error}. "
+                                        "Answer again, correcting this."}]
+            call = JudgeCall(call.stage, messages, call.schema, call.validate, call.max_reasks,
+                             call.temperature, call.max_tokens)
+            self.calls.append(call)
+            usage.calls += 1
+            data = self._next(call)
+            raw = data if isinstance(data, str) else json.dumps(data)
+            if isinstance(data, str):
+                try:
+                    data = json.loads(data)
+                except json.JSONDecodeError as exc:
+                    last_error = f"not JSON: {exc}"
+                    usage.reasks += attempt < call.max_reasks
+                    continue
+            try:
+                value = call.validate(data)
+            except AnswerInvalid as exc:
+                last_error = str(exc)
+                usage.reasks += attempt < call.max_reasks
+                continue
+            return JudgeAnswer(value, raw, usage.calls, usage)
+        raise ScorerRunError("judge", f"no valid answer after {usage.calls} attempt(s): {last_error}",
+                             stage=call.stage, raw_answer=raw, attempts=usage.calls)
+
+    def prompts(self, stage: str) -> list[str]:
+        return [c.messages[-1]["content"] for c in self.calls if c.stage == stage]
+
+
+def scripted(replies: Iterable[Reply]) -> Callable[[JudgeCall], Any]:
+    """A reply function returning `replies` in order across calls (the last repeats)."""
+    items = list(replies)
+    state = {"i": 0}
+
+    def reply(call: JudgeCall) -> Any:
+        i = min(state["i"], len(items) - 1)
+        state["i"] += 1
+        return items[i]
+
+    return reply
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("FakeOpenAIServer", "Fault"):
+        from . import fake_openai
+
+        return getattr(fake_openai, name)
+    raise AttributeError(name)
+
+
+__all__ = ["FakeJudge", "scripted", "FakeOpenAIServer", "Fault"]

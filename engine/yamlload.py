@@ -1,0 +1,195 @@
+"""Line-aware YAML loading with the YAML 1.2 core schema.
+
+The document is composed once; the value tree is built from the nodes while every key path
+(``stages[1].output_schema.properties``) is indexed with its line and column, so later phases
+can report problems where they are. Differences from PyYAML's default (YAML 1.1) loading, all
+chosen so that what a spec author wrote is what the engine sees:
+
+- only ``true``/``false`` are booleans: ``yes``, ``no``, ``on``, ``off`` stay strings (case C08);
+- no timestamps: ``2024-01-01`` stays a string;
+- duplicate keys are errors (PyYAML keeps the last silently);
+- non-string keys keep their source text (``1:`` is the key ``"1"``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from .errors import Problem
+
+try:  # the C parser when libyaml is present; the resolver stays in Python either way
+    from yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - depends on the PyYAML build
+    from yaml.parser import Parser as _Parser  # type: ignore[assignment]
+
+MAX_NODES = 200_000  # guards against alias bombs ("billion laughs")
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """YAML 1.2 core schema resolution for plain scalars."""
+
+
+_CoreResolver.yaml_implicit_resolvers = {}
+for _tag, _regexp, _first in (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+):
+    _CoreResolver.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
+
+
+if hasattr(yaml, "CParser"):
+
+    class _Loader(_Parser, yaml.composer.Composer, _CoreResolver):  # type: ignore[misc]
+        def __init__(self, stream: str):
+            _Parser.__init__(self, stream)
+            _CoreResolver.__init__(self)
+
+else:  # pragma: no cover
+
+    class _Loader(  # type: ignore[no-redef]
+        yaml.reader.Reader, yaml.scanner.Scanner, _Parser, yaml.composer.Composer, _CoreResolver
+    ):
+        def __init__(self, stream: str):
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            _Parser.__init__(self)
+            yaml.composer.Composer.__init__(self)
+            _CoreResolver.__init__(self)
+
+
+_BOOL_1_1 = {"yes", "no", "on", "off", "y", "n"}
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    tag, text = node.tag, node.value
+    if tag == "tag:yaml.org,2002:str":
+        return text
+    if tag == "tag:yaml.org,2002:null":
+        return None
+    if tag == "tag:yaml.org,2002:bool":
+        return text.lower() == "true"
+    if tag == "tag:yaml.org,2002:int":
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text)
+    if tag == "tag:yaml.org,2002:float":
+        low = text.lower()
+        if low.endswith("inf"):
+            return float("-inf") if low.startswith("-") else float("inf")
+        if low.endswith("nan"):
+            return float("nan")
+        return float(text)
+    raise ValueError(f"unsupported tag {tag!r}")
+
+
+def _pos(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class LoadedYAML:
+    """A loaded document: `data` (plain Python values), `positions` (key path → (line, col))
+    and `plain_strings` (key paths of unquoted scalars that YAML 1.1 would read as booleans)."""
+
+    def __init__(self) -> None:
+        self.data: Any = None
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.bool_like: set[str] = set()
+        self.problems: list[Problem] = []
+
+
+def load_yaml(text: str, file: str) -> LoadedYAML:
+    """Parse one YAML document.
+
+    Returns a `LoadedYAML`; syntax errors, duplicate keys, unsupported tags and alias bombs are
+    recorded in `.problems` (codes ``yaml-syntax``, ``duplicate-key``, ``yaml-tag``,
+    ``yaml-too-large``) rather than raised. Never raises for any input string.
+    """
+    out = LoadedYAML()
+    try:
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        message = " ".join(s for s in (exc.context, exc.problem) if s) or "invalid YAML"
+        out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {message}", file, line, col))
+        return out
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+        out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {exc}", file, 1, 1))
+        return out
+    if root is None:
+        return out
+
+    budget = [MAX_NODES]
+
+    def build(node: yaml.Node, path: str) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OverflowError
+        out.positions.setdefault(path, _pos(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                value = _scalar(node)
+            except ValueError as exc:
+                line, col = _pos(node)
+                out.problems.append(Problem("yaml-tag", str(exc), file, line, col, path, "remove the tag"))
+                return node.value
+            if isinstance(value, str) and node.style is None and value.lower() in _BOOL_1_1:
+                out.bool_like.add(path)
+            return value
+        if isinstance(node, yaml.SequenceNode):
+            return [build(item, f"{path}[{i}]") for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    line, col = _pos(key_node)
+                    out.problems.append(
+                        Problem("yaml-key", "a key must be a plain name, not a list or a mapping", file, line, col, path)
+                    )
+                    continue
+                key = key_node.value
+                sub = _join(path, key)
+                if key in result:
+                    line, col = _pos(key_node)
+                    first = out.positions.get(sub, (0, 0))[0]
+                    out.problems.append(
+                        Problem("duplicate-key", f"duplicate key '{key}'", file, line, col, sub,
+                                f"first defined on line {first}; keep one")
+                    )
+                    continue
+                out.positions[sub] = _pos(key_node)
+                result[key] = build(value_node, sub)
+            return result
+        raise ValueError(f"unexpected YAML node {node!r}")  # pragma: no cover
+
+    try:
+        out.data = build(root, "")
+    except OverflowError:
+        out.problems.append(
+            Problem("yaml-too-large", f"the document expands to more than {MAX_NODES} nodes (aliases?)", file, 1, 1)
+        )
+        out.data = None
+    except RecursionError:
+        out.problems.append(Problem("yaml-too-large", "the document is nested too deeply", file, 1, 1))
+        out.data = None
+    return out
