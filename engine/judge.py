@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import os
 import random
 import time
@@ -28,6 +29,9 @@ from typing import Any, Protocol
 
 from .errors import ScorerRunError
 from .result import Usage
+
+# instructor logs every failed attempt at ERROR level; the engine reports failures itself
+logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")
@@ -115,6 +119,25 @@ def _response_model(schema_json: str, title: str) -> type:
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 
+class UnreadableResponse(ConnectionError):
+    """The provider answered with a body that is not valid JSON (a transport failure)."""
+
+
+def _raise_unreadable_as_transport(completions: Any) -> None:
+    """The openai client raises `json.JSONDecodeError` for an unreadable response body, which
+    instructor would take for an invalid answer and re-ask silently; make it a transport
+    failure, retried and counted by `InstructorJudge`."""
+    create = completions.create
+
+    async def create_checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await create(*args, **kwargs)
+        except json.JSONDecodeError as exc:
+            raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
+
+    completions.create = create_checked
+
+
 def _is_transport(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
@@ -169,11 +192,31 @@ class InstructorJudge:
     provider's model name is bound to the client). Raises `ScorerRunError` from `ask`.
     """
 
-    def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None):
+    def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None,
+                 secrets: tuple[str | None, ...] = ()):
         self.client = client
         self.model = model
         self.model_name = model_name
         self.retry = retry or RetryPolicy()
+        # API keys: never echoed in error messages or raw answers (a server may quote them)
+        self._secrets = tuple(s for s in secrets if s and len(s) >= 6)
+
+    def _redact(self, text: str | None) -> str | None:
+        if text:
+            for secret in self._secrets:
+                text = text.replace(secret, "***")
+        return text
+
+    def _failure(self, exc: ScorerRunError, usage: Usage, transport_retries: int, reasks: int = 0) -> ScorerRunError:
+        """`exc` with the usage spent on the call attached and any API key redacted."""
+        usage.calls = exc.attempts
+        usage.reasks = reasks
+        usage.transport_retries = transport_retries
+        exc.usage = usage
+        exc.message = self._redact(exc.message) or ""
+        exc.args = (exc.message,)
+        exc.raw_answer = self._redact(exc.raw_answer)
+        return exc
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
@@ -210,28 +253,27 @@ class InstructorJudge:
                 attempts_total += max(calls[0], 1)
                 _add_tokens(usage, getattr(exc, "total_usage", None))
                 if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
-                    usage.calls = attempts_total
-                    raise ScorerRunError(
+                    raise self._failure(ScorerRunError(
                         "judge",
                         f"the answer was cut off at max_tokens={call.max_tokens}; not parsed",
                         stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)),
                         attempts=attempts_total,
-                    ) from None
+                    ), usage, transport_retries, max(calls[0], 1) - 1) from None
                 if _is_transport(cause):
                     if transport_retries < self.retry.max_retries:
                         await asyncio.sleep(self.retry.wait(transport_retries, cause))
                         transport_retries += 1
                         continue
-                    raise ScorerRunError(
+                    raise self._failure(ScorerRunError(
                         "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause)}",
                         stage=call.stage, attempts=attempts_total,
-                    ) from None
+                    ), usage, transport_retries) from None
                 last_raw = _raw(getattr(exc, "last_completion", None))
-                raise ScorerRunError(
+                raise self._failure(ScorerRunError(
                     "judge",
                     f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause)}",
                     stage=call.stage, raw_answer=last_raw, attempts=attempts_total,
-                ) from None
+                ), usage, transport_retries, max(calls[0], 1) - 1) from None
             except Exception as exc:  # transport errors raised before instructor wrapped them
                 usage.seconds += time.perf_counter() - started
                 attempts_total += 1
@@ -240,7 +282,8 @@ class InstructorJudge:
                     transport_retries += 1
                     continue
                 kind = "transport" if _is_transport(exc) else "judge"
-                raise ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total) from None
+                raise self._failure(ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total),
+                                    usage, transport_retries) from None
             usage.seconds += time.perf_counter() - started
             n = max(calls[0], 1)
             attempts_total += n
@@ -323,6 +366,7 @@ def make_judge(
             max_retries=0,
             timeout=timeout_s,
         )
+        _raise_unreadable_as_transport(client.chat.completions)
         wrapped = instructor.from_openai(client, mode=inst_mode or instructor.Mode.TOOLS)
     elif provider == "anthropic":
         import anthropic
@@ -336,5 +380,5 @@ def make_judge(
         if api_key:
             extra["api_key"] = api_key
         wrapped = instructor.from_provider(model, mode=inst_mode, **extra)
-        return InstructorJudge(wrapped, model, retry=retry)
-    return InstructorJudge(wrapped, model, retry=retry, model_name=name)
+        return InstructorJudge(wrapped, model, retry=retry, secrets=(api_key,))
+    return InstructorJudge(wrapped, model, retry=retry, model_name=name, secrets=(getattr(client, "api_key", None),))
