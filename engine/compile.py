@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
@@ -26,6 +27,7 @@ from .spec import PromptStage, RuleStage, Spec
 from .yamlload import load_yaml
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace"}
+RUN_KEYS = ("input", "output", "ground_truth", "context", "given")
 REASON_SCHEMA = {
     "type": "object",
     "required": ["reason"],
@@ -106,7 +108,10 @@ def _unwrap(tp: Any) -> list[Any]:
 def _keys_at(loc: tuple[Any, ...]) -> list[str]:
     """Allowed keys of the model at `loc` (for did-you-mean on unknown keys)."""
     types: list[Any] = [Spec]
-    for part in loc:
+    for i, part in enumerate(loc):
+        if _is_stage_tag(loc, i):  # the discriminator's tag, not the stage's `prompt` field
+            types = [PromptStage] if part == "prompt" else [RuleStage]
+            continue
         nxt: list[Any] = []
         for tp in types:
             for t in _unwrap(tp):
@@ -116,8 +121,6 @@ def _keys_at(loc: tuple[Any, ...]) -> list[str]:
                 elif get_origin(t) in (list, dict):
                     args = get_args(t)
                     nxt.append(args[-1] if args else Any)
-        if part in ("prompt", "rule") and not nxt:
-            nxt = [PromptStage] if part == "prompt" else [RuleStage]
         types = nxt or types
     keys: set[str] = set()
     for tp in types:
@@ -137,13 +140,13 @@ def _path(loc: tuple[Any, ...]) -> str:
     return text
 
 
+def _is_stage_tag(loc: tuple[Any, ...], i: int) -> bool:
+    """Whether loc[i] is the stage union's tag (``stages[0].prompt``) that pydantic inserts."""
+    return loc[i] in ("prompt", "rule") and i > 0 and isinstance(loc[i - 1], int) and "stages" in loc[: i - 1]
+
+
 def _strip_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    out = []
-    for i, part in enumerate(loc):
-        if part in ("prompt", "rule") and i > 0 and isinstance(loc[i - 1], int) and "stages" in loc[: i - 1]:
-            continue
-        out.append(part)
-    return tuple(out)
+    return tuple(part for i, part in enumerate(loc) if not _is_stage_tag(loc, i))
 
 
 def _pydantic_problems(exc: ValidationError, plist: ProblemList, bool_like: set[str]) -> None:
@@ -175,23 +178,34 @@ class _Compiler:
         self.plist = plist
         self.dirs = prompt_dirs(path)
         self.templates: dict[str, str] = {}
+        # keys of the mappings whose shape is known at load: `run` and `options`
+        self.known_keys: dict[str, set[str]] = {"run": set(RUN_KEYS), "options": set()}
 
     def expr(self, source: str, key_path: str, names: set[str]) -> Expression | None:
         try:
             compiled = Expression(source)
         except TemplateSyntaxError as exc:
-            self.plist.add("expression-syntax", key_path, f"cannot parse expression {source!r}: {exc.message}")
+            self.plist.add("expression-syntax", key_path, f"cannot parse expression {source!r}: {exc.message}",
+                           _syntax_hint(exc.message))
             return None
-        self._check_names(compiled.names, names, key_path, f"expression {source!r}")
+        except RecursionError:
+            self.plist.add("expression-syntax", key_path, "the expression is nested too deeply to compile",
+                           "split it into named expressions under score.let")
+            return None
+        self._check_names(compiled, names, key_path, f"expression {source!r}")
         return compiled
 
     def inline_template(self, source: str, key_path: str, names: set[str]) -> Template | None:
         try:
             compiled = Template(source, f"{self.path}:{key_path}")
         except TemplateSyntaxError as exc:
-            self.plist.add("template-syntax", key_path, f"cannot parse template: {exc.message}")
+            self.plist.add("template-syntax", key_path, f"cannot parse template: {exc.message}",
+                           _syntax_hint(exc.message))
             return None
-        self._check_names(compiled.names, names, key_path, "template")
+        except RecursionError:
+            self.plist.add("template-syntax", key_path, "the template is nested too deeply to compile")
+            return None
+        self._check_names(compiled, names, key_path, "template")
         return compiled
 
     def template_file(self, name: str, key_path: str, names: set[str]) -> Template | None:
@@ -211,18 +225,29 @@ class _Compiler:
         except TemplateSyntaxError as exc:
             self.plist.problems.append(
                 Problem("template-syntax", f"cannot parse template: {exc.message}", str(found), exc.lineno or 1, 1,
-                        "", f"used by {key_path}")
+                        "", "; ".join(filter(None, (_syntax_hint(exc.message), f"used by {key_path}"))))
             )
             return None
-        self._check_names(compiled.names, names, key_path, f"template {name!r}")
+        except RecursionError:
+            self.plist.add("template-syntax", key_path, f"template {name!r} is nested too deeply to compile")
+            return None
+        self._check_names(compiled, names, key_path, f"template {name!r}")
         return compiled
 
-    def _check_names(self, used: frozenset[str], names: set[str], key_path: str, what: str) -> None:
-        for name in sorted(used - names):
+    def _check_names(self, compiled: Expression | Template, names: set[str], key_path: str, what: str) -> None:
+        for name in sorted(compiled.names - names):
             self.plist.add(
                 "undefined-name", key_path, f"{what} uses {name!r}, which is not defined here",
                 did_you_mean(name, names),
             )
+        for base, key in sorted(compiled.attrs):
+            known = self.known_keys.get(base)
+            if base in names and known is not None and key not in known:
+                hint = did_you_mean(key, known)
+                self.plist.add(
+                    "undefined-name", key_path, f"{what} uses '{base}.{key}', which is not defined here",
+                    hint.replace("'", f"'{base}.", 1) if hint.startswith("did you mean") else hint,
+                )
 
     def output_schema(self, raw: dict[str, Any], key_path: str, names: set[str]) -> tuple[dict, list]:
         exprs: list[tuple[tuple[Any, ...], Expression]] = []
@@ -231,7 +256,10 @@ class _Compiler:
             if isinstance(node, dict):
                 if set(node) == {"$expr"}:
                     sub = key_path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in pointer)
-                    compiled = self.expr(str(node["$expr"]), sub, names) if isinstance(node["$expr"], str) else None
+                    if not isinstance(node["$expr"], str):
+                        self.plist.add("invalid-schema", sub, "$expr must be an expression, written as a string",
+                                       'e.g. {$expr: "preprocess | length"}')
+                    compiled = self.expr(node["$expr"], sub, names) if isinstance(node["$expr"], str) else None
                     if compiled is not None:
                         exprs.append((pointer, compiled))
                     return 1  # placeholder for checking the schema at load
@@ -250,6 +278,17 @@ class _Compiler:
             self.plist.add("invalid-schema", key_path, "an output schema must have type: object",
                            "wrap the answer in an object, e.g. {type: object, properties: {...}}")
         return checked, exprs
+
+
+def _syntax_hint(message: str | None) -> str:
+    """Did-you-mean for Jinja's "No filter named 'lenght'." / "No test named …" errors."""
+    match = re.search(r"No (filter|test) named '([^']+)'", message or "")
+    if not match:
+        return ""
+    from .expressions import environment
+
+    env = environment()
+    return did_you_mean(match.group(2), env.filters if match.group(1) == "filter" else env.tests)
 
 
 def _hash(spec_text: str, templates: dict[str, str]) -> str:
@@ -336,11 +375,16 @@ def _compile(spec: Spec, path: Path, plist: ProblemList) -> CompiledSpec | None:
     if "scale" not in spec.options and spec.score.scale == "options.scale":
         defaults["scale"] = 1
         validators["scale"] = jsonschema.Draft202012Validator({"type": "number", "exclusiveMinimum": 0})
+    c.known_keys["options"] = set(spec.options) | set(defaults)
 
     names = {"run", "options"}
     required: dict[str, Union[bool, Expression]] = {}
     for fname, fspec in spec.fields.items():
-        if isinstance(fspec.required, str):
+        if isinstance(fspec.required, str) and fspec.required.strip().lower() in {"yes", "no", "on", "off", "y", "n"}:
+            plist.add("wrong-type", f"fields.{fname}.required",
+                      f"{fspec.required!r} is a string here, not a boolean (YAML 1.2 reads only true/false as booleans)",
+                      "write true or false, or an expression over options")
+        elif isinstance(fspec.required, str):
             compiled_req = c.expr(fspec.required, f"fields.{fname}.required", {"options"})
             if compiled_req is not None:
                 required[fname] = compiled_req

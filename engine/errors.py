@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class ScorerRunError(Exception):
         stage: str | None = None,
         raw_answer: str | None = None,
         attempts: int = 0,
+        usage: Any = None,
     ):
         super().__init__(message)
         self.kind = kind
@@ -80,6 +82,7 @@ class ScorerRunError(Exception):
         self.stage = stage
         self.raw_answer = raw_answer
         self.attempts = attempts
+        self.usage = usage  # an `engine.result.Usage` for the failed judge call, when known
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

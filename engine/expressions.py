@@ -55,16 +55,18 @@ _DUNDER = re.compile(r"__\w+__|\b(mro|func_globals|f_globals|gi_frame|cr_frame)\
 
 
 class Expression:
-    """A compiled expression. `names` are the free variables it reads."""
+    """A compiled expression. `names` are the free variables it reads; `attrs` the
+    ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``."""
 
-    __slots__ = ("source", "names", "_fn")
+    __slots__ = ("source", "names", "attrs", "_fn")
 
     def __init__(self, source: str):
         env = environment()
         self.source = source
         ast = env.parse("{{ (" + source + "\n) }}")
-        _reject_unsafe(ast)
         self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
+        _reject_unsafe(ast)  # after the analysis above, which folds constants ('__cla' ~ 'ss__')
+        self.attrs = _attribute_uses(ast)
         self._fn = env.compile_expression(source, undefined_to_none=False)
 
     def __call__(self, namespace: dict[str, Any]) -> Any:
@@ -72,25 +74,49 @@ class Expression:
 
 
 class Template:
-    """A compiled template. `names` are the free variables it reads."""
+    """A compiled template. `names` are the free variables it reads; `attrs` as for
+    `Expression`."""
 
-    __slots__ = ("source", "names", "_template", "file")
+    __slots__ = ("source", "names", "attrs", "_template", "file")
 
     def __init__(self, source: str, file: str = "<template>"):
         env = environment()
         self.source = source
         self.file = file
         ast = env.parse(source, filename=file)
-        _reject_unsafe(ast)
         self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
+        _reject_unsafe(ast)  # after the analysis above, which folds constants ('__cla' ~ 'ss__')
+        self.attrs = _attribute_uses(ast)
         self._template = env.from_string(ast)
 
     def render(self, namespace: dict[str, Any]) -> str:
         return self._template.render(namespace)
 
 
+def _attribute_uses(ast: nodes.Node) -> frozenset[tuple[str, str]]:
+    """``(variable, key)`` for each ``variable.key`` / ``variable['key']`` read (method calls
+    such as ``options.get(...)`` excluded), so the compiler can check keys of known mappings."""
+    called = {id(call.node) for call in ast.find_all(nodes.Call)}
+    found = set()
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        if id(node) in called or not isinstance(node.node, nodes.Name):
+            continue
+        if isinstance(node, nodes.Getattr):
+            key = node.attr
+        else:
+            key = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        if isinstance(key, str):
+            found.add((node.node.name, key))
+    return frozenset(found)
+
+
 def _reject_unsafe(ast: nodes.Node) -> None:
-    """Refuse dunder and frame attribute walks at load time (the sandbox refuses them anyway)."""
+    """Refuse dunder and frame attribute walks at load time (the sandbox refuses them anyway),
+    and `include`/`import`/`extends`, which cannot work here: templates are self-contained."""
+    for node in ast.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+        tag = {"Include": "include", "Import": "import", "FromImport": "from … import", "Extends": "extends"}
+        raise TemplateSyntaxError(f"'{tag[type(node).__name__]}' is not supported: a template is self-contained",
+                                  node.lineno)
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
         name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
         if isinstance(name, str) and (name.startswith("_") or _DUNDER.search(name)):

@@ -16,12 +16,14 @@ Model strings: ``provider/model`` as `instructor.from_provider` takes them, plus
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import json
 import logging
 import os
 import random
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -82,10 +84,17 @@ def resolve_model(explicit: str | None, spec_model: str | None) -> str:
 # --- instructor response models -------------------------------------------------------------
 
 
+# The validate function of the judge call in progress. Not passed as instructor's `context=`:
+# instructor renders every message as a Jinja template when a context is given, which would
+# execute user text (case C07).
+_CALL_VALIDATE: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
+    "scorespec_call_validate", default=None)
+
+
 @lru_cache(maxsize=512)
 def _response_model(schema_json: str, title: str) -> type:
     """A pydantic model whose JSON Schema is exactly `schema_json` and whose validation is the
-    call's own `validate` (taken from instructor's validation context)."""
+    call's own `validate` (taken from `_CALL_VALIDATE`)."""
     from pydantic import BaseModel, model_validator
 
     schema = json.loads(schema_json)
@@ -97,9 +106,7 @@ def _response_model(schema_json: str, title: str) -> type:
         @model_validator(mode="before")
         @classmethod
         def _validate(cls, data: Any, info: Any) -> Any:
-            context = info.context or {}
-            validate = context.get("validate")
-            context.setdefault("raws", []).append(data)
+            validate = _CALL_VALIDATE.get()
             try:
                 return {"payload": validate(data) if validate else data}
             except AnswerInvalid as exc:
@@ -193,13 +200,27 @@ class InstructorJudge:
     """
 
     def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None,
-                 secrets: tuple[str | None, ...] = ()):
+                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None):
         self.client = client
+        self._client_factory = client_factory
+        self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
         self.model_name = model_name
         self.retry = retry or RetryPolicy()
         # API keys: never echoed in error messages or raw answers (a server may quote them)
         self._secrets = tuple(s for s in secrets if s and len(s) >= 6)
+
+    def _client(self) -> Any:
+        """The client for the running event loop. An async HTTP client's pooled connections
+        belong to the loop that opened them, so with a `client_factory` each loop (each
+        `Scorer.run`, each `run_evals`) gets its own client; without one, `client` is used."""
+        if self._client_factory is None:
+            return self.client
+        loop = asyncio.get_running_loop()
+        client = self._loop_clients.get(loop)
+        if client is None:
+            client = self._loop_clients[loop] = self._client_factory()
+        return client
 
     def _redact(self, text: str | None) -> str | None:
         if text:
@@ -231,17 +252,16 @@ class InstructorJudge:
             calls = [0]
             hooks = Hooks()
             hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
-            context: dict[str, Any] = {"validate": call.validate}
             kwargs: dict[str, Any] = {}
             if self.model_name:
                 kwargs["model"] = self.model_name
             started = time.perf_counter()
+            token = _CALL_VALIDATE.set(call.validate)
             try:
-                answer, completion = await self.client.create_with_completion(
+                answer, completion = await self._client().create_with_completion(
                     response_model=response_model,
                     messages=[dict(m) for m in call.messages],
                     max_retries=call.max_reasks,
-                    context=context,
                     hooks=hooks,
                     temperature=call.temperature,
                     max_tokens=call.max_tokens,
@@ -284,6 +304,8 @@ class InstructorJudge:
                 kind = "transport" if _is_transport(exc) else "judge"
                 raise self._failure(ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total),
                                     usage, transport_retries) from None
+            finally:
+                _CALL_VALIDATE.reset(token)
             usage.seconds += time.perf_counter() - started
             n = max(calls[0], 1)
             attempts_total += n
@@ -354,31 +376,37 @@ def make_judge(
 
     provider, name = model.split("/", 1)
     inst_mode = instructor.Mode(mode) if mode else None
+    # `build` makes a fresh client; the judge builds one per event loop (see InstructorJudge)
     if provider in ("openai", "ollama"):
         import openai
 
         if provider == "ollama":
             base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
             api_key = api_key or "ollama"
-        client = openai.AsyncOpenAI(
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None),
-            base_url=base_url,
-            max_retries=0,
-            timeout=timeout_s,
-        )
-        _raise_unreadable_as_transport(client.chat.completions)
-        wrapped = instructor.from_openai(client, mode=inst_mode or instructor.Mode.TOOLS)
+        key = api_key or os.environ.get("OPENAI_API_KEY") or (
+            "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
+
+        def build() -> Any:
+            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+            _raise_unreadable_as_transport(client.chat.completions)
+            return instructor.from_openai(client, mode=inst_mode or instructor.Mode.TOOLS)
     elif provider == "anthropic":
         import anthropic
 
-        client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
-        wrapped = instructor.from_anthropic(client, mode=inst_mode or instructor.Mode.TOOLS)
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+
+        def build() -> Any:
+            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+            return instructor.from_anthropic(client, mode=inst_mode or instructor.Mode.TOOLS)
     else:
         extra: dict[str, Any] = {"async_client": True}
         if base_url:
             extra["base_url"] = base_url
         if api_key:
             extra["api_key"] = api_key
-        wrapped = instructor.from_provider(model, mode=inst_mode, **extra)
-        return InstructorJudge(wrapped, model, retry=retry, secrets=(api_key,))
-    return InstructorJudge(wrapped, model, retry=retry, model_name=name, secrets=(getattr(client, "api_key", None),))
+
+        def build() -> Any:
+            return instructor.from_provider(model, mode=inst_mode, **extra)
+
+        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build)
+    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build)

@@ -25,7 +25,7 @@ import jsonschema
 from .compile import REASON_SCHEMA, CompiledSpec, CompiledStage, load_spec, resolve_schema
 from .errors import ScorerRunError, did_you_mean
 from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, resolve_model
-from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord
+from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
 
 SCALE_TOLERANCE = 1e-9
 
@@ -348,7 +348,7 @@ class Scorer:
         except ScorerRunError as exc:
             record.attempts = exc.attempts
             record.raw_answer = exc.raw_answer
-            record.usage.calls = exc.attempts
+            record.usage = exc.usage if exc.usage is not None else Usage(calls=exc.attempts)
             if state["check"] is not None and exc.kind == "judge":
                 source, message = state["check"]
                 raise ScorerRunError("check", f"check {source!r} still failed after {exc.attempts} attempt(s): "

@@ -82,7 +82,7 @@ class FakeJudge:
                 continue
             return JudgeAnswer(value, raw, usage.calls, usage)
         raise ScorerRunError("judge", f"no valid answer after {usage.calls} attempt(s): {last_error}",
-                             stage=call.stage, raw_answer=raw, attempts=usage.calls)
+                             stage=call.stage, raw_answer=raw, attempts=usage.calls, usage=usage)
 
     def prompts(self, stage: str) -> list[str]:
         return [c.messages[-1]["content"] for c in self.calls if c.stage == stage]

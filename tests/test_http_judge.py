@@ -1,0 +1,267 @@
+"""The real openai + instructor path against FakeOpenAIServer (issue 3)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from engine.compile import compile_file
+from engine.scorer import Scorer, load_scorer
+from engine.testing.fake_openai import Fault
+
+from conftest import fast_judge, verdicts
+
+CLAIMS = {"claims": ["A", "B"]}
+REASON = {"reason": "Two claims, one supported."}
+JINJA_TEXT = "{{ 7*7 }} {% for x in range(3) %}x{% endfor %} {#"
+CANARY = "sk-canary-7f3a9c2e51d84b06"
+
+
+def v(*values: str) -> dict:
+    return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
+
+
+def user_text(request: dict) -> str:
+    return "\n".join(m.get("content") or "" for m in request["messages"] if m["role"] == "user")
+
+
+def expected_prompt_tokens(server) -> int:
+    """The prompt tokens the fake server reported over all requests (characters // 4 each)."""
+    prompt = 0
+    for request in server.requests:
+        chars = 0
+        for m in request["messages"]:
+            chars += len(m.get("content") or "")
+            for call in m.get("tool_calls") or ():
+                chars += len(call["function"]["arguments"])
+        prompt += max(1, chars // 4)
+    return prompt
+
+
+@pytest.fixture
+def faithfulness(http_judge):
+    return load_scorer("faithfulness", judge=http_judge)
+
+
+def test_scored_faithfulness_run_with_usage(fake_server, faithfulness):
+    answers = [{"claims": ["A", "B", "C"]}, v("yes", "no", "unsure"), REASON]
+    fake_server.script(*answers)
+    result = faithfulness.run(output="A. B. C.", context=["A holds."])
+    assert result.status == "scored"
+    assert result.score == 0.33
+    assert result.reason == REASON["reason"]
+    assert result.model == "openai/test-model"
+    assert len(fake_server.requests) == 3
+    assert all(r["model"] == "test-model" and r["temperature"] == 0 for r in fake_server.requests)
+    assert [r["tools"][0]["function"]["name"] for r in fake_server.requests] == ["preprocess", "analyze", "reason"]
+    assert result.usage.calls == 3
+    assert (result.usage.reasks, result.usage.transport_retries) == (0, 0)
+    assert result.usage.tokens_in == expected_prompt_tokens(fake_server)
+    assert result.usage.tokens_out == sum(max(1, len(json.dumps(a)) // 4) for a in answers)
+    assert result.stages["preprocess"].usage.tokens_in > 0
+    assert result.usage.seconds > 0
+    assert json.loads(result.stages["analyze"].raw_answer) == v("yes", "no", "unsure")
+
+
+def test_per_item_schema_bounds_are_sent_to_the_provider(fake_server, faithfulness):
+    fake_server.script({"claims": ["A", "B", "C"]}, v("yes", "yes", "yes"), REASON)
+    assert faithfulness.run(output="x", context=["ctx"]).score == 1
+    params = fake_server.requests[1]["tools"][0]["function"]["parameters"]
+    assert params["properties"]["verdicts"]["minItems"] == params["properties"]["verdicts"]["maxItems"] == 3
+
+
+def test_c02_verdict_case_over_http(fake_server, faithfulness):
+    fake_server.script(CLAIMS, v("Yes", " no "), REASON)
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.score == 0.5
+    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no"]
+
+
+@pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])
+def test_c07_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
+    """Nothing on the way (the engine's templates, instructor's message templating) renders
+    user text or the judge's answers as a template."""
+    fake_server.script({"claims": [text]}, v("yes"), REASON)
+    result = faithfulness.run(output=text, context=[text])
+    assert result.status == "scored", result.error
+    assert result.score == 1
+    assert text in user_text(fake_server.requests[0])
+    assert user_text(fake_server.requests[1]).count(text) == 2  # the context and the claim
+    assert text in user_text(fake_server.requests[2])
+    assert "49" not in json.dumps(fake_server.requests)
+
+
+def test_c14_out_of_range_formula_over_http(fake_server, verdict_spec):
+    compiled = compile_file(verdict_spec(formula="supported / (preprocess | length) + 0.3"))
+    fake_server.script(CLAIMS, verdicts("yes", "yes"))
+    result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="A. B.")
+    assert result.status == "failed"
+    assert result.score is None
+    assert result.error.kind == "formula"
+    assert "score.formula 'supported / (preprocess | length) + 0.3' gave 1.3" in result.error.message
+
+
+def test_c19_rate_limited_twice_then_scored(fake_server, faithfulness):
+    fake_server.script(Fault.status(429), Fault.status(429), CLAIMS, v("yes", "no"), REASON)
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.status == "scored"
+    assert result.score == 0.5
+    assert result.usage.transport_retries == 2
+    assert result.usage.reasks == 0
+    assert result.stages["preprocess"].usage.transport_retries == 2
+    assert result.stages["preprocess"].usage.calls == 3
+    assert len(fake_server.requests) == 5
+
+
+def test_retry_after_is_honoured(fake_server, faithfulness):
+    fake_server.script(Fault.status(429, retry_after=0.4), CLAIMS, v("yes", "yes"), REASON)
+    started = time.perf_counter()
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    elapsed = time.perf_counter() - started
+    assert result.score == 1
+    assert result.usage.transport_retries == 1
+    assert elapsed >= 0.4  # the policy's own backoff here is about 0.01 s
+
+
+def test_failed_check_reasked_then_accepted(fake_server, verdict_spec):
+    compiled = compile_file(verdict_spec())
+    fake_server.script(CLAIMS, verdicts("yes"), verdicts("yes", "no"))
+    result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="A. B.")
+    assert result.score == 0.5
+    assert result.stages["analyze"].usage.reasks == 1
+    assert result.usage.reasks == 1
+    assert result.stages["analyze"].attempts == 2
+    assert len(fake_server.requests) == 3
+    assert "give exactly one verdict per claim, in order" not in json.dumps(fake_server.requests[1]["messages"])
+    assert "give exactly one verdict per claim, in order" in json.dumps(fake_server.requests[2]["messages"])
+
+
+def test_check_never_passing_fails_the_item(fake_server, verdict_spec):
+    compiled = compile_file(verdict_spec(max_reasks=1))
+    fake_server.script(CLAIMS, verdicts("yes"), verdicts("no"))
+    result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="A. B.")
+    assert result.status == "failed"
+    assert result.score is None
+    assert (result.error.stage, result.error.kind) == ("analyze", "check")
+    assert "answer.verdicts | length == preprocess | length" in result.error.message
+    assert result.error.attempts == 2
+    assert json.loads(result.error.raw_answer) == verdicts("no")
+    assert len(fake_server.requests) == 3
+
+
+def test_not_scorable_rule_over_http(fake_server, verdict_spec):
+    compiled = compile_file(verdict_spec())
+    fake_server.script({"claims": []})
+    result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="Nothing.")
+    assert result.status == "not_scorable"
+    assert result.not_scorable.reason == "Not scorable: no claims in the output."
+    assert len(fake_server.requests) == 1
+
+
+def test_server_error_on_every_call_is_a_transport_failure(fake_server, faithfulness):
+    fake_server.script(*[Fault.status(500)] * 10)
+    result = faithfulness.run(output="A.", context=["ctx"])
+    assert result.status == "failed"
+    assert result.score is None
+    assert (result.error.stage, result.error.kind) == ("preprocess", "transport")
+    assert "after 4 tries" in result.error.message and "HTTP 500" in result.error.message
+    assert result.error.attempts == 4
+    assert result.usage.transport_retries == 3
+    assert result.usage.calls == 4
+    assert len(fake_server.requests) == 4
+
+
+def test_connection_reset_is_retried(fake_server, faithfulness):
+    fake_server.script(Fault.reset(), CLAIMS, v("yes", "yes"), REASON)
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.score == 1
+    assert result.usage.transport_retries == 1
+
+
+def test_unreadable_response_body_is_a_counted_transport_retry(fake_server, faithfulness):
+    fake_server.script(Fault.malformed_body(), CLAIMS, v("yes", "yes"), REASON)
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.score == 1
+    assert result.usage.transport_retries == 1
+    assert result.usage.reasks == 0
+    assert result.usage.calls == len(fake_server.requests) == 4
+
+
+def test_truncated_answer_fails_never_a_partial_score(fake_server, faithfulness):
+    fake_server.script(CLAIMS, Fault.truncated(v("yes", "yes")))
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.status == "failed"
+    assert result.score is None
+    assert (result.error.stage, result.error.kind) == ("analyze", "judge")
+    assert "cut off" in result.error.message
+    assert result.error.raw_answer == json.dumps(v("yes", "yes"))[: len(json.dumps(v("yes", "yes"))) // 2]
+    assert len(fake_server.requests) == 2
+
+
+def test_malformed_json_answer_is_reasked(fake_server, faithfulness):
+    fake_server.script('{"claims": [', CLAIMS, v("yes", "no"), REASON)
+    result = faithfulness.run(output="A. B.", context=["ctx"])
+    assert result.score == 0.5
+    assert result.stages["preprocess"].usage.reasks == 1
+    assert result.stages["preprocess"].usage.calls == 2
+    assert result.usage.transport_retries == 0
+    reask = fake_server.requests[1]["messages"]
+    assert reask[-2] == {"role": "assistant", "content": '{"claims": ['}
+    assert reask[-1]["role"] == "user"
+    assert result.usage.tokens_in > 0 and result.usage.tokens_out > 0
+
+
+def test_invalid_answers_exhaust_reasks(fake_server, faithfulness):
+    fake_server.script(*[{"claims": "not a list"}] * 3)
+    result = faithfulness.run(output="A.", context=["ctx"])
+    assert (result.status, result.error.stage, result.error.kind) == ("failed", "preprocess", "judge")
+    assert result.error.attempts == 3
+    assert result.usage.reasks == 2
+    assert json.loads(result.error.raw_answer) == {"claims": "not a list"}
+
+
+def test_api_key_never_in_results_or_errors(fake_server):
+    leaky = {"error": {"message": f"Incorrect API key provided: {CANARY}.", "type": "invalid_request_error",
+                       "param": None, "code": "invalid_api_key"}}
+    fake_server.script(Fault.status(401, body=leaky), *[Fault.status(500, body={"error": {"message": CANARY}})] * 4,
+                       CLAIMS, v("yes", "no"), REASON)
+    scorer = load_scorer("faithfulness", judge=fast_judge(fake_server, api_key=CANARY))
+    failed_auth = scorer.run(output="A. B.", context=["ctx"])
+    failed_transport = scorer.run(output="A. B.", context=["ctx"])
+    scored = scorer.run(output="A. B.", context=["ctx"])
+    assert [r.status for r in (failed_auth, failed_transport, scored)] == ["failed", "failed", "scored"]
+    assert fake_server.requests  # the key was really sent ...
+    for result in (failed_auth, failed_transport, scored):
+        assert CANARY not in result.model_dump_json()  # ... and never echoed
+    assert "***" in failed_auth.error.message
+    assert failed_transport.error.kind == "transport"
+
+
+def test_api_key_from_environment_is_redacted(fake_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    from engine.judge import RetryPolicy, make_judge
+
+    judge = make_judge("openai/test-model", base_url=fake_server.base_url, retry=RetryPolicy(0, 0.01))
+    fake_server.script(Fault.status(400, body={"error": {"message": f"bad key {CANARY}"}}))
+    result = load_scorer("faithfulness", judge=judge).run(output="A.", context=["ctx"])
+    assert result.status == "failed"
+    assert CANARY not in result.model_dump_json()
+
+
+def test_concurrent_items_share_one_judge(fake_server, faithfulness):
+    import asyncio
+
+    def reply(request):
+        name = request["tools"][0]["function"]["name"]
+        return {"preprocess": CLAIMS, "analyze": v("yes", "no"), "reason": REASON}[name]
+
+    fake_server.reply = reply
+
+    async def main():
+        return await asyncio.gather(*(faithfulness.arun(output=f"A{i}. B.", context=["ctx"]) for i in range(6)))
+
+    results = asyncio.run(main())
+    assert [r.score for r in results] == [0.5] * 6
+    assert len(fake_server.requests) == 18

@@ -1,0 +1,530 @@
+"""The stage interpreter with the in-process FakeJudge (issue 3; cases from handed.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pytest
+
+import engine
+from engine import functions
+from engine.compile import compile_file
+from engine.errors import ScorerRunError
+from engine.scorer import OptionError, Scorer, load_scorer, normalize_answer, round_half_away
+from engine.testing import FakeJudge
+
+from conftest import verdicts
+
+REASON = {"reason": "Because of the verdicts."}
+JINJA_TEXT = "{{ 7*7 }} {% for x in range(3) %}x{% endfor %} {#"
+
+
+def v(*values: str) -> dict:
+    return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
+
+
+def faithfulness(script: dict, **options):
+    judge = FakeJudge(script)
+    return load_scorer("faithfulness", judge=judge, **options), judge
+
+
+def stages_called(judge: FakeJudge) -> list[str]:
+    return [call.stage for call in judge.calls]
+
+
+# --- faithfulness cases --------------------------------------------------------------------------
+
+
+def test_c01_share_of_supported_claims():
+    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
+                                  "analyze": v("yes", "no", "unsure"), "reason": REASON})
+    result = scorer.run(output="A. B. C.", context=["A is true."])
+    assert result.status == "scored"
+    assert result.score == 0.33
+    assert result.reason == "Because of the verdicts."
+    assert result.preprocess_step_result == ["A", "B", "C"]
+    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no", "unsure"]
+    assert stages_called(judge) == ["preprocess", "analyze", "reason"]
+    assert '"A": yes' in result.generate_reason_prompt and '"C": unsure' in result.generate_reason_prompt
+
+
+@pytest.mark.parametrize("first, second", [("Yes", "no"), (" YES ", "No"), ("yes\n", " nO"), ("yEs", "UNSURE ")])
+def test_c02_verdict_case_and_spaces_never_change_meaning(first, second):
+    scorer, _ = faithfulness({"preprocess": {"claims": ["A", "B"]}, "analyze": v(first, second),
+                              "reason": REASON})
+    result = scorer.run(output="A. B.", context=["ctx"])
+    assert result.score == 0.5
+    assert result.analyze_step_result["verdicts"][0]["verdict"] == "yes"
+    assert result.analyze_step_result["verdicts"][1]["verdict"] in ("no", "unsure")
+    assert result.usage.reasks == 0
+
+
+def test_c03_no_claims_is_not_scorable_and_no_verdict_call():
+    scorer, judge = faithfulness({"preprocess": {"claims": []}})
+    result = scorer.run(output="I don't know.", context=["The sky is blue."])
+    assert result.status == "not_scorable"
+    assert result.score is None
+    assert "no claims" in result.not_scorable.reason
+    assert result.reason == result.not_scorable.reason
+    assert stages_called(judge) == ["preprocess"]
+    assert result.stages["analyze"].skipped is True
+    data = result.to_json_dict()
+    assert data["score"] is None and data["notScorable"]["reason"] == result.not_scorable.reason
+
+
+@pytest.mark.parametrize("context", [[], ["", "   "], ["\n\t"]], ids=["empty", "blank", "whitespace"])
+def test_c04_no_context_scores_zero_without_verdict_call(context):
+    scorer, judge = faithfulness({"preprocess": {"claims": ["The tower is in Paris"]}})
+    result = scorer.run(output="The tower is in Paris.", context=context)
+    assert result.status == "scored"
+    assert result.score == 0
+    assert "no context was given" in result.reason
+    assert stages_called(judge) == ["preprocess"]
+    assert result.stages["analyze"].skipped is True
+
+
+def test_c04_no_context_and_no_claims_is_c03():
+    scorer, judge = faithfulness({"preprocess": {"claims": []}})
+    result = scorer.run(output="Hmm.", context=["", " "])
+    assert result.status == "not_scorable"
+    assert stages_called(judge) == ["preprocess"]
+
+
+def test_c05_wrong_verdict_count_is_reasked_then_scored():
+    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
+                                  "analyze": [v("yes", "yes"), v("yes", "yes", "no")], "reason": REASON})
+    result = scorer.run(output="A. B. C.", context=["ctx"])
+    assert result.score == 0.67
+    analyze_calls = [c for c in judge.calls if c.stage == "analyze"]
+    assert len(analyze_calls) == 2
+    reask = analyze_calls[1].messages[-1]
+    assert reask["role"] == "user"
+    assert "Give exactly one verdict per claim, in the same order as the claims." in reask["content"]
+    assert "verdicts has 2 items; at least 3 are required" in reask["content"]
+    assert result.stages["analyze"].usage.reasks == 1
+    assert result.stages["analyze"].attempts == 2
+    assert result.usage.reasks == 1
+    assert result.usage.transport_retries == 0
+
+
+def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
+    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]}, "analyze": v("yes", "yes")})
+    result = scorer.run(output="A. B. C.", context=["ctx"])
+    assert result.status == "failed"
+    assert result.score is None
+    assert result.error.stage == "analyze"
+    assert result.error.kind == "check"
+    assert "answer.verdicts | length == preprocess | length" in result.error.message
+    assert "Give exactly one verdict per claim" in result.error.message
+    assert result.error.attempts == 3  # max_reasks 2 + the first ask
+    assert json.loads(result.error.raw_answer) == v("yes", "yes")
+    assert stages_called(judge) == ["preprocess"] + ["analyze"] * 3
+    assert result.stages["analyze"].usage.calls == 3
+    assert result.stages["analyze"].usage.reasks == 2
+    assert "reason" not in result.stages
+
+
+def test_c07_user_text_is_never_rendered_as_a_template():
+    scorer, judge = faithfulness({"preprocess": {"claims": [JINJA_TEXT]}, "analyze": v("yes"), "reason": REASON})
+    result = scorer.run(output=JINJA_TEXT, input=JINJA_TEXT, context=[JINJA_TEXT])
+    assert result.score == 1
+    (preprocess_prompt,) = judge.prompts("preprocess")
+    assert preprocess_prompt.count(JINJA_TEXT) == 2  # the input and the output
+    assert "49" not in preprocess_prompt
+    (analyze_prompt,) = judge.prompts("analyze")
+    assert analyze_prompt.count(JINJA_TEXT) == 2  # the context and the judge's own claim
+    assert result.preprocess_prompt == preprocess_prompt
+
+
+def test_c20_japanese_without_full_stops():
+    output = "東京は日本の首都です。富士山は日本で一番高い山です"
+    context = ["東京は日本の首都であり、富士山は日本の最高峰です"]
+    claims = ["東京は日本の首都です", "富士山は日本で一番高い山です"]
+    scorer, judge = faithfulness({"preprocess": {"claims": claims}, "analyze": v("yes", "yes"), "reason": REASON})
+    result = scorer.run(output=output, context=context)
+    assert "." not in output + context[0]
+    assert result.score == 1
+    assert result.preprocess_step_result == claims
+    assert output in judge.prompts("preprocess")[0]
+    assert all(claim in judge.prompts("analyze")[0] for claim in claims)
+
+
+def test_missing_required_output_fails_before_any_judge_call():
+    scorer, judge = faithfulness({})
+    result = scorer.run(context=["ctx"])
+    assert result.status == "failed"
+    assert (result.error.kind, result.error.stage) == ("input", None)
+    assert "'output'" in result.error.message
+    assert judge.calls == []
+
+
+def test_transport_failure_from_the_judge_fails_the_item():
+    scorer, _ = faithfulness({"preprocess": ScorerRunError("transport", "HTTP 503 five times", attempts=5)})
+    result = scorer.run(output="A.", context=["ctx"])
+    assert (result.status, result.error.kind, result.error.stage) == ("failed", "transport", "preprocess")
+    assert result.error.attempts == 5
+
+
+def test_per_item_schema_bounds_reach_the_judge_call():
+    for claims in (["A"], ["A", "B", "C"]):
+        scorer, judge = faithfulness({"preprocess": {"claims": claims}, "analyze": v(*["yes"] * len(claims)),
+                                      "reason": REASON})
+        assert scorer.run(output="x", context=["ctx"]).score == 1
+        (call,) = [c for c in judge.calls if c.stage == "analyze"]
+        items = call.schema["properties"]["verdicts"]
+        assert items["minItems"] == items["maxItems"] == len(claims)
+    # the compiled schema itself is not changed by an item
+    stage = scorer.compiled.stages[1]
+    assert stage.schema["properties"]["verdicts"]["minItems"] == 1  # the load-time placeholder
+
+
+def test_preprocess_result_expression_drops_blank_claims():
+    scorer, judge = faithfulness({"preprocess": {"claims": ["  A  ", " ", "B"]}, "analyze": v("yes", "no"),
+                                  "reason": REASON})
+    result = scorer.run(output="A. B.", context=["ctx"])
+    assert result.preprocess_step_result == ["A", "B"]
+    assert result.score == 0.5
+
+
+# --- user specs: rounding, range, not scorable, when --------------------------------------------------
+
+ROUNDING_SPEC = """
+format: 1
+id: rounding
+name: Rounding
+description: The score is an option, to test rounding and range checks.
+version: 1
+options:
+  value: {type: number, default: 0}
+  scale: {type: number, exclusiveMinimum: 0, default: 1}
+stages:
+  - id: analyze
+    function: textual_difference
+    args: {reference: "run.input", candidate: "run.output"}
+score:
+  formula: "options.value"
+  round: 2
+"""
+
+
+@pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (-0.125, -0.13), (1.005, 1.01),
+                                             (0.5, 0.5), (0.3333, 0.33), (2.675, 2.68), (0.0, 0.0)])
+def test_c13_round_half_away_from_zero(value, expected):
+    assert round_half_away(value, 2) == expected
+
+
+def test_c13_python_round_differs():
+    assert (round(0.575, 2), round(0.125, 2)) == (0.57, 0.12)
+    assert round_half_away(0.5, 0) == 1.0 and round_half_away(2.5, 0) == 3.0
+
+
+@pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (0.004, 0.0), (0.995, 1.0)])
+def test_c13_through_a_spec_formula(write_spec, value, expected):
+    compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
+    result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
+    assert result.score == expected
+
+
+@pytest.mark.parametrize("value, shown", [(1.3, "1.3"), (-0.2, "-0.2"), (float("inf"), "inf"),
+                                          (float("nan"), "nan")])
+def test_c14_out_of_range_formula_fails_naming_it(write_spec, value, shown):
+    compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
+    result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
+    assert result.status == "failed"
+    assert result.score is None
+    assert result.error.kind == "formula"
+    assert "score.formula 'options.value'" in result.error.message
+    assert shown in result.error.message
+
+
+def test_c14_scale_option_widens_the_range(write_spec):
+    compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
+    assert Scorer(compiled, options={"value": 1.3, "scale": 2}).run(output="a", input="a").score == 1.3
+
+
+@pytest.mark.parametrize("formula, shown", [
+    ("supported / (preprocess | length) + 0.3", "1.3"),
+    ("supported * 1e308 * 10 - supported * 1e308 * 10", "nan"),  # inf - inf
+    ("'x' ~ supported", "'x2'"),
+])
+def test_c14_user_spec_formula_yielding_bad_value(verdict_spec, formula, shown):
+    compiled = compile_file(verdict_spec(formula=formula))
+    judge = FakeJudge({"preprocess": {"claims": ["A", "B"]}, "analyze": verdicts("yes", "yes")})
+    result = Scorer(compiled, judge=judge).run(output="A. B.")
+    assert result.status == "failed"
+    assert result.score is None
+    assert (result.error.kind, result.error.stage) == ("formula", None)
+    assert f"score.formula {formula!r}" in result.error.message
+    assert shown in result.error.message
+    assert "NaN" not in json.dumps(result.to_json_dict())
+
+
+def test_not_scorable_rule_and_when_skipped_stage(verdict_spec):
+    judge = FakeJudge({"preprocess": {"claims": []}})
+    result = Scorer(compile_file(verdict_spec()), judge=judge).run(output="Nothing here.")
+    assert result.status == "not_scorable"
+    assert result.not_scorable.reason == "Not scorable: no claims in the output."
+    assert result.score is None and result.error is None
+    assert result.stages["analyze"].skipped is True
+    assert result.stages["analyze"].result is None
+    assert result.stages["analyze"].usage.calls == 0
+    assert stages_called(judge) == ["preprocess"]
+
+
+def test_user_spec_scored_with_template_reason(verdict_spec):
+    judge = FakeJudge({"preprocess": {"claims": ["A", "B", "C"]}, "analyze": verdicts("yes", "no", "yes")})
+    result = Scorer(compile_file(verdict_spec()), judge=judge, options={"scale": 10}).run(output="x")
+    assert result.score == 6.67
+    assert result.reason == "2 of 3 claims supported"
+    assert result.usage.calls == 2
+
+
+def test_enum_outside_values_is_reasked(verdict_spec):
+    judge = FakeJudge({"preprocess": {"claims": ["A"]}, "analyze": [verdicts("maybe"), verdicts(" Yes")]})
+    result = Scorer(compile_file(verdict_spec()), judge=judge).run(output="x")
+    assert result.score == 1
+    assert result.usage.reasks == 1
+    assert "'maybe' is not one of ['yes', 'no', 'unsure']" in judge.calls[-1].messages[-1]["content"]
+
+
+def test_rule_function_raising_fails_the_item(write_spec, monkeypatch):
+    monkeypatch.setattr(functions, "_REGISTRY", dict(functions._REGISTRY))
+
+    def explode(text):
+        raise ValueError("no good")
+
+    functions.register("explode", explode)
+    path = write_spec("boom", """
+        format: 1
+        id: boom
+        name: Boom
+        description: d
+        version: 1
+        stages:
+          - id: analyze
+            function: explode
+            args: {text: "run.output"}
+        score:
+          formula: "1"
+    """)
+    result = Scorer(compile_file(path)).run(output="x")
+    assert (result.status, result.error.kind, result.error.stage) == ("failed", "function", "analyze")
+    assert result.error.message == "explode raised ValueError: no good"
+
+
+# --- verdict normalisation ------------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {
+    "verdicts": {"type": "array", "items": {"type": "object", "properties": {
+        "verdict": {"type": "string", "enum": ["yes", "no", "unsure"]}, "reason": {"type": "string"}}}},
+    "label": {"type": "string", "enum": ["Exact", "Partial"]},
+}}
+
+
+def test_normalize_answer_canonicalises_enum_strings_only():
+    answer = {"verdicts": [{"verdict": " YES ", "reason": " Yes "}, {"verdict": "Unsure", "reason": "x"}],
+              "label": "exact", "extra": " Yes "}
+    assert normalize_answer(answer, SCHEMA) == {
+        "verdicts": [{"verdict": "yes", "reason": " Yes "}, {"verdict": "unsure", "reason": "x"}],
+        "label": "Exact", "extra": " Yes "}
+
+
+def test_normalize_answer_leaves_unknown_values():
+    assert normalize_answer({"label": "maybe"}, SCHEMA) == {"label": "maybe"}
+    assert normalize_answer({"verdicts": "yes"}, SCHEMA) == {"verdicts": "yes"}
+    assert normalize_answer(None, SCHEMA) is None
+
+
+# --- options ------------------------------------------------------------------------------------------------
+
+
+def test_options_merge_over_defaults_c12():
+    scorer = load_scorer("answer_similarity", judge=FakeJudge(), scale=10)
+    assert scorer.options == {"requireGroundTruth": True, "semanticThreshold": 0.8, "exactMatchBonus": 0.2,
+                              "missingPenalty": 0.15, "contradictionPenalty": 1.0, "extraInfoPenalty": 0.05,
+                              "scale": 10}
+    assert scorer.scale == 10.0
+
+
+def test_unknown_option_has_did_you_mean():
+    with pytest.raises(OptionError, match=r"faithfulness: unknown option 'scael' \(did you mean 'scale'\?\)"):
+        load_scorer("faithfulness", judge=FakeJudge(), scael=2)
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("scale", 0, "less than or equal to the minimum of 0"),
+    ("scale", "10", "'10' is not of type 'number'"),
+    ("requireGroundTruth", "false", "'false' is not of type 'boolean'"),
+    ("semanticThreshold", 1.5, "1.5 is greater than the maximum of 1"),
+])
+def test_invalid_option_values_are_rejected(name, value, fragment):
+    with pytest.raises(OptionError) as info:
+        load_scorer("answer_similarity", judge=FakeJudge(), **{name: value})
+    assert str(info.value).startswith(f"answer_similarity: option {name!r}: ")
+    assert fragment in str(info.value)
+
+
+def test_context_option_used_when_item_has_none():
+    scorer, judge = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("yes"), "reason": REASON},
+                                 context=["Option passage."])
+    assert scorer.run(output="A.").score == 1
+    assert "[1] Option passage." in judge.prompts("analyze")[0]
+
+
+# --- rule function registry --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    monkeypatch.setattr(functions, "_REGISTRY", dict(functions._REGISTRY))
+    monkeypatch.setattr(functions, "_entry_points_loaded", False)
+    return functions
+
+
+def test_registry_lookup_miss_has_did_you_mean(registry):
+    with pytest.raises(KeyError) as info:
+        registry.lookup("textual_diff")
+    assert info.value.args[0] == "did you mean 'textual_difference'?"
+    with pytest.raises(KeyError) as info:
+        registry.lookup("zzz")
+    assert info.value.args[0] == "expected one of: textual_difference"
+
+
+def test_registry_rejects_duplicates(registry):
+    with pytest.raises(ValueError, match="'textual_difference' is already registered"):
+        registry.register("textual_difference", lambda **kw: {})
+    fn = registry.lookup("textual_difference")
+    assert registry.register("textual_difference", fn) is fn  # the same function again is fine
+
+    @registry.register("word_count")
+    def word_count(text):
+        return {"words": len(text.split())}
+
+    assert registry.lookup("word_count") is word_count
+    with pytest.raises(ValueError):
+        registry.register("word_count", lambda text: {})
+
+
+class _EntryPoint:
+    def __init__(self, name, fn):
+        self.name, self._fn = name, fn
+
+    def load(self):
+        return self._fn
+
+
+def test_entry_point_functions_are_found(registry, monkeypatch, write_spec):
+    def shout(text):
+        return {"loud": text.upper(), "ratio": 1.0 if text.isupper() else 0.0}
+
+    groups = []
+
+    def fake_entry_points(group):
+        groups.append(group)
+        return [_EntryPoint("shout", shout)] if group == "scorespec.functions" else []
+
+    monkeypatch.setattr(functions, "entry_points", fake_entry_points)
+    assert "shout" in registry.names()
+    assert groups == ["scorespec.functions"]
+    path = write_spec("loud", """
+        format: 1
+        id: loud
+        name: Loud
+        description: d
+        version: 1
+        stages:
+          - id: analyze
+            function: shout
+            args: {text: "run.output"}
+        score:
+          formula: "analyze.ratio"
+    """)
+    result = Scorer(compile_file(path)).run(output="HEY")
+    assert result.score == 1.0
+    assert result.analyze_step_result == {"loud": "HEY", "ratio": 1.0}
+
+
+def test_entry_point_never_replaces_builtin(registry, monkeypatch):
+    builtin = registry.lookup("textual_difference")
+    monkeypatch.setattr(functions, "entry_points",
+                        lambda group: [_EntryPoint("textual_difference", lambda **kw: {})])
+    assert registry.names() == ["textual_difference"]
+    assert registry.lookup("textual_difference") is builtin
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+def test_rule_only_scorer_starts_no_event_loop(monkeypatch):
+    scorer = load_scorer("textual_difference")
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("an event loop was started")
+
+    monkeypatch.setattr(asyncio, "run", forbidden)
+    monkeypatch.setattr(asyncio, "new_event_loop", forbidden)
+    result = scorer.run(output="hello world", ground_truth="hello world")
+    assert result.score == 1.0
+    assert scorer.model is None
+
+
+def test_run_inside_a_running_loop_and_arun():
+    scorer, _ = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("no"), "reason": REASON})
+
+    async def main():
+        inside = scorer.run(output="A.", context=["ctx"])
+        awaited = await scorer.arun(output="A.", context=["ctx"])
+        return inside, awaited
+
+    inside, awaited = asyncio.run(main())
+    assert inside.score == awaited.score == 0
+    assert inside.run_id != awaited.run_id
+
+
+SEED_KEYS = {"runId", "score", "reason", "preprocessStepResult", "preprocessPrompt", "analyzeStepResult",
+             "analyzePrompt", "generateReasonPrompt"}
+
+
+def test_result_json_is_camel_case():
+    scorer, _ = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("yes"), "reason": REASON})
+    data = scorer.run(output="A.", context=["ctx"], run_id="run-1").to_json_dict()
+    assert SEED_KEYS <= set(data)
+    assert {"notScorable", "specHash", "specVersion", "scorer", "model", "usage", "stages", "error"} <= set(data)
+    assert not [k for k in data if "_" in k]
+    assert data["runId"] == "run-1"
+    assert data["scorer"] == "faithfulness" and data["specVersion"] == 1 and len(data["specHash"]) == 64
+    assert data["model"] == "fake/judge"
+    assert set(data["usage"]) == {"calls", "tokensIn", "tokensOut", "reasks", "transportRetries", "seconds"}
+    assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
+    assert data["preprocessStepResult"] == ["A"]
+    assert data["analyzeStepResult"]["verdicts"][0]["verdict"] == "yes"
+    assert data["generateReasonPrompt"].startswith("A faithfulness score of 1.0")
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_run_id_always_present():
+    scorer, _ = faithfulness({"preprocess": [{"claims": ["A"]}, {"claims": []}, {"claims": ["A"]}],
+                              "analyze": v("yes"), "reason": REASON})
+    scored = scorer.run(output="A.", context=["ctx"])
+    not_scorable = scorer.run(output="A.", context=["ctx"])
+    failed = scorer.run(context=["ctx"])
+    ids = set()
+    for result in (scored, not_scorable, failed):
+        data = result.to_json_dict()
+        assert isinstance(data["runId"], str) and len(data["runId"]) >= 32
+        ids.add(data["runId"])
+    assert [r.status for r in (scored, not_scorable, failed)] == ["scored", "not_scorable", "failed"]
+    assert len(ids) == 3
+
+
+def test_spec_hash_is_stable_and_content_based():
+    assert engine.load_spec("faithfulness").hash == engine.load_spec("faithfulness").hash
+    assert engine.load_spec("faithfulness").hash != engine.load_spec("answer_similarity").hash
+
+
+def test_score_is_never_nan():
+    scorer, _ = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("unsure"), "reason": REASON})
+    result = scorer.run(output="A.", context=["ctx"])
+    assert result.score == 0 and not math.isnan(result.score)

@@ -1,0 +1,533 @@
+"""Loading, validating and compiling specs (issue 2): golden errors, properties, the catalogue."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+import engine
+from engine.catalog import builtin_prompts_dir, builtin_specs_dir, list_specs
+from engine.cli import app
+from engine.compile import compile_file, compile_text, load_spec, validate_directory
+from engine.errors import SpecError
+from engine.expressions import Expression, Template, TemplateSyntaxError
+from engine.scorer import Scorer
+from engine.spec import spec_json_schema
+from engine.testing import FakeJudge
+from engine.yamlload import load_yaml
+
+from conftest import ROOT, SPEC_FIXTURES
+
+BROKEN = SPEC_FIXTURES / "broken"
+UPDATE = os.environ.get("SCORESPEC_UPDATE_SNAPSHOTS") == "1"
+SHIPPED = sorted((ROOT / "scorer_specs").glob("*.yaml"))
+
+# Every golden case, with the codes its problems must carry (in file order).
+EXPECTED_CODES = {
+    "unknown_key": ["unknown-key"],
+    "wrong_type": ["wrong-type"],
+    "missing_template": ["missing-template"],
+    "undefined_variable": ["undefined-name"],
+    "invalid_output_schema": ["invalid-schema"],
+    "unknown_formula_name": ["undefined-name"],
+    "duplicate_key": ["duplicate-key"],
+    "bool_default": ["option-default"],
+    "bool_required": ["wrong-type"],
+    "unquoted_enum": ["wrong-type"],
+    "yaml_syntax": ["yaml-syntax"],
+    "unknown_function": ["unknown-function"],
+    "unknown_filter": ["expression-syntax", "undefined-name"],
+    "id_mismatch": ["id-mismatch"],
+    "sandbox_template": ["template-syntax"],
+    "sandbox_expression": ["expression-syntax"],
+    "many_problems": ["missing-template", "invalid-schema", "invalid-schema", "expression-syntax",
+                      "undefined-name", "undefined-name", "undefined-name"],
+}
+
+
+def rendered(problems) -> str:
+    """Problems rendered as the CLI prints them, with machine-specific folders normalised."""
+    text = "\n".join(p.render() for p in problems) + "\n"
+    text = text.replace(str(builtin_prompts_dir().resolve()), "<builtin>/prompts")
+    return text.replace(str(SPEC_FIXTURES), ".")
+
+
+def compile_broken(name: str, monkeypatch) -> SpecError:
+    monkeypatch.chdir(SPEC_FIXTURES)
+    with pytest.raises(SpecError) as info:
+        compile_file(Path("broken") / f"{name}.yaml")
+    return info.value
+
+
+# --- golden files ------------------------------------------------------------------------------
+
+
+def test_every_broken_spec_has_expected_codes_and_golden_file():
+    names = {p.stem for p in BROKEN.glob("*.yaml")}
+    assert names == set(EXPECTED_CODES)
+    assert {p.name.removesuffix(".errors.txt") for p in BROKEN.glob("*.errors.txt")} == names
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CODES))
+def test_broken_spec_golden_errors(name, monkeypatch):
+    error = compile_broken(name, monkeypatch)
+    assert [p.code for p in error.problems] == EXPECTED_CODES[name]
+    golden = BROKEN / f"{name}.errors.txt"
+    got = rendered(error.problems)
+    if UPDATE:
+        golden.write_text(got, encoding="utf-8")
+    assert got == golden.read_text(encoding="utf-8")
+    # the exception's own text is the same rendering
+    assert str(error) + "\n" == "\n".join(p.render() for p in error.problems) + "\n"
+
+
+def test_unknown_key_has_position_and_did_you_mean(monkeypatch):
+    (problem,) = compile_broken("unknown_key", monkeypatch).problems
+    assert (problem.file, problem.line, problem.column) == ("broken/unknown_key.yaml", 9, 5)
+    assert problem.key_path == "stages[0].temprature"
+    assert problem.hint == "did you mean 'temperature'?"
+
+
+@pytest.mark.parametrize("key, expected", [
+    ("judge:\n  temprature: 0\n", ("judge.temprature", "did you mean 'temperature'?")),
+    ("scor_e: 1\n", ("scor_e", "did you mean 'score'?")),
+])
+def test_unknown_key_did_you_mean_at_other_levels(tmp_path, key, expected):
+    source = (SPEC_FIXTURES / "broken" / "id_mismatch.yaml").read_text().replace("id: id_mismatched", "id: spec")
+    with pytest.raises(SpecError) as info:
+        compile_text(source + key, tmp_path / "spec.yaml")
+    (problem,) = info.value.problems
+    assert (problem.code, problem.key_path, problem.hint) == ("unknown-key", *expected)
+
+
+def test_rule_stage_unknown_key_suggests_rule_keys(tmp_path):
+    source = (SPEC_FIXTURES / "broken" / "id_mismatch.yaml").read_text().replace("id: id_mismatched", "id: spec")
+    source = source.replace("    args:", "    argz:")
+    with pytest.raises(SpecError) as info:
+        compile_text(source, tmp_path / "spec.yaml")
+    (problem,) = info.value.problems
+    assert (problem.code, problem.key_path, problem.hint) == ("unknown-key", "stages[0].argz", "did you mean 'args'?")
+
+
+def test_unquoted_yes_no_enum_loads_as_strings(write_spec):
+    """C08: with the YAML 1.2 loader `enum: [yes, no, unsure]` stays strings, never booleans."""
+    path = write_spec("c08", """
+        format: 1
+        id: c08
+        name: C08
+        description: Unquoted verdict enum.
+        version: 1
+        stages:
+          - id: analyze
+            prompt: c08/ask.j2
+            output_schema:
+              type: object
+              required: [verdict]
+              properties:
+                verdict: {type: string, enum: [yes, no, unsure]}
+        score:
+          formula: "1 if analyze.verdict == 'yes' else 0"
+    """, {"c08/ask.j2": "Is it supported? {{ run.output }}"})
+    compiled = compile_file(path)
+    enum = compiled.stages[0].schema["properties"]["verdict"]["enum"]
+    assert enum == ["yes", "no", "unsure"]
+    assert all(type(v) is str for v in enum)
+    judge = FakeJudge({"analyze": {"verdict": "YES"}})
+    assert Scorer(compiled, judge=judge).run(output="x").score == 1
+
+
+def test_yaml_1_1_surprises_stay_strings():
+    loaded = load_yaml("a: no\nb: 1.10\nc: 2024-01-01\nd: on\ne: true\nf: 0o17\ng: ~\n", "x.yaml")
+    assert loaded.data == {"a": "no", "b": 1.1, "c": "2024-01-01", "d": "on", "e": True, "f": 15, "g": None}
+    assert loaded.bool_like == {"a", "d"}
+    assert loaded.problems == []
+
+
+def test_bool_default_hint(monkeypatch):
+    (problem,) = compile_broken("bool_default", monkeypatch).problems
+    assert problem.key_path == "options.strict.default"
+    assert problem.line == 9
+    assert problem.hint == "quote it, or use true/false for a boolean"
+
+
+def test_duplicate_key_names_both_lines(monkeypatch):
+    (problem,) = compile_broken("duplicate_key", monkeypatch).problems
+    assert (problem.line, problem.key_path) == (5, "name")
+    assert problem.hint == "first defined on line 3; keep one"
+
+
+def test_several_problems_reported_together(monkeypatch):
+    problems = compile_broken("many_problems", monkeypatch).problems
+    assert len(problems) == 7
+    assert len({p.key_path for p in problems}) == 6
+    assert [p.line for p in problems] == sorted(p.line for p in problems)
+    by_path = {p.key_path: p for p in problems}
+    assert by_path["stages[1].when"].hint == "did you mean 'length'?"
+    assert by_path["stages[1].args.reference"].hint == "did you mean 'run.ground_truth'?"
+
+
+def copy_broken(tmp_path: Path, *names: str) -> Path:
+    """Copy broken specs into tmp_path/broken, with the prompts they use beside that folder."""
+    shutil.copytree(SPEC_FIXTURES / "prompts", tmp_path / "prompts")
+    (tmp_path / "broken").mkdir()
+    for name in names:
+        shutil.copy(BROKEN / f"{name}.yaml", tmp_path / "broken" / f"{name}.yaml")
+    return tmp_path / "broken"
+
+
+def test_validate_directory_reports_every_file(tmp_path):
+    problems = validate_directory([copy_broken(tmp_path, "unknown_key", "duplicate_key")])
+    assert sorted((Path(p.file).name, p.code) for p in problems) == [
+        ("duplicate_key.yaml", "duplicate-key"), ("unknown_key.yaml", "unknown-key")]
+
+
+def test_cli_validate_directory_with_two_broken_files(tmp_path):
+    folder = copy_broken(tmp_path, "unknown_key", "wrong_type")
+    result = CliRunner().invoke(app, ["validate", str(folder)])
+    assert result.exit_code == 2
+    assert f"{folder}/unknown_key.yaml:9:5: stages[0].temprature: unknown key" in result.stderr
+    assert f"{folder}/wrong_type.yaml:7:3: judge.max_reasks:" in result.stderr
+    assert "2 problem(s) in 2 of 2 spec(s)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_template_and_id_mismatch_positions(monkeypatch):
+    (problem,) = compile_broken("missing_template", monkeypatch).problems
+    assert (problem.line, problem.key_path) == (8, "stages[0].prompt")
+    (problem,) = compile_broken("id_mismatch", monkeypatch).problems
+    assert problem.hint.endswith("set id: id_mismatch")
+
+
+# --- the loader raises nothing but SpecError -----------------------------------------------------
+
+PROPERTY_PATH = ROOT / "scorer_specs" / "prop.yaml"  # never read; compile_text gets the text
+YAMLISH = st.text(alphabet=st.sampled_from(list(":-[]{}!&*#|>'\"%@`,?~\n\t .0123456789abcdefnoesyt_$<")), max_size=120)
+JSON_LEAVES = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
+               | st.text(max_size=20))
+JSON_DOCS = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
+    max_leaves=25,
+)
+SPEC_WORDS = ["format", "id", "name", "description", "version", "fields", "options", "judge", "vars", "stages",
+              "score", "reason", "prompt", "function", "args", "output_schema", "when", "checks", "formula", "let",
+              "not_scorable", "template", "round", "scale", "$expr", "type", "properties", "required", "expect"]
+
+
+def _compile_only_spec_errors(text: str, path: Path = PROPERTY_PATH) -> None:
+    try:
+        compile_text(text, path)
+    except SpecError as exc:
+        assert exc.problems, "a SpecError carries at least one problem"
+        assert all(p.code and p.message for p in exc.problems)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=200), YAMLISH))
+def test_arbitrary_text_raises_only_spec_error(text):
+    _compile_only_spec_errors(text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON_DOCS)
+def test_arbitrary_json_documents_raise_only_spec_error(doc):
+    _compile_only_spec_errors(yaml.safe_dump(doc, allow_unicode=True))
+    _compile_only_spec_errors(json.dumps(doc))
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SHIPPED), st.data())
+def test_mutated_shipped_specs_raise_only_spec_error(path, data):
+    """Replace one value anywhere in a shipped spec (or add a key) and compile: only SpecError."""
+    doc = load_yaml(path.read_text(encoding="utf-8"), str(path)).data
+    where = data.draw(st.sampled_from([p for p in _paths(doc) if p]))
+    value = data.draw(JSON_DOCS | st.sampled_from(SPEC_WORDS) | st.text(alphabet="{}%#()|.'_ab", max_size=30))
+    parent = doc
+    for part in where[:-1]:
+        parent = parent[part]
+    if isinstance(parent, dict) and data.draw(st.booleans()):
+        parent[data.draw(st.sampled_from(SPEC_WORDS))] = value
+    else:
+        parent[where[-1]] = value
+    _compile_only_spec_errors(json.dumps(doc), ROOT / "scorer_specs" / path.name)
+
+
+@pytest.mark.parametrize("formula", ["(" * 3000 + "1" + ")" * 3000, " + ".join(["1"] * 20000)],
+                         ids=["deep-parentheses", "long-sum"])
+def test_pathological_expressions_are_spec_errors(tmp_path, formula):
+    source = (BROKEN / "id_mismatch.yaml").read_text().replace("id: id_mismatched", "id: spec")
+    source = source.replace('formula: "analyze.ratio"', f'formula: "{formula}"')
+    with pytest.raises(SpecError) as info:
+        compile_text(source, tmp_path / "spec.yaml")
+    assert [p.code for p in info.value.problems] == ["expression-syntax"]
+
+
+def test_deeply_nested_yaml_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecError) as info:
+        compile_text("a: " + "[" * 5000 + "]" * 5000, tmp_path / "spec.yaml")
+    assert [p.code for p in info.value.problems] == ["yaml-syntax"]
+
+
+def test_alias_bomb_is_a_spec_error(tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 8):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with pytest.raises(SpecError) as info:
+        compile_text("\n".join(lines), tmp_path / "spec.yaml")
+    assert [p.code for p in info.value.problems] == ["yaml-too-large"]
+
+
+def test_non_string_expr_in_output_schema(tmp_path):
+    source = textwrap.dedent("""
+        format: 1
+        id: spec
+        name: S
+        description: d
+        version: 1
+        stages:
+          - id: analyze
+            prompt: common/instructions.j2
+            output_schema:
+              type: object
+              properties: {xs: {type: array, minItems: {$expr: 5}}}
+        score:
+          formula: "1"
+    """)
+    with pytest.raises(SpecError) as info:
+        compile_text(source, tmp_path / "spec.yaml")
+    (problem,) = info.value.problems
+    assert (problem.code, problem.key_path) == ("invalid-schema", "stages[0].output_schema.properties.xs.minItems")
+
+
+# --- the sandbox ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["x.__class__", "run['__class__']", "run.output.__globals__", "run._private",
+                                    "run['__cla' ~ 'ss__']"])
+def test_dunder_expressions_rejected_at_load(source):
+    with pytest.raises(TemplateSyntaxError):
+        Expression(source)
+    with pytest.raises(TemplateSyntaxError):
+        Template("{{ " + source + " }}")
+
+
+@pytest.mark.parametrize("place, code", [("template", "template-syntax"), ("expression", "expression-syntax")])
+def test_dunder_in_spec_is_spec_error_with_code(write_spec, place, code):
+    template = "{{ x.__class__ }}" if place == "template" else "{{ run.output }}"
+    formula = "x.__class__" if place == "expression" else "1"
+    path = write_spec("sandboxed", f"""
+        format: 1
+        id: sandboxed
+        name: S
+        description: d
+        version: 1
+        stages:
+          - id: analyze
+            prompt: s/ask.j2
+            output_schema: {{type: object}}
+        score:
+          formula: "{formula}"
+    """, {"s/ask.j2": template})
+    with pytest.raises(SpecError) as info:
+        compile_file(path)
+    assert [p.code for p in info.value.problems] == [code]
+    assert "access to '__class__' is not allowed" in info.value.problems[0].message
+
+
+@pytest.mark.parametrize("tag", ["{% include 'x.j2' %}", "{% extends 'x.j2' %}", "{% import 'x.j2' as x %}"])
+def test_template_loading_tags_rejected(tag):
+    with pytest.raises(TemplateSyntaxError, match="not supported"):
+        Template(tag)
+
+
+def test_dynamic_dunder_refused_at_run_time(write_spec):
+    """A dunder name built at run time passes the load check; the sandbox still refuses it and
+    the item fails as an expression error (no score, nothing leaked)."""
+    path = write_spec("dynamic", """
+        format: 1
+        id: dynamic
+        name: S
+        description: d
+        version: 1
+        vars:
+          attr: "'__cla' ~ 'ss__'"
+        stages:
+          - id: analyze
+            function: textual_difference
+            args: {reference: "run.input", candidate: "run.output"}
+        score:
+          let:
+            leaked: "run[attr] | string"
+          formula: "analyze.ratio"
+    """)
+    result = Scorer(compile_file(path)).run(output="a", input="a")
+    assert result.status == "failed"
+    assert result.error.kind == "expression"
+    assert result.score is None
+    assert "<class" not in result.model_dump_json()
+
+
+# --- the shipped catalogue --------------------------------------------------------------------------
+
+
+def _minimal(schema: dict):
+    """A small instance of a JSON Schema (the subset the shipped specs use)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _minimal(props.get(k, {})) for k in schema.get("required", props)}
+    if kind == "array":
+        n = max(schema.get("minItems", 1), 1)
+        n = min(n, schema.get("maxItems", n))
+        return [_minimal(schema.get("items", {})) for _ in range(n)]
+    if kind == "string":
+        return "x" * max(schema.get("minLength", 1), 1)
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    return None
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_spec_loads_compiles_and_dry_runs(path):
+    compiled = compile_file(path)
+    assert compiled.id == path.stem
+    assert len(compiled.hash) == 64
+    judge = FakeJudge(default=lambda call: _minimal(call.schema))
+    scorer = Scorer(compiled, judge=judge)
+    result = scorer.run(output="The sky is blue.", input="What colour is the sky?",
+                        ground_truth="The sky is blue.", context=["The sky is blue."])
+    assert result.status == "scored", result.error
+    assert 0 <= result.score <= scorer.scale
+    assert result.reason
+    assert json.loads(result.model_dump_json(by_alias=True))["scorer"] == path.stem
+    assert compiled.uses_judge == bool(judge.calls)
+
+
+def test_builtin_catalogue_is_the_shipped_folder():
+    assert {e.id for e in list_specs(Path("/"))} == {p.stem for p in SHIPPED}
+    assert builtin_specs_dir().resolve() == (ROOT / "scorer_specs").resolve()
+
+
+def test_shipped_json_schema_is_current():
+    shipped = json.loads((ROOT / "scorer_specs" / "scorespec.schema.json").read_text(encoding="utf-8"))
+    assert shipped == spec_json_schema()
+    jsonschema.Draft202012Validator.check_schema(shipped)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_spec_points_at_schema_and_validates(path):
+    text = path.read_text(encoding="utf-8")
+    assert text.splitlines()[0] == "# yaml-language-server: $schema=./scorespec.schema.json"
+    doc = load_yaml(text, str(path)).data
+    validator = jsonschema.Draft202012Validator(spec_json_schema())
+    assert [e.message for e in validator.iter_errors(doc)] == []
+
+
+def test_json_schema_rejects_what_the_loader_rejects():
+    validator = jsonschema.Draft202012Validator(spec_json_schema())
+    doc = load_yaml((BROKEN / "unknown_key.yaml").read_text(), "x").data
+    assert not validator.is_valid(doc)
+
+
+# --- where specs and templates resolve ---------------------------------------------------------------
+
+
+def test_local_spec_shadows_builtin(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    local = (ROOT / "scorer_specs" / "textual_difference.yaml").read_text().replace(
+        "name: Textual difference", "name: Local textual difference")
+    (tmp_path / "scorer_specs" / "textual_difference.yaml").write_text(local)
+    monkeypatch.chdir(tmp_path)
+    compiled = load_spec("textual_difference")
+    assert compiled.path == Path.cwd() / "scorer_specs" / "textual_difference.yaml"
+    assert compiled.spec.name == "Local textual difference"
+    assert engine.load_spec("faithfulness").path.resolve() == (ROOT / "scorer_specs" / "faithfulness.yaml").resolve()
+    entries = {e.id: e for e in list_specs()}
+    assert (entries["textual_difference"].origin, entries["textual_difference"].shadows_builtin) == ("local", True)
+    assert entries["faithfulness"].origin == "builtin"
+    result = CliRunner().invoke(app, ["list"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    line = next(row for row in result.stdout.splitlines() if row.startswith("textual_difference"))
+    assert "Local textual difference" in line and "local (shadows built-in)" in line
+
+
+def test_templates_resolve_beside_the_spec_first_then_builtin(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    shutil.copy(ROOT / "scorer_specs" / "faithfulness.yaml", tmp_path / "scorer_specs" / "faithfulness.yaml")
+    own = tmp_path / "prompts" / "faithfulness" / "extract_claims.j2"
+    own.parent.mkdir(parents=True)
+    own.write_text("TEAM PROMPT: claims of <<<{{ run.output }}>>>")
+    monkeypatch.chdir(tmp_path)
+    compiled = load_spec("faithfulness")
+    assert compiled.stages[0].template.file == str(own.resolve())
+    assert compiled.stages[1].template.file == str((builtin_prompts_dir() / "faithfulness/verify_claims.j2").resolve())
+    shown = Scorer(compiled, judge=FakeJudge()).render(output="Paris is in France.")
+    assert shown[0][0] == "preprocess"
+    assert "TEAM PROMPT: claims of <<<Paris is in France.>>>" in shown[0][1]
+    # the hash covers templates: the team's prompt changes it
+    assert compiled.hash != load_spec(ROOT / "scorer_specs" / "faithfulness.yaml").hash
+
+
+def test_unknown_name_suggests_nearest(tmp_path):
+    with pytest.raises(FileNotFoundError, match="did you mean 'faithfulness'"):
+        load_spec("faithfulnes", cwd=tmp_path)
+
+
+# --- packaging ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_wheel_ships_builtins_and_loads_them_from_any_folder(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = dist.glob("scorespec-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    for spec in SHIPPED:
+        assert f"engine/_builtin/scorer_specs/{spec.name}" in names
+    for prompt in (ROOT / "prompts").rglob("*.j2"):
+        assert f"engine/_builtin/prompts/{prompt.relative_to(ROOT / 'prompts').as_posix()}" in names
+    assert "engine/_builtin/scorer_specs/scorespec.schema.json" in names
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = ("import engine, json; c = engine.load_spec('faithfulness'); "
+            "print(json.dumps([engine.__file__, str(c.path), c.stages[0].template.file]))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, check=True,
+                         capture_output=True, text=True, timeout=60)
+    module, spec_path, template = json.loads(out.stdout)
+    builtin = tmp_path / "site" / "engine" / "_builtin"
+    assert Path(module).is_relative_to(tmp_path / "site")
+    assert Path(spec_path).is_relative_to(builtin)
+    assert Path(template).is_relative_to(builtin)
