@@ -8,7 +8,6 @@ place does not provide, invalid output schemas (Draft 2020-12), unknown rule fun
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -482,11 +481,13 @@ def resolve_schema(stage: CompiledStage, namespace: dict[str, Any]) -> dict[str,
     assert stage.schema is not None
     if not stage.schema_exprs:
         return stage.schema
-    schema = copy.deepcopy(stage.schema)
+    schema = dict(stage.schema)
     for pointer, expression in stage.schema_exprs:
-        node = schema
-        for part in pointer[:-1]:
-            node = node[part]
+        node: Any = schema
+        for part in pointer[:-1]:  # copy only the containers on the way to each value
+            child = node[part]
+            node[part] = child = dict(child) if isinstance(child, dict) else list(child)
+            node = child
         node[pointer[-1]] = expression(namespace)
     return schema
 

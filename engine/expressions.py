@@ -16,6 +16,7 @@ from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import consume
 
 
 def _lower_trim(value: Any) -> Any:
@@ -51,6 +52,19 @@ def environment() -> SandboxedEnvironment:
     return env
 
 
+_PREPARED = "__scorespec_namespace__"
+
+
+def prepare(variables: dict[str, Any]) -> dict[str, Any]:
+    """A namespace for evaluation: the environment's globals plus `variables`. Expressions
+    and templates evaluate a prepared namespace in place (no per-call copy); callers add
+    names to it as a run proceeds."""
+    namespace = dict(environment().globals)
+    namespace.update(variables)
+    namespace[_PREPARED] = True
+    return namespace
+
+
 _DUNDER = re.compile(r"__\w+__|\b(mro|func_globals|f_globals|gi_frame|cr_frame)\b")
 
 
@@ -70,7 +84,11 @@ class Expression:
         self._fn = env.compile_expression(source, undefined_to_none=False)
 
     def __call__(self, namespace: dict[str, Any]) -> Any:
-        return self._fn(namespace)
+        """Evaluate over `namespace` (a `prepare` result is used as is, without a copy)."""
+        template = self._fn._template
+        context = template.new_context(namespace if _PREPARED in namespace else prepare(namespace), shared=True)
+        consume(template.root_render_func(context))
+        return context.vars["result"]
 
 
 class Template:
@@ -90,7 +108,13 @@ class Template:
         self._template = env.from_string(ast)
 
     def render(self, namespace: dict[str, Any]) -> str:
-        return self._template.render(namespace)
+        """Render over `namespace` (a `prepare` result is used as is, without a copy)."""
+        template = self._template
+        context = template.new_context(namespace if _PREPARED in namespace else prepare(namespace), shared=True)
+        try:
+            return template.environment.concat(template.root_render_func(context))  # type: ignore[attr-defined]
+        except Exception:
+            return template.environment.handle_exception()
 
 
 def _attribute_uses(ast: nodes.Node) -> frozenset[tuple[str, str]]:

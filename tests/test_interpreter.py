@@ -286,7 +286,7 @@ def test_enum_outside_values_is_reasked(verdict_spec):
     result = Scorer(compile_file(verdict_spec()), judge=judge).run(output="x")
     assert result.score == 1
     assert result.usage.reasks == 1
-    assert "'maybe' is not one of ['yes', 'no', 'unsure']" in judge.calls[-1].messages[-1]["content"]
+    assert 'at verdicts/0/verdict: "maybe" is not one of "yes", "no" or "unsure"' in judge.calls[-1].messages[-1]["content"]
 
 
 def test_rule_function_raising_fails_the_item(write_spec, monkeypatch):
