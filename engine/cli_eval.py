@@ -1,0 +1,423 @@
+"""The batch commands of the CLI: ``scorespec eval``, ``scorespec runs``, ``scorespec show``.
+
+Registered on `engine.cli.app` when this module is imported (`engine.cli.main` does so at
+startup). Exit codes of ``eval``: 0 passed; 1 a threshold was missed; 2 errors (an item failed,
+a dataset record could not be read, bad arguments); 130 interrupted (Ctrl-C; every completed
+result is saved — resume with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .cli import app, fail, parse_options
+from .datasets import DatasetError, DatasetProblem, Item
+from .evals import EvalReporter, EvalSummary, RunState, ScorerStats, ScorerSummary, Threshold, parse_thresholds
+from .result import ScoreResult
+
+EXIT_INTERRUPTED = 130
+
+
+def _console(stderr: bool) -> Any:
+    """A rich console; when not a terminal (CI logs, pipes), wide enough for the tables."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, highlight=False, width=160)
+    return console
+
+
+def _stderr() -> Any:
+    return _console(True)
+
+
+def _stdout() -> Any:
+    return _console(False)
+
+
+# --- terminal reporting -------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "—"
+
+
+def _result_text(result: ScoreResult) -> str:
+    if result.error is not None:
+        return "failed"
+    if result.not_scorable is not None:
+        return "not scorable"
+    return _fmt(result.score)
+
+
+def failure_line(item_id: Any, result: ScoreResult) -> str:
+    """``item 2: faithfulness failed at stage preprocess (transport): …`` — one line."""
+    e = result.error
+    assert e is not None
+    where = f" at stage {e.stage}" if e.stage else ""
+    message = " ".join(str(e.message).split())
+    return f"item {item_id}: {result.scorer} failed{where} ({e.kind}): {message[:400]}"
+
+
+class ConsoleReporter(EvalReporter):
+    """Progress on stderr: a rich bar with ETA and the running mean per scorer, one line per item
+    (unless `quiet`), and — always — dataset problems and one line per failed result."""
+
+    def __init__(self, *, quiet: bool = False, per_item: bool = True, console: Any = None):
+        self.quiet = quiet
+        self.per_item = per_item and not quiet
+        self.console = console or _stderr()
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, run: RunState) -> None:
+        verb = "resuming run" if run.resuming else "run"
+        where = []
+        if run.out:
+            where.append(f"out {run.out}")
+        if run.store:
+            where.append(f"store {run.store}")
+        self.console.print(f"{verb} {run.run_id} · scorers {', '.join(run.scorer_ids)}"
+                           + (f" · {run.total} item(s)" if run.total is not None else "")
+                           + (" · " + " · ".join(where) if where else ""), markup=False, highlight=False,
+                           soft_wrap=True)
+        if self.quiet:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            SpinnerColumn(), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            TimeElapsedColumn(), TextColumn("{task.description}"), console=self.console, transient=False,
+            refresh_per_second=4)
+        self._progress.start()
+        self._task = self._progress.add_task(self._means(run), total=run.total)
+
+    def _means(self, run: RunState) -> str:
+        parts = []
+        for sid in run.scorer_ids:
+            stats = run.stats[sid]
+            text = f"{sid} {_fmt(stats.running_mean)}"
+            if stats.failed:
+                text += f" ({stats.failed} failed)"
+            parts.append(text)
+        return " · ".join(parts)
+
+    def _print(self, text: str, style: str | None = None) -> None:
+        target = self._progress.console if self._progress is not None else self.console
+        target.print(text, markup=False, highlight=False, soft_wrap=True, style=style)
+
+    def problem(self, problem: DatasetProblem) -> None:
+        self._print(problem.render(), style="yellow")
+
+    def note(self, message: str) -> None:
+        self._print(message, style="dim")
+
+    def skipped(self, run: RunState, count: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=count, description=self._means(run))
+
+    def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None:
+        for result in results.values():
+            if result.error is not None:
+                self._print(failure_line(item["id"], result), style="red")
+        if self.per_item:
+            self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in results.items()),
+                        style="dim")
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=self._means(run))
+
+    def finish(self, run: RunState, summary: EvalSummary | None) -> None:
+        if self._progress is not None:
+            if summary is not None:  # the estimate counted unreadable records too
+                done = run.done_items + run.resumed
+                self._progress.update(self._task, total=done, completed=done, description=self._means(run))
+            self._progress.stop()
+            self._progress = None
+
+
+def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
+    from rich.table import Table
+
+    table = Table("scorer", "scored", "not scorable", "failed", "mean", "min", "median", "max", "threshold",
+                  box=None, pad_edge=False)
+    for s in scorers.values():
+        if s.threshold is None:
+            limit = ""
+        else:
+            limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
+        table.add_row(s.scorer, str(s.scored), str(s.not_scorable),
+                      f"[red]{s.failed}[/red]" if s.failed else "0",
+                      _fmt(s.mean), _fmt(s.min), _fmt(s.median), _fmt(s.max), limit)
+    return table
+
+
+VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]below threshold[/red]",
+                "errors": "[red]errors[/red]"}
+
+
+def print_summary(summary: EvalSummary, console: Any) -> None:
+    console.print(summary_table(summary.scorers))
+    extra = ""
+    if summary.dataset_problems:
+        extra += f" · {summary.dataset_problems} dataset record(s) unreadable"
+    if summary.failed:
+        extra += f" · {summary.failed} failed result(s)"
+    if summary.items == 0:
+        extra += " · the dataset has no items"
+    console.print(f"verdict: {VERDICT_TEXT[summary.verdict]} (exit {summary.exit_code}) · {summary.items} item(s)"
+                  + (f", {summary.resumed} done earlier" if summary.resumed else "")
+                  + f" in {summary.seconds:.1f}s{extra}", soft_wrap=True)
+    where = [f"run {summary.run_id}"]
+    if summary.out:
+        where.append(f"out {summary.out}")
+    if summary.store:
+        where.append(f"store {summary.store}")
+    console.print("results: " + " · ".join(where), markup=False, highlight=False, soft_wrap=True)
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def _open_store(path: Optional[Path]) -> Any:
+    from .store import Store
+
+    return Store(path)
+
+
+def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str]) -> list[Any]:
+    from .compile import load_spec
+    from .errors import SpecError
+    from .judge import make_judge
+    from .scorer import OptionError, Scorer
+
+    compiled_list = []
+    for name in names:
+        try:
+            compiled_list.append(load_spec(name))
+        except SpecError as exc:
+            fail(f"{name}: the spec has problems:\n" + exc.render())
+        except FileNotFoundError as exc:
+            fail(str(exc))
+    ids = [c.id for c in compiled_list]
+    for pair in options:
+        key = pair.split("=", 1)[0]
+        if "." in key and key.split(".", 1)[0] not in ids:
+            fail(f"--option {pair!r}: {key.split('.', 1)[0]!r} is not among the scorers ({', '.join(ids)})")
+    factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
+    scorers = []
+    for compiled in compiled_list:
+        try:
+            scorers.append(Scorer(compiled, model=model, options=parse_options(options, compiled, prefix=compiled.id),
+                                  judge_factory=factory))
+        except OptionError as exc:
+            fail(str(exc))
+    return scorers
+
+
+@app.command("eval")
+def eval_cmd(
+    scorer_args: Optional[list[str]] = typer.Argument(None, metavar="SCORER...", help="Scorer ids or spec files."),
+    scorer_opts: list[str] = typer.Option([], "--scorer", help="A scorer (repeatable; same as the arguments)."),
+    data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items."),
+    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column "
+                                    "(e.g. output=answer, context=passages; repeatable)."),
+    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Scorer runs (judge requests) at once."),
+    rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
+    threshold: list[str] = typer.Option([], "--threshold", help="ID=min (mean ≥ min) or ID=min:max (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and scorer."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run of --out (or of --run-id)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="The run's id (to resume a run without --out)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
+                                         ".scorespec/store.sqlite)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+) -> None:
+    """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
+    threshold, 2 errors."""
+    from .evals import arun_evals
+
+    names = list(scorer_args or []) + list(scorer_opts)
+    db = _open_store(store)
+    try:
+        stored_cli: dict[str, Any] = {}
+        if resume and run_id and (not names or data is None):
+            try:
+                stored = db.get_run(run_id)
+            except LookupError as exc:
+                fail(str(exc))
+            if stored is None:
+                fail(f"no run {run_id!r} in the store {db}")
+            stored_cli = (stored.get("config") or {}).get("cli") or {}
+            run_id = stored["run_id"]
+            names = names or list(stored_cli.get("scorers") or [])
+            data = data or (Path(stored_cli["data"]) if stored_cli.get("data") else None)
+            field = field or list(stored_cli.get("fields") or [])
+            option = option or list(stored_cli.get("options") or [])
+            threshold = threshold or list(stored_cli.get("thresholds") or [])
+            model = model or stored_cli.get("model")
+            base_url = base_url or stored_cli.get("base_url")
+            if out is None and stored.get("out"):
+                out = Path(stored["out"])
+        if not names:
+            fail("give at least one scorer (e.g. scorespec eval faithfulness --data items.jsonl)")
+        if data is None:
+            fail("--data FILE is required")
+        if not data.is_file():
+            fail(f"--data {data}: no such file")
+        if resume and out is None and run_id is None:
+            fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
+        try:
+            parse_thresholds(threshold)
+            from .datasets import parse_fields
+
+            parse_fields(field)
+        except ValueError as exc:
+            fail(str(exc))
+        scorers = _load_scorers(names, model, base_url, option)
+        reporter = ConsoleReporter(quiet=quiet)
+        cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
+                      "thresholds": threshold, "model": model, "base_url": base_url}
+        try:
+            summary = asyncio.run(arun_evals(
+                data, scorers, concurrency=concurrency, thresholds=threshold, out=out, resume=resume,
+                run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter, fields=field,
+                config={"cli": cli_config}))
+        except KeyboardInterrupt:
+            _stderr().print("interrupted: every completed result is saved; run the same command with --resume "
+                            "to continue", markup=False)
+            raise typer.Exit(EXIT_INTERRUPTED)
+        except (ValueError, FileExistsError, DatasetError) as exc:
+            fail(str(exc))
+        if as_json:
+            print_summary(summary, _stderr())
+            sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
+        else:
+            print_summary(summary, _stdout())
+        raise typer.Exit(summary.exit_code)
+    finally:
+        db.close()
+
+
+@app.command("runs")
+def runs_cmd(
+    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
+                                         ".scorespec/store.sqlite)."),
+    limit: int = typer.Option(50, "--limit", min=1, help="Show the newest N runs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON on stdout."),
+) -> None:
+    """List stored eval runs, newest first."""
+    from rich.table import Table
+
+    path = store or _default_store()
+    if not Path(path).exists():
+        if as_json:
+            sys.stdout.write("[]\n")
+        else:
+            _stderr().print(f"no runs yet (no store at {path})", markup=False)
+        return
+    with _open_store(path) as db:
+        runs = db.list_runs(limit)
+    if as_json:
+        sys.stdout.write(json.dumps([_run_json(r) for r in runs], ensure_ascii=False) + "\n")
+        return
+    table = Table("run", "started", "status", "verdict", "scorers", "items", "scored", "not scorable", "failed",
+                  "out", box=None, pad_edge=False)
+    for r in runs:
+        c = r["counts"]
+        table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["status"], r["verdict"] or "",
+                      ", ".join(r["scorers"] or []), str(r["items"]), str(c["scored"]), str(c["not_scorable"]),
+                      str(c["failed"]), r["out"] or "")
+    _stdout().print(table)
+
+
+def _default_store() -> Path:
+    from .store import default_store_path
+
+    return default_store_path()
+
+
+def _run_json(run: dict[str, Any]) -> dict[str, Any]:
+    return {"runId": run["run_id"], "status": run["status"], "verdict": run["verdict"], "data": run["data"],
+            "out": run["out"], "scorers": run["scorers"], "items": run["items"], "counts": run["counts"],
+            "createdAt": run["created_at"], "updatedAt": run["updated_at"], "summary": run["summary"]}
+
+
+def stored_summaries(db: Any, run: dict[str, Any]) -> dict[str, ScorerSummary]:
+    """Per-scorer summaries recomputed from a run's stored results (so an interrupted run shows
+    what it holds), with the run's thresholds."""
+    thresholds = {k: Threshold(v.get("min"), v.get("max"))
+                  for k, v in ((run.get("config") or {}).get("thresholds") or {}).items()}
+    stats: dict[str, ScorerStats] = {sid: ScorerStats(sid) for sid in run.get("scorers") or []}
+    for _item, scorer_id, status, score in db.statuses(run["run_id"]):
+        stats.setdefault(scorer_id, ScorerStats(scorer_id)).add(status, score)
+    return {sid: s.summary(thresholds.get(sid)) for sid, s in stats.items()}
+
+
+@app.command("show")
+def show_cmd(
+    run: str = typer.Argument(..., help="A run id (a unique prefix is enough)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
+                                         ".scorespec/store.sqlite)."),
+    results: bool = typer.Option(False, "--results", help="Print every result as a JSON line on stdout."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run as JSON on stdout."),
+) -> None:
+    """Show one stored run: its summary, failed items, and (with --results) every result."""
+    path = store or _default_store()
+    if not Path(path).exists():
+        fail(f"no store at {path}")
+    with _open_store(path) as db:
+        try:
+            found = db.get_run(run)
+        except LookupError as exc:
+            fail(str(exc))
+        if found is None:
+            fail(f"no run {run!r} in the store {path} (see `scorespec runs`)")
+        if results:
+            for line in db.results(found["run_id"]):
+                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+            return
+        summaries = stored_summaries(db, found)
+        failures = [line for line in db.results(found["run_id"]) if line.get("error")][:20]
+    if as_json:
+        payload = _run_json(found)
+        payload["scorersSummary"] = {sid: s.to_json_dict() for sid, s in summaries.items()}
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return
+    console = _stdout()
+    console.print(f"run {found['run_id']} · {found['status']}"
+                  + (f" · verdict {found['verdict']}" if found["verdict"] else "")
+                  + f" · started {found['created_at']} · {found['items']} item(s)", markup=False, soft_wrap=True)
+    if found["data"]:
+        console.print(f"data {found['data']}", markup=False, soft_wrap=True)
+    if found["out"]:
+        console.print(f"out {found['out']}", markup=False, soft_wrap=True)
+    console.print(summary_table(summaries))
+    for line in failures:
+        error = line["error"]
+        where = f" at stage {error.get('stage')}" if error.get("stage") else ""
+        console.print(f"item {line['id']}: {line['scorer']} failed{where} ({error.get('kind')}): "
+                      f"{' '.join(str(error.get('message')).split())[:400]}", markup=False, soft_wrap=True)
+
+
+__all__ = ["ConsoleReporter", "eval_cmd", "runs_cmd", "show_cmd", "print_summary", "summary_table",
+           "EXIT_INTERRUPTED"]

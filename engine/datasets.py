@@ -1,0 +1,475 @@
+"""Datasets for batch evaluation: JSONL, CSV and JSON-array files, lists of dicts, DataFrames.
+
+Every source becomes a stream of *items*, plain dicts with the run fields a scorer reads::
+
+    {"id": …, "input": …, "output": …, "ground_truth": …, "context": [str, …] | None, …the rest}
+
+- ``id``: the record's own ``id`` field, else its line number in the file (1-based; for a
+  list or a DataFrame, its position, 1-based).
+- ``ground_truth`` also reads ``groundTruth`` (the seed's spelling) when no mapping is given.
+- ``context``: a list of strings; a string becomes a one-element list (in CSV, a cell holding a
+  JSON array of strings is read as that list); absent or empty → None (not given).
+- Field mapping: ``{"output": "answer", "context": "passages"}`` (from ``--field
+  output=answer``) reads a run field from another column; a dotted name (``meta.passages``)
+  reads a nested key. Every other column is kept under its own name.
+
+Reading streams: items are yielded one at a time and never all held in memory. A malformed
+record (bad JSON, invalid UTF-8, a CSV row with the wrong number of cells, a duplicate id) is
+reported as a `DatasetProblem` (``FILE:LINE: message``) to the `on_problem` callback and
+skipped; the rest still loads. NUL bytes and other control characters inside strings are
+ordinary text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RUN_FIELDS = ("input", "output", "ground_truth", "context")
+MAPPABLE = ("id",) + RUN_FIELDS
+ALIASES = {"ground_truth": ("groundTruth",)}
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
+CSV_SUFFIXES = (".csv", ".tsv")
+
+Item = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DatasetProblem:
+    """One record that could not be read: the file (or ``<data>`` for in-memory data), its
+    1-based line (0 when unknown) and what was wrong."""
+
+    file: str
+    line: int
+    message: str
+
+    def render(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class DatasetError(ValueError):
+    """The dataset as a whole cannot be read (missing file, unknown format, a mapped column
+    absent from a CSV header). Single bad records are `DatasetProblem`s instead."""
+
+
+OnProblem = Callable[[DatasetProblem], None]
+
+
+def parse_fields(pairs: Iterable[str]) -> dict[str, str]:
+    """``["output=answer", "context=passages"]`` → ``{"output": "answer", "context": "passages"}``.
+    Raises `ValueError` for a pair without ``=`` or a name that is not id, input, output,
+    ground_truth or context."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, column = pair.partition("=")
+        name, column = name.strip().replace("-", "_"), column.strip()
+        if name == "groundTruth":
+            name = "ground_truth"
+        if not sep or not name or not column:
+            raise ValueError(f"--field {pair!r}: expected name=column (e.g. output=answer)")
+        if name not in MAPPABLE:
+            raise ValueError(f"--field {pair!r}: {name!r} is not one of {', '.join(MAPPABLE)}")
+        mapping[name] = column
+    return mapping
+
+
+# --- one record → one item ----------------------------------------------------------------------
+
+
+def _lookup(record: Mapping[str, Any], column: str) -> tuple[bool, Any]:
+    if column in record:
+        return True, record[column]
+    value: Any = record
+    for part in column.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            return False, None
+    return True, value
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def coerce_context(value: Any, *, from_text: bool = False) -> list[str] | None:
+    """An item's context as a list of strings, or None when not given. A string is one passage
+    (with `from_text`, e.g. a CSV cell, a string holding a JSON array of strings is that list)."""
+    if _missing(value):
+        return None
+    if isinstance(value, str):
+        if from_text:
+            text = value.strip()
+            if not text:
+                return None
+            if text.startswith("["):
+                try:
+                    parsed = json.loads(text)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
+                    return parsed
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return ["" if _missing(v) else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays in DataFrame cells
+        return coerce_context(value.tolist())
+    return [str(value)]
+
+
+def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | None = None,
+            *, from_text: bool = False) -> Item:
+    """Build an item from one record. `number` is its line (or 1-based position), used as the id
+    when the record has none. `from_text` marks records whose cells are all text (CSV): empty
+    cells of the run fields are then 'not given'."""
+    fields = fields or {}
+    item: Item = {}
+    used: set[str] = set()
+    for name in MAPPABLE:
+        column = fields.get(name)
+        if column is not None:
+            found, value = _lookup(record, column)
+            if found:
+                used.add(column)
+        else:
+            found, value = (True, record[name]) if name in record else (False, None)
+            if found:
+                used.add(name)
+            else:
+                for alias in ALIASES.get(name, ()):
+                    if alias in record:
+                        found, value = True, record[alias]
+                        used.add(alias)
+                        break
+        if from_text and isinstance(value, str) and not value.strip():
+            value = None  # an empty CSV cell: not given
+        if _missing(value):
+            value = None
+        item[name] = value
+    if item["id"] is None or item["id"] == "":
+        item["id"] = number
+    elif not isinstance(item["id"], (str, int)) or isinstance(item["id"], bool):
+        item["id"] = str(item["id"]) if not (isinstance(item["id"], float) and item["id"].is_integer()) \
+            else int(item["id"])
+    item["context"] = coerce_context(item["context"], from_text=from_text)
+    for key, value in record.items():
+        if key not in used and key not in item:
+            item[key] = None if _missing(value) else value
+    return item
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def detect_format(path: Path) -> str:
+    """``jsonl``, ``csv``, ``tsv`` or ``json`` (a JSON array) from the suffix; a ``.json`` file
+    whose first non-blank character is ``{`` is read as JSONL. Unknown suffixes are sniffed."""
+    suffix = path.suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    if suffix == ".tsv":
+        return "tsv"
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"["):
+        return "json"
+    if head.startswith(b"{") or not head:
+        return "jsonl"
+    if suffix == ".json":
+        return "json"
+    return "csv"
+
+
+def _decode(raw: bytes) -> str:
+    """Decode one line; raise `ValueError` naming the first invalid byte and its column."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
+
+
+def _read_jsonl(path: Path, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            try:
+                text = _decode(raw).rstrip("\r\n")
+                record = json.loads(text, strict=False)
+            except json.JSONDecodeError as exc:
+                report(DatasetProblem(name, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+                continue
+            except ValueError as exc:
+                report(DatasetProblem(name, number, str(exc)))
+                continue
+            if not isinstance(record, dict):
+                report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
+                continue
+            yield number, to_item(record, number, fields)
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
+                     report: OnProblem) -> Iterator[tuple[int, Item]]:
+    """A JSON array of objects, decoded element by element so each gets its line number.
+    (The file is read whole — a JSON array cannot be streamed with the standard library; use
+    JSONL for very large datasets.) A syntax error stops the read at that element."""
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        report(DatasetProblem(name, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); the file was not read"))
+        return
+    del data
+    decoder = json.JSONDecoder(strict=False)
+    ws = " \t\r\n"
+    pos, line, counted = 0, 1, 0
+
+    def line_at(at: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, at)
+        counted = at
+        return line
+
+    while pos < len(text) and text[pos] in ws:
+        pos += 1
+    if not text.startswith("[", pos):
+        report(DatasetProblem(name, line_at(pos), "expected a JSON array of objects"))
+        return
+    pos += 1
+    first = True
+    while True:
+        while pos < len(text) and text[pos] in ws:
+            pos += 1
+        if pos >= len(text):
+            report(DatasetProblem(name, line_at(pos), "invalid JSON: the array is not closed"))
+            return
+        if text[pos] == "]":
+            return
+        if not first:
+            if text[pos] != ",":
+                report(DatasetProblem(name, line_at(pos), "invalid JSON: expected ',' or ']'"))
+                return
+            pos += 1
+            while pos < len(text) and text[pos] in ws:
+                pos += 1
+        first = False
+        start = pos
+        try:
+            record, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            report(DatasetProblem(name, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno}); "
+                                  "the rest of the array was not read"))
+            return
+        number = line_at(start)
+        if not isinstance(record, dict):
+            report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
+            continue
+        yield number, to_item(record, number, fields)
+
+
+def _csv_lines(f: Any, bad: dict[int, str]) -> Iterator[str]:
+    for number, raw in enumerate(f, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield _decode(raw)
+        except ValueError as exc:
+            bad[number] = str(exc)
+            yield raw.decode("utf-8", errors="replace")
+
+
+def _read_csv(path: Path, name: str, fields: Mapping[str, str], report: OnProblem,
+              delimiter: str) -> Iterator[tuple[int, Item]]:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    bad: dict[int, str] = {}
+    with open(path, "rb") as f:
+        reader = csv.reader(_csv_lines(f, bad), delimiter=delimiter)
+        header: list[str] | None = None
+        last = 0
+        while True:
+            start = last + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                last = reader.line_num
+                report(DatasetProblem(name, start, f"malformed CSV: {exc}"))
+                continue
+            last = reader.line_num
+            broken = [n for n in range(start, last + 1) if n in bad]
+            if header is None:
+                if broken:
+                    report(DatasetProblem(name, broken[0], bad[broken[0]] + "; the header was not read"))
+                    return
+                if not row:
+                    continue
+                header = [h.strip() for h in row]
+                columns = set(header)
+                absent = [f"{k}={c}" for k, c in fields.items() if c not in columns and c.split(".")[0] not in columns]
+                if absent:
+                    raise DatasetError(f"{name}: --field {', '.join(absent)}: no such column "
+                                       f"(columns: {', '.join(header)})")
+                continue
+            if broken:
+                report(DatasetProblem(name, broken[0], bad.pop(broken[0], "not valid UTF-8")))
+                continue
+            if not row or (len(row) == 1 and not row[0].strip() and len(header) > 1):
+                continue
+            if len(row) != len(header):
+                report(DatasetProblem(name, start, f"{len(row)} cell(s), the header has {len(header)}"))
+                continue
+            yield start, to_item(dict(zip(header, row)), start, fields, from_text=True)
+
+
+def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None,
+              on_problem: OnProblem | None = None, *, format: str | None = None) -> Iterator[Item]:
+    """Stream the items of a JSONL, CSV/TSV or JSON-array file (see the module docstring).
+
+    Raises `DatasetError` when the file is missing or unusable as a whole; single bad records
+    go to `on_problem` (default: printed to stderr) and are skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file")
+    fmt = format or detect_format(path)
+    report = on_problem or _print_problem
+    fields = dict(fields or {})
+    name = str(path)
+    if fmt == "jsonl":
+        inner = _read_jsonl(path, name, fields, report)
+    elif fmt == "json":
+        inner = _read_json_array(path, name, fields, report)
+    elif fmt in ("csv", "tsv"):
+        inner = _read_csv(path, name, fields, report, "\t" if fmt == "tsv" else ",")
+    else:
+        raise DatasetError(f"{path}: unknown format {fmt!r} (jsonl, json, csv or tsv)")
+    return _unique(inner, name, report)
+
+
+def _print_problem(problem: DatasetProblem) -> None:
+    print(problem.render(), file=sys.stderr)
+
+
+def _unique(numbered: Iterator[tuple[int, Item]], name: str, report: OnProblem) -> Iterator[Item]:
+    """Drop (and report) records whose id repeats an earlier one: results are keyed by id."""
+    seen: dict[str, int] = {}
+    for number, item in numbered:
+        key = item_key(item["id"])
+        first = seen.get(key)
+        if first is not None:
+            report(DatasetProblem(name, number, f"duplicate id {item['id']!r} (first at line {first}); skipped"))
+            continue
+        seen[key] = number
+        yield item
+
+
+def item_key(item_id: Any) -> str:
+    """The text form of an item id, used to match results across runs (1 and "1" are one item)."""
+    return item_id if isinstance(item_id, str) else json.dumps(item_id)
+
+
+def count_records(path: str | os.PathLike[str], format: str | None = None) -> int | None:
+    """A quick estimate of how many items a file holds (for progress ETA): non-blank lines for
+    JSONL, rows for CSV, elements for a JSON array (None if it cannot be counted cheaply)."""
+    path = Path(path)
+    fmt = format or detect_format(path)
+    if fmt == "jsonl":
+        count = 0
+        with open(path, "rb") as f:
+            for raw in f:
+                if raw.strip():
+                    count += 1
+        return count
+    if fmt in ("csv", "tsv"):
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            return max(0, sum(1 for row in csv.reader(f, delimiter="\t" if fmt == "tsv" else ",") if row) - 1)
+    return None
+
+
+def iter_items(data: Any, fields: Mapping[str, str] | None = None,
+               on_problem: OnProblem | None = None) -> Iterator[Item]:
+    """Items from any supported source: a path (str or Path), a list (or any iterable) of dicts,
+    or a pandas DataFrame (pandas is imported only if a DataFrame is given)."""
+    if isinstance(data, (str, os.PathLike)):
+        return read_file(data, fields, on_problem)
+    report = on_problem or _print_problem
+    if _is_dataframe(data):
+        records: Iterable[Any] = (row for row in _dataframe_records(data))
+    elif isinstance(data, Mapping):
+        raise DatasetError("data must be a file path, a list of dicts or a DataFrame, not a single dict")
+    else:
+        records = data
+    return _unique(_from_records(records, fields or {}, report), "<data>", report)
+
+
+def _from_records(records: Iterable[Any], fields: Mapping[str, str],
+                  report: OnProblem) -> Iterator[tuple[int, Item]]:
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, Mapping):
+            report(DatasetProblem("<data>", number, f"expected a dict, got {type(record).__name__}"))
+            continue
+        yield number, to_item(record, number, fields)
+
+
+def _is_dataframe(data: Any) -> bool:
+    module = type(data).__module__ or ""
+    return module.startswith("pandas") and type(data).__name__ == "DataFrame"
+
+
+def _dataframe_records(frame: Any) -> Iterator[dict[str, Any]]:
+    columns = [str(c) for c in frame.columns]
+    for row in frame.itertuples(index=False, name=None):
+        yield {c: _plain(v) for c, v in zip(columns, row)}
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars → Python values; NaN/NaT → None."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)) and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ in ("NaTType", "NAType"):
+        return None
+    return value
+
+
+def data_len(data: Any) -> int | None:
+    """How many items `data` holds, when cheap to know (for progress)."""
+    if isinstance(data, (str, os.PathLike)):
+        try:
+            return count_records(data)
+        except OSError:
+            return None
+    try:
+        return len(data)
+    except TypeError:
+        return None
+
+
+__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items",
+           "coerce_context", "item_key", "count_records", "data_len", "detect_format"]

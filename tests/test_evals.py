@@ -1,0 +1,443 @@
+"""Batch evaluation: run_evals / scorespec eval — failure isolation (C18), statistics, thresholds,
+concurrency, targets, streaming, and nothing lost (out file + store, resume after a kill)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import engine.cli_eval  # noqa: F401  (registers eval, runs, show)
+from engine.cli import app
+from engine.evals import RateLimiter, Threshold, arun_evals, run_evals
+from engine.store import scan_out_file
+from engine.judge import RetryPolicy, make_judge
+from engine.scorer import load_scorer
+from engine.testing import FakeJudge
+from engine.testing.fake_openai import FakeOpenAIServer, Fault
+
+SPECS = Path(__file__).resolve().parent / "specs"
+NUMERIC = str(SPECS / "numeric.yaml")  # rule-only: score = the output read as a number
+CLAIMS = str(SPECS / "claims.yaml")    # one prompt stage: score = claims extracted / 4
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCORESPEC_STORE", str(tmp_path / "store.sqlite"))
+    monkeypatch.chdir(tmp_path)
+
+
+def http_judge(server: FakeOpenAIServer):
+    return make_judge("openai/test-model", base_url=server.base_url, api_key="test",
+                      retry=RetryPolicy(max_retries=2, base_s=0.01))
+
+
+def marker(request: dict) -> str:
+    """The ITEM-n marker of the item a judge request is about."""
+    text = " ".join(m["content"] for m in request["messages"] if isinstance(m.get("content"), str))
+    start = text.find("ITEM-")
+    return text[start:start + 7].rstrip(":. ") if start >= 0 else ""
+
+
+def faithfulness_reply(failing: set[str] = frozenset(), half: set[str] = frozenset()):
+    """A fake provider for faithfulness: 2 claims per item, both supported (items in `half`:
+    one), HTTP 500 on every call for items in `failing`."""
+
+    def reply(request: dict):
+        item = marker(request)
+        if item in failing:
+            return Fault.status(500)
+        stage = request["tools"][0]["function"]["name"]
+        if stage == "preprocess":
+            return {"claims": [f"{item}: the sky is blue", f"{item}: grass is green"]}
+        if stage == "analyze":
+            second = "no" if item in half else "yes"
+            return {"verdicts": [{"claim": "a", "verdict": "yes", "reason": "stated"},
+                                 {"claim": "b", "verdict": second, "reason": "checked"}]}
+        return {"reason": f"{item} explained"}
+
+    return reply
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def store_rows(path: Path, run_id: str) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return sorted(db.execute("SELECT item_id, scorer_id, status, score FROM results WHERE run_id=?", (run_id,)))
+    finally:
+        db.close()
+
+
+# --- C18: failure isolation, through the real HTTP path ------------------------------------------
+
+
+def test_c18_a_failing_item_never_stops_the_others(tmp_path):
+    data = [{"id": i, "output": f"ITEM-{i}: the sky is blue and grass is green.",
+             "context": "The sky is blue. Grass is green."} for i in (1, 2, 3)]
+    seen: dict = {}
+    with FakeOpenAIServer(faithfulness_reply(failing={"ITEM-2"}, half={"ITEM-3"})) as server:
+        scorer = load_scorer("faithfulness", judge=http_judge(server))
+        summary = run_evals(data, [scorer], concurrency=3, out=tmp_path / "out.jsonl",
+                            on_item_complete=lambda item, results: seen.update({item["id"]: results}))
+        item2_requests = sum(1 for r in server.requests if marker(r) == "ITEM-2")
+    s = summary.scorers["faithfulness"]
+    assert (s.scored, s.not_scorable, s.failed) == (2, 0, 1)
+    assert (s.mean, s.min, s.median, s.max) == (0.75, 0.5, 0.75, 1.0)  # over items 1 and 3 only
+    assert summary.scores == {"faithfulness": 0.75}
+    assert summary.verdict == "errors" and summary.exit_code == 2
+    assert seen[1]["faithfulness"].score == 1.0 and seen[3]["faithfulness"].score == 0.5
+    error = seen[2]["faithfulness"].error
+    assert (error.kind, error.stage) == ("transport", "preprocess")
+    assert seen[2]["faithfulness"].score is None
+    assert item2_requests == 3  # the first try and 2 transport retries, then the item fails alone
+    lines = lines_of(tmp_path / "out.jsonl")
+    assert sorted((line["id"], line["scorer"], line["score"]) for line in lines) == [
+        (1, "faithfulness", 1.0), (2, "faithfulness", None), (3, "faithfulness", 0.5)]
+    assert all(line["runId"] == summary.run_id for line in lines)
+    assert next(line for line in lines if line["id"] == 2)["error"]["kind"] == "transport"
+    assert store_rows(tmp_path / "store.sqlite", summary.run_id) == [
+        ("1", "faithfulness", "scored", 1.0), ("2", "faithfulness", "failed", None),
+        ("3", "faithfulness", "scored", 0.5)]
+
+
+# --- statistics and thresholds ---------------------------------------------------------------------
+
+
+def numeric_items(*outputs):
+    return [{"output": o} for o in outputs]
+
+
+def test_summary_statistics_are_values_over_scored_items_only():
+    summary = run_evals(numeric_items("0.7", "0.9", "n/a", "0.2", "", "1.5"), [NUMERIC], store=False)
+    s = summary.scorers["numeric"]
+    assert (s.scored, s.not_scorable, s.failed) == (3, 1, 2)
+    assert (s.mean, s.min, s.median, s.max) == (0.6, 0.2, 0.7, 0.9)
+    assert summary.items == 6 and summary.verdict == "errors"
+
+
+def test_means_are_exact_on_decimal_scores_and_never_nan():
+    # 0.7 and 0.9 average to exactly 0.8 (a float sum would give 0.7999999999999999)
+    summary = run_evals(numeric_items("0.7", "0.9"), [NUMERIC], thresholds={"numeric": 0.8}, store=False)
+    assert summary.scorers["numeric"].mean == 0.8 and summary.scorers["numeric"].median == 0.8
+    assert summary.verdict == "passed"
+    empty = run_evals(numeric_items("n/a", "n/a"), [NUMERIC], thresholds={"numeric": 0.1}, store=False)
+    s = empty.scorers["numeric"]
+    assert (s.mean, s.min, s.median, s.max, s.threshold_met) == (None, None, None, None, False)
+    assert empty.verdict == "below_threshold"
+    assert json.loads(json.dumps(empty.to_json_dict(), allow_nan=False))["scores"] == {"numeric": None}
+
+
+@pytest.mark.parametrize("threshold, verdict", [
+    (0.5, "passed"), (0.51, "below_threshold"), ((0.4, 0.5), "passed"), ((None, 0.45), "below_threshold"),
+    ("0.2:0.6", "passed"), (Threshold(0.6, None), "below_threshold"),
+])
+def test_threshold_verdicts(threshold, verdict):
+    summary = run_evals(numeric_items("0.25", "0.75"), [NUMERIC], thresholds={"numeric": threshold}, store=False)
+    assert summary.verdict == verdict
+    assert summary.scorers["numeric"].threshold_met is (verdict == "passed")
+
+
+def test_threshold_for_an_unknown_scorer_is_rejected():
+    with pytest.raises(ValueError, match="'faithfulnes'.*not among the scorers"):
+        run_evals(numeric_items("1"), [NUMERIC], thresholds={"faithfulnes": 0.5}, store=False)
+
+
+def write_jsonl(path: Path, rows: list, extra: bytes = b"") -> Path:
+    path.write_bytes("".join(json.dumps(r) + "\n" for r in rows).encode() + extra)
+    return path
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["eval", *args])
+
+
+def test_cli_exit_codes_follow_the_verdict(tmp_path):
+    good = write_jsonl(tmp_path / "good.jsonl", numeric_items("0.25", "0.75"))
+    assert invoke(NUMERIC, "--data", str(good), "--threshold", "numeric=0.5", "--quiet").exit_code == 0
+    assert invoke(NUMERIC, "--data", str(good), "--threshold", "numeric=0.6", "--quiet").exit_code == 1
+    assert invoke(NUMERIC, "--data", str(good), "--threshold", "numeric=0.1:0.4", "--quiet").exit_code == 1
+    failing = write_jsonl(tmp_path / "failing.jsonl", numeric_items("0.25", "7"))
+    result = invoke(NUMERIC, "--data", str(failing), "--threshold", "numeric=0.1", "--quiet")
+    assert result.exit_code == 2
+    assert "item 2: numeric failed (formula)" in result.stderr
+    assert invoke(NUMERIC, "--data", str(good), "--threshold", "nope=0.5").exit_code == 2  # usage error
+
+
+def test_cli_reports_malformed_lines_and_scores_the_rest(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", numeric_items("0.5"), b'{"output": \n' + b'{"output": "0.25"}\n')
+    result = invoke(NUMERIC, "--data", str(data), "--quiet", "--json", "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2
+    assert f"{data}:2: invalid JSON: Expecting value (column 12)" in result.stderr
+    summary = json.loads(result.stdout)  # --json: stdout holds only the summary
+    assert summary["verdict"] == "errors" and summary["datasetProblems"] == 1
+    assert summary["scorers"]["numeric"]["scored"] == 2 and summary["scores"] == {"numeric": 0.375}
+    assert [line["id"] for line in lines_of(tmp_path / "out.jsonl")] == [1, 3]
+
+
+def test_cli_options_fields_runs_and_show(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", [{"qid": "a", "answer": "0.5"}, {"qid": "b", "answer": "1"}])
+    result = invoke(NUMERIC, "--data", str(data), "--field", "output=answer", "--field", "id=qid",
+                    "--option", "numeric.scale=10", "--json", "--quiet", "--run-id", "my-run")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["scorers"]["numeric"]["mean"] == 7.5  # the option reached the scorer
+    runner = CliRunner()
+    runs = runner.invoke(app, ["runs", "--json"])
+    assert [r["runId"] for r in json.loads(runs.stdout)] == ["my-run"]
+    shown = runner.invoke(app, ["show", "my-", "--results"])
+    assert [(line["id"], line["score"]) for line in map(json.loads, shown.stdout.splitlines())] == [
+        ("a", 5.0), ("b", 10.0)]
+    table = runner.invoke(app, ["show", "my-run"])
+    assert table.exit_code == 0 and "numeric" in table.stdout and "finished" in table.stdout
+    bad = invoke(NUMERIC, "--data", str(data), "--option", "numeric.scael=2")
+    assert bad.exit_code == 2 and "unknown option 'scael'" in bad.stderr
+
+
+# --- concurrency, targets, rate limits, streaming ----------------------------------------------------
+
+
+class SlowJudge:
+    """A judge answering every stage after `delay_s`, recording how many calls overlap."""
+
+    model = "fake/slow"
+
+    def __init__(self, answers: dict, delay_s: float = 0.05):
+        self.inner = FakeJudge(answers)
+        self.delay_s = delay_s
+        self.active = 0
+        self.peak = 0
+        self.calls = 0
+
+    async def ask(self, call):
+        self.active += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await asyncio.sleep(self.delay_s)
+            return await self.inner.ask(call)
+        finally:
+            self.active -= 1
+
+
+def test_items_and_scorers_run_concurrently_within_the_bound():
+    judge = SlowJudge({"preprocess": {"claims": ["a", "b"]}})
+    claims = load_scorer(CLAIMS, judge=judge)
+    started = time.perf_counter()
+    summary = run_evals(numeric_items(*["0.5"] * 12), [claims, NUMERIC], concurrency=4, store=False)
+    elapsed = time.perf_counter() - started
+    assert judge.peak == 4 and judge.calls == 12
+    assert elapsed < 12 * 0.05 * 0.6  # sequential would take 0.6 s
+    assert summary.scores == {"claims": 0.5, "numeric": 0.5}
+
+    both = SlowJudge({"preprocess": {"claims": ["a"]}, "analyze": {"verdicts": [{"verdict": "yes", "reason": "r"}]},
+                      "reason": {"reason": "fine"}})
+    run_evals([{"output": "x", "context": "y"}], [load_scorer(CLAIMS, judge=both),
+                                                 load_scorer("faithfulness", judge=both)], store=False)
+    assert both.peak == 2  # one item's two scorers run at the same time
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_target_produces_the_output_and_its_errors_fail_only_its_item(kind):
+    def produce(question):
+        if question == "boom":
+            raise RuntimeError("agent crashed")
+        return {"output": question.split("=")[1], "context": "retrieved"}
+
+    async def aproduce(question):
+        await asyncio.sleep(0)
+        return produce(question)
+
+    seen = {}
+    summary = run_evals([{"input": "x=0.25"}, {"input": "boom"}, {"input": "x=0.75"}], [NUMERIC],
+                        target=produce if kind == "sync" else aproduce, store=False,
+                        on_item_complete=lambda item, results: seen.update({item["id"]: (item, results)}))
+    assert summary.scorers["numeric"].mean == 0.5 and summary.scorers["numeric"].failed == 1
+    item, results = seen[1]
+    assert item["output"] == "0.25" and item["context"] == ["retrieved"]
+    error = seen[2][1]["numeric"].error
+    assert (error.kind, error.message) == ("target", "the target raised RuntimeError: agent crashed")
+
+
+def test_items_are_streamed_not_loaded_at_once():
+    pulled = []
+    first_done_at = []
+
+    def items():
+        for i in range(1000):
+            pulled.append(i)
+            yield {"output": "0.5"}
+
+    run_evals(items(), [NUMERIC], concurrency=4, store=False,
+              on_item_complete=lambda item, results: first_done_at.append(len(pulled)))
+    assert len(pulled) == 1000
+    assert first_done_at[0] <= 4 + 4 + 2  # the queue is bounded: workers + queue, not the whole dataset
+
+
+def test_rate_limit_spaces_judge_calls_and_restores_the_judge():
+    judge = SlowJudge({"preprocess": {"claims": ["a"]}}, delay_s=0)
+    claims = load_scorer(CLAIMS, judge=judge)
+    started = time.perf_counter()
+    run_evals(numeric_items(*["x"] * 15), [claims], concurrency=15, rate_limit=10, store=False)
+    assert time.perf_counter() - started >= 0.45  # a burst of 10, then 5 more at 10/s
+    assert judge.calls == 15
+    assert claims.judge is judge
+
+    async def burst():
+        limiter = RateLimiter(100, burst=5)
+        t0 = time.perf_counter()
+        for _ in range(5):
+            await limiter.acquire()
+        return time.perf_counter() - t0
+
+    assert asyncio.run(burst()) < 0.02
+
+
+def test_callback_errors_stop_the_run_and_keep_what_was_saved(tmp_path):
+    out = tmp_path / "out.jsonl"
+
+    def callback(item, results):
+        if item["id"] == 3:
+            raise KeyError("bug in the callback")
+
+    with pytest.raises(KeyError):
+        run_evals(numeric_items(*["0.5"] * 5), [NUMERIC], concurrency=1, out=out, on_item_complete=callback,
+                  run_id="r1")
+    assert [line["id"] for line in lines_of(out)] == [1, 2, 3]
+    db = sqlite3.connect(tmp_path / "store.sqlite")
+    assert db.execute("SELECT status FROM runs WHERE run_id='r1'").fetchone() == ("interrupted",)
+
+
+# --- nothing lost: resume -----------------------------------------------------------------------------
+
+
+def test_out_file_is_never_overwritten(tmp_path):
+    out = tmp_path / "out.jsonl"
+    run_evals(numeric_items("0.5"), [NUMERIC], out=out)
+    with pytest.raises(FileExistsError, match="resume"):
+        run_evals(numeric_items("0.5"), [NUMERIC], out=out)
+
+
+def test_resume_skips_done_retries_failed_repairs_a_torn_line_and_compacts(tmp_path):
+    out = tmp_path / "out.jsonl"
+    data = [{"id": i, "output": f"ITEM-{i}: the sky is blue.", "context": "The sky is blue."} for i in range(1, 7)]
+    with FakeOpenAIServer(faithfulness_reply(failing={"ITEM-2", "ITEM-5"})) as server:
+        judge = http_judge(server)
+        first = run_evals(data, [load_scorer("faithfulness", judge=judge)], concurrency=2, out=out)
+        assert first.scorers["faithfulness"].failed == 2
+        # a kill mid-write leaves a torn last line: drop item 6's line, append half of it
+        lines = out.read_bytes().splitlines(keepends=True)
+        torn = next(line for line in lines if json.loads(line)["id"] == 6)
+        out.write_bytes(b"".join(line for line in lines if line is not torn) + torn[: len(torn) // 2])
+        server.reply = faithfulness_reply()  # the provider is healthy again
+        before = len(server.requests)
+        second = run_evals(data, [load_scorer("faithfulness", judge=judge)], concurrency=3, out=out, resume=True)
+        retried = {marker(r) for r in server.requests[before:]}
+    assert retried == {"ITEM-2", "ITEM-5", "ITEM-6"}  # done items are not asked again
+    assert second.run_id == first.run_id
+    s = second.scorers["faithfulness"]
+    assert (s.scored, s.failed, s.mean) == (6, 0, 1.0)  # the whole run, earlier results included
+    assert second.resumed == 3 and second.verdict == "passed"
+    final = lines_of(out)
+    assert sorted(line["id"] for line in final) == [1, 2, 3, 4, 5, 6]  # exactly one line each
+    assert all(line["error"] is None for line in final)
+    assert store_rows(tmp_path / "store.sqlite", first.run_id) == [
+        (str(i), "faithfulness", "scored", 1.0) for i in range(1, 7)]
+
+
+def test_resume_from_the_store_without_an_out_file(tmp_path):
+    outputs = ["0.5", "7", "0.25"]
+    first = run_evals(numeric_items(*outputs), [NUMERIC], run_id="store-run")
+    assert first.scorers["numeric"].failed == 1
+    outputs[1] = "0.75"  # fixed in the dataset; only the failed item is scored again
+    calls = []
+    second = run_evals(numeric_items(*outputs), [NUMERIC], run_id="store-run", resume=True,
+                       on_item_complete=lambda item, results: calls.append(item["id"]))
+    assert calls == [2]
+    assert second.scorers["numeric"].mean == 0.5 and second.verdict == "passed"
+    assert store_rows(tmp_path / "store.sqlite", "store-run") == [
+        ("1", "numeric", "scored", 0.5), ("2", "numeric", "scored", 0.75), ("3", "numeric", "scored", 0.25)]
+    with pytest.raises(ValueError, match="no run 'missing'"):
+        run_evals(numeric_items("1"), [NUMERIC], run_id="missing", resume=True)
+
+
+def test_scan_out_file_keeps_a_whole_last_line_without_newline(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": 1, "scorer": "x", "score": 1.0}\n{"id": 2, "scorer": "x", "score": 0.5}', "utf-8")
+    prior = scan_out_file(out)
+    assert prior.records == {("1", "x"): ("scored", 1.0), ("2", "x"): ("scored", 0.5)}
+    assert out.read_text("utf-8").endswith('0.5}\n')
+
+
+def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
+    n = 45
+    data = write_jsonl(tmp_path / "data.jsonl", [
+        {"id": f"q{i}", "output": f"ITEM-{i:02d}: the sky is blue.", "context": "The sky is blue."}
+        for i in range(n)])
+    half = {f"ITEM-{i:02d}" for i in range(0, n, 3)}
+    env = {**os.environ, "SCORESPEC_STORE": str(tmp_path / "store.sqlite"), "OPENAI_API_KEY": "test"}
+
+    with FakeOpenAIServer(faithfulness_reply(half=half), latency_s=0.03) as server:
+        def command(out: Path, *extra: str) -> list[str]:
+            # (not `-m engine.cli`: there the commands register on engine.cli's app, not __main__'s)
+            return [sys.executable, "-c", "from engine.cli import main; main()", "eval", "faithfulness",
+                    "--data", str(data),
+                    "--model", "openai/test-model", "--base-url", server.base_url, "--out", str(out),
+                    "--quiet", *extra]
+
+        out = tmp_path / "killed.jsonl"
+        proc = subprocess.Popen(command(out, "--concurrency", "2"), env=env, cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_bytes().count(b"\n") >= 8:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+        written = out.read_bytes().count(b"\n")
+        assert 8 <= written < n  # killed mid-run
+
+        resumed = subprocess.run(command(out, "--resume", "--concurrency", "6", "--json"), env=env, cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        summary = json.loads(resumed.stdout)
+        assert summary["resumed"] >= written - 2  # (a line may have been torn)
+
+        whole = tmp_path / "whole.jsonl"
+        full = subprocess.run(command(whole, "--concurrency", "8", "--json"), env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert full.returncode == 0, full.stderr
+
+    def key_fields(path: Path) -> list[tuple]:
+        return sorted((line["id"], line["scorer"], line["score"], line["reason"], line["error"] is None)
+                      for line in lines_of(path))
+
+    assert key_fields(out) == key_fields(whole)
+    assert len(lines_of(out)) == n == len({line["id"] for line in lines_of(out)})
+    assert {line["runId"] for line in lines_of(out)} == {summary["runId"]}
+    assert summary["scorers"] == json.loads(full.stdout)["scorers"]
+    assert summary["scores"]["faithfulness"] == pytest.approx((30 * 1.0 + 15 * 0.5) / 45)
+    assert store_rows(tmp_path / "store.sqlite", summary["runId"]) == sorted(
+        (line["id"], "faithfulness", "scored", line["score"]) for line in lines_of(out))
+
+
+def test_run_evals_works_inside_a_running_event_loop():
+    async def inside():
+        return run_evals(numeric_items("0.5"), [NUMERIC], store=False), await arun_evals(
+            numeric_items("0.25"), [NUMERIC], store=False)
+
+    sync_summary, async_summary = asyncio.run(inside())
+    assert sync_summary.scores == {"numeric": 0.5} and async_summary.scores == {"numeric": 0.25}
+    assert threading.active_count() >= 1
