@@ -126,8 +126,8 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
 def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
     from .compile import load_spec
     from .errors import SpecError
-    from .scorer import OptionError, Scorer
     from .judge import make_judge
+    from .scorer import OptionError, Scorer
 
     try:
         compiled = load_spec(spec)
@@ -238,5 +238,7 @@ def main() -> None:
     app()
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
+if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli`: use the importable module's app
+    from engine.cli import main as _main
+
+    _main()

@@ -528,6 +528,10 @@ async def arun_evals(
             if writer is not None:
                 writer.close()
             runner.close()
+            for scorer in scorer_list:  # HTTP connections belong to this event loop
+                close = getattr(scorer, "aclose", None)
+                if close is not None:
+                    await close()
             if status == "finished":
                 if out_path is not None and (prior.untidy or runner.rewrote):
                     compact_out_file(out_path)

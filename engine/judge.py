@@ -95,12 +95,15 @@ _CALL_VALIDATE: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvar
 def _response_model(schema_json: str, title: str) -> type:
     """A pydantic model whose JSON Schema is exactly `schema_json` and whose validation is the
     call's own `validate` (taken from `_CALL_VALIDATE`)."""
-    from pydantic import BaseModel, model_validator
+    from instructor import OpenAISchema
+    from pydantic import model_validator
 
     schema = json.loads(schema_json)
     schema.setdefault("title", title)
 
-    class Answer(BaseModel):
+    # Subclassing instructor's schema base lets instructor use the class as is: no wrapper
+    # model is created per call, and its tool schema is generated once per answer schema.
+    class Answer(OpenAISchema):
         payload: Any = None
 
         @model_validator(mode="before")
@@ -221,6 +224,18 @@ class InstructorJudge:
         if client is None:
             client = self._loop_clients[loop] = self._client_factory()
         return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client opened for the running event loop (call before the loop ends)."""
+        if self._client_factory is None:
+            return
+        client = self._loop_clients.pop(asyncio.get_running_loop(), None)
+        http = getattr(client, "client", None)
+        if http is not None and hasattr(http, "close"):
+            try:
+                await http.close()
+            except Exception:  # closing is best effort; the loop is ending anyway
+                pass
 
     def _redact(self, text: str | None) -> str | None:
         if text:

@@ -168,7 +168,7 @@ class Scorer:
             except StopIteration as stop:
                 return stop.value
             raise RuntimeError("a rule-only scorer asked the judge")  # pragma: no cover
-        coro = self._drive(gen)
+        coro = self._drive_and_close(gen)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -183,6 +183,18 @@ class Scorer:
                    *, run_id: str | None = None) -> ScoreResult:
         """Score one item; see `run`."""
         return await self._drive(self._interpret(output, input, ground_truth, context, run_id))
+
+    async def aclose(self) -> None:
+        """Release the judge's resources bound to the running event loop (HTTP connections)."""
+        close = getattr(self._judge, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def _drive_and_close(self, gen: Generator[JudgeCall, Any, ScoreResult]) -> ScoreResult:
+        try:
+            return await self._drive(gen)
+        finally:
+            await self.aclose()
 
     async def _drive(self, gen: Generator[JudgeCall, Any, ScoreResult]) -> ScoreResult:
         try:
