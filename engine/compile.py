@@ -30,7 +30,7 @@ RUN_KEYS = ("input", "output", "ground_truth", "context", "given")
 REASON_SCHEMA = {
     "type": "object",
     "required": ["reason"],
-    "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 4000}},
+    "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 800}},
     "additionalProperties": False,
 }
 

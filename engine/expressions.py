@@ -33,13 +33,22 @@ def _get(item: Any, attribute: str) -> Any:
     return item.get(attribute) if isinstance(item, dict) else getattr(item, attribute, None)
 
 
+def _num(value: Any, places: int = 4) -> str:
+    """A number for people: at most `places` decimals, no trailing zeros (10.0 → "10")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @lru_cache(maxsize=1)
 def environment() -> SandboxedEnvironment:
-    """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`."""
+    """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)` and
+    `num(places=4)`; globals `min`, `max`, `abs`, `finite`."""
     env = SandboxedEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
@@ -48,6 +57,7 @@ def environment() -> SandboxedEnvironment:
         lstrip_blocks=True,
     )
     env.filters["count"] = _count
+    env.filters["num"] = _num
     env.globals.update(min=min, max=max, abs=abs, finite=_finite)
     return env
 

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 import weakref
 from collections.abc import Callable
@@ -354,9 +355,15 @@ def _raw(completion: Any) -> str | None:
 
 
 def _short(exc: BaseException) -> str:
+    """A validation failure in one line, without pydantic's wrapper text around our message."""
     text = str(exc).strip().splitlines()
-    kept = [line for line in text if "errors.pydantic.dev" not in line]
-    return " ".join(s.strip() for s in kept)[:500]
+    kept = [line for line in text if "errors.pydantic.dev" not in line and not _WRAPPER.match(line)]
+    joined = " ".join(s.strip() for s in kept)
+    joined = re.sub(r"^Value error, ", "", joined)
+    return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
+
+
+_WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")
 
 
 # --- building judges --------------------------------------------------------------------------

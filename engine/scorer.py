@@ -298,7 +298,7 @@ class Scorer:
                 if case.when is not None and not self._eval(case.when, ns, "reason.when"):
                     continue
                 if case.template is not None:
-                    result.reason = self._render(case.template, ns, "reason.template")
+                    result.reason = self._render(case.template, ns, "reason.template").strip()
                 else:
                     record = StageRecord(kind="prompt")
                     result.stages["reason"] = record

@@ -43,11 +43,13 @@ def test_c01_share_of_supported_claims():
     result = scorer.run(output="A. B. C.", context=["A is true."])
     assert result.status == "scored"
     assert result.score == 0.33
-    assert result.reason == "Because of the verdicts."
+    assert result.reason == ('The score is 0.33 of 1: 1 of 3 claims supported. Supported by the context: "A". '
+                             'Contradicted by the context: "B". Not verifiable from the context: "C".')
+    assert len(judge.calls) == 2  # the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
     assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no", "unsure"]
-    assert stages_called(judge) == ["preprocess", "analyze", "reason"]
-    assert '"A": yes' in result.generate_reason_prompt and '"C": unsure' in result.generate_reason_prompt
+    assert stages_called(judge) == ["preprocess", "analyze"]
+    assert result.generate_reason_prompt is None
 
 
 @pytest.mark.parametrize("first, second", [("Yes", "no"), (" YES ", "No"), ("yes\n", " nO"), ("yEs", "UNSURE ")])
@@ -500,7 +502,7 @@ def test_result_json_is_camel_case():
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
     assert data["analyzeStepResult"]["verdicts"][0]["verdict"] == "yes"
-    assert data["generateReasonPrompt"].startswith("A faithfulness score of 1.0")
+    assert data["generateReasonPrompt"] is None  # faithfulness explains from its verdicts, no reason prompt
     assert json.loads(json.dumps(data)) == data
 
 

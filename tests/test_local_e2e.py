@@ -1,0 +1,116 @@
+"""End to end through a real embedded model: the shipped specs, the engine, instructor and
+llama.cpp, with no fakes. `local-tiny` (SmolLM2-135M) judges at about chance, so its tests
+assert what the engine guarantees whatever the model says (shapes enforced by grammar, one
+verdict per claim, scores in range, usage recorded); the `local` test asserts a verdict on an
+unmistakable case.
+
+Without the models these tests skip, unless SCORESPEC_REQUIRE_LOCAL=1 (as CI sets it), which
+turns a missing model into a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import load_scorer
+from engine.local import LOCAL_MODELS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _installed(*dists: str) -> bool:
+    try:
+        for dist in dists:
+            importlib.metadata.distribution(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+def _need(model: str) -> None:
+    dists = LOCAL_MODELS[model].packages
+    if not _installed(*dists):
+        message = f"{model} needs scorespec[local] and {', '.join(dists[:2])}…"
+        if os.environ.get("SCORESPEC_REQUIRE_LOCAL") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def tiny_faithfulness():
+    _need("local-tiny")
+    return load_scorer("faithfulness", model="local-tiny")
+
+
+@pytest.mark.local
+def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
+    result = tiny_faithfulness.run(
+        output="The Eiffel Tower is in Paris. It was finished in 1889.",
+        context=["The Eiffel Tower, in Paris, was completed in 1889."],
+    )
+    assert result.status in ("scored", "not_scorable"), result.error
+    assert result.model == "local-tiny"
+    assert result.stages["preprocess"].usage.tokens_in > 0
+    if result.status == "scored":
+        claims = result.preprocess_step_result
+        verdicts = result.analyze_step_result["verdicts"]
+        assert len(verdicts) == len(claims) > 0
+        assert {v["verdict"] for v in verdicts} <= {"yes", "no", "unsure"}
+        assert 0 <= result.score <= 1 and result.score == round(result.score, 2)
+        supported = sum(v["verdict"] == "yes" for v in verdicts)
+        assert result.score == round(supported / len(claims) + 1e-12, 2)
+        assert result.usage.calls == 2
+
+
+@pytest.mark.local
+def test_tiny_answer_similarity_one_match_per_unit():
+    _need("local-tiny")
+    scorer = load_scorer("answer_similarity", model="local-tiny")
+    result = scorer.run(output="Paris is the capital of France.", ground_truth="The capital of France is Paris.")
+    assert result.status in ("scored", "not_scorable"), result.error
+    if result.status == "scored":
+        units = result.preprocess_step_result["groundTruthUnits"]
+        assert len(result.analyze_step_result["matches"]) == len(units)
+        assert 0 <= result.score <= 1
+        assert result.reason
+
+
+@pytest.mark.local
+def test_tiny_eval_command_on_the_example_data(tmp_path):
+    _need("local-tiny")
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join((ROOT / "examples" / "begin_wow.jsonl").read_text().splitlines(True)[:2]))
+    out = tmp_path / "results.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "eval", "faithfulness", "textual_difference", "--data", str(data),
+         "--model", "local-tiny", "--out", str(out), "--store", str(tmp_path / "store.sqlite"), "--quiet", "--json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )
+    summary = json.loads(proc.stdout)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((line["id"], line["scorer"]) for line in lines) == sorted(
+        (json.loads(x)["id"], s) for x in data.read_text().splitlines() for s in ("faithfulness", "textual_difference"))
+    assert summary["scorers"]["textual_difference"]["scored"] == 2
+    assert proc.returncode == {"passed": 0, "below_threshold": 1, "errors": 2}[summary["verdict"]]
+    assert all(line["model"] == "local-tiny" for line in lines if line["scorer"] == "faithfulness")
+
+
+@pytest.mark.local_big
+def test_local_judges_an_unmistakable_item():
+    """The default embedded judge, one item: a claim the context states word for word."""
+    _need("local")
+    scorer = load_scorer("faithfulness")  # no model configured: the embedded default
+    result = scorer.run(output="Paris is the capital of France.",
+                        context=["Paris is the capital and largest city of France."])
+    assert result.model == "local"
+    assert result.status == "scored", result.error
+    assert result.analyze_step_result["verdicts"][0]["verdict"] == "yes"
+    assert result.score == 1
