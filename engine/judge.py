@@ -369,6 +369,21 @@ _WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")
 # --- building judges --------------------------------------------------------------------------
 
 
+def parse_mode(mode: str) -> Any:
+    """instructor's `Mode` from its name or value, any case (``tools``, ``json_schema``,
+    ``JSON``, ``md_json``, ``tool_call``). Raises `ValueError` listing the valid names."""
+    import instructor
+
+    for member in instructor.Mode:
+        if mode.lower() in (member.name.lower(), str(member.value).lower()):
+            return member
+    from .errors import did_you_mean
+
+    names = [m.name.lower() for m in instructor.Mode]
+    hint = did_you_mean(mode.lower(), names) or "e.g. tools, json_schema, json, md_json"
+    raise ValueError(f"unknown structured-output mode {mode!r} ({hint})")
+
+
 def make_judge(
     model: str,
     *,
@@ -383,7 +398,8 @@ def make_judge(
     `openai/…` (also any OpenAI-compatible server through `base_url` or ``OPENAI_BASE_URL``),
     `anthropic/…` and `ollama/…` get a provider client with its own retries off; other
     providers go through `instructor.from_provider`. `local`, `local-tiny`, ``llamacpp/PATH``
-    use the embedded llama.cpp judge. `mode` overrides instructor's mode (e.g. ``json_schema``).
+    use the embedded llama.cpp judge. `mode` (or ``SCORESPEC_MODE``) overrides instructor's
+    structured-output mode, e.g. ``json_schema`` or ``md_json`` for servers without tool calls.
     Raises `ValueError` for a malformed model string.
     """
     if model in LOCAL_PREFIXES or model.startswith("llamacpp/"):
@@ -397,7 +413,8 @@ def make_judge(
     import instructor
 
     provider, name = model.split("/", 1)
-    inst_mode = instructor.Mode(mode) if mode else None
+    mode = mode or os.environ.get("SCORESPEC_MODE")
+    inst_mode = parse_mode(mode) if mode else None
     # `build` makes a fresh client; the judge builds one per event loop (see InstructorJudge)
     if provider in ("openai", "ollama"):
         import openai

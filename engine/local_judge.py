@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .judge import InstructorJudge, RetryPolicy
+from .judge import InstructorJudge, RetryPolicy, parse_mode
 
 
 def make_local_judge(model: str, *, retry: RetryPolicy | None = None, mode: str | None = None) -> InstructorJudge:
@@ -25,7 +25,7 @@ def make_local_judge(model: str, *, retry: RetryPolicy | None = None, mode: str 
 
     # the stage prompts already describe the answer; the grammar enforces its shape
     chat = get_model(model, schema_in_prompt=False)
-    inst_mode = instructor.Mode(mode) if mode else INSTRUCTOR_MODE
+    inst_mode = parse_mode(mode) if mode else INSTRUCTOR_MODE
 
     async def create(**kwargs: Any) -> Any:
         return await asyncio.to_thread(chat.create, **kwargs)

@@ -425,21 +425,25 @@ class Scorer:
 
 
 def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | None = None,
-                base_url: str | None = None, api_key: str | None = None, **options: Any) -> Scorer:
+                base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
+                timeout_s: float | None = None, **options: Any) -> Scorer:
     """Load a spec and bind it to options and a judge.
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
     ``local``, ``local-tiny`` or ``llamacpp/PATH.gguf`` (precedence: this argument >
     ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). base_url/api_key: for an
-    OpenAI-compatible server. judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
+    OpenAI-compatible server. mode: instructor's structured-output mode (``tools``,
+    ``json_schema``, ``json``, …; default chosen per provider). timeout_s: per-call timeout in
+    seconds (default 120). judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
     options: the spec's options; unknown names or invalid values raise `OptionError`.
     Raises `SpecError` for a broken spec, `FileNotFoundError` for an unknown id.
     """
     compiled = load_spec(name_or_path)
     factory = None
-    if base_url or api_key:
+    if base_url or api_key or mode or timeout_s:
         def factory(m: str) -> Judge:
-            return make_judge(m, base_url=base_url, api_key=api_key)
+            extra = {"timeout_s": timeout_s} if timeout_s else {}
+            return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, **extra)
     return Scorer(compiled, judge=judge, model=model, options=options, judge_factory=factory)
 
 
