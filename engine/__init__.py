@@ -2,7 +2,7 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, run_evals, calibrate, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, run_evals, SpecError, ScoreResult
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ _EXPORTS = {
     "ScoreResult": "result",
     "run_evals": "evals",
     "EvalSummary": "evals",
-    "calibrate": "calibrate",
     "spec_json_schema": "spec",
 }
 
