@@ -224,18 +224,16 @@ def render_cmd(
         _stderr().print("(this scorer sends no prompt for this item)", markup=False)
 
 
-def _register_optional_commands() -> None:
-    for module in ("engine.cli_eval",):
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+BATCH_COMMANDS = {"eval", "runs", "show"}
 
 
-def main() -> None:
-    _register_optional_commands()
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The console script. The batch commands (`engine.cli_eval`) are registered only when they
+    may be needed (their name, or help), which keeps `validate`, `run` and `list` quick to start."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
+        import engine.cli_eval  # noqa: F401 - registers the commands on `app`
+    app(args=args)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli`: use the importable module's app
