@@ -17,6 +17,7 @@ EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR = 0, 1, 2
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     rich_markup_mode=None,
     help="LLM-evaluation scorers as data: run, validate and evaluate YAML scorer specs.",
@@ -36,7 +37,10 @@ def _stdout():
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> None:
-    _stderr().print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+    """Print ``error: message`` on stderr (the message verbatim: never read as markup) and exit."""
+    from rich.markup import escape
+
+    _stderr().print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -233,7 +237,14 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
         import engine.cli_eval  # noqa: F401 - registers the commands on `app`
-    app(args=args)
+    try:
+        app(args=args)
+    except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")
+        import traceback
+
+        traceback.print_exc()
+        _stderr().print(f"error: internal error ({type(exc).__name__}: {exc}); please report it", markup=False)
+        sys.exit(EXIT_ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli`: use the importable module's app

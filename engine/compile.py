@@ -8,6 +8,7 @@ place does not provide, invalid output schemas (Draft 2020-12), unknown rule fun
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -338,13 +339,34 @@ def compile_text(text: str, path: Path) -> CompiledSpec:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         _pydantic_problems(exc, plist, loaded.bool_like)
-        raise SpecError(plist.problems) from None
+        spec = _without_unknown_keys(data, exc)
+        if spec is None:
+            raise SpecError(plist.problems) from None
     compiled = _compile(spec, path, plist)
     if plist.problems:
         raise SpecError(plist.problems)
     assert compiled is not None
     compiled.hash = _hash(text, compiled.templates)
     return compiled
+
+
+def _without_unknown_keys(data: dict[str, Any], exc: ValidationError) -> Spec | None:
+    """When unknown keys are a spec's only structural problems, the spec without them, so
+    compiling can go on and report the file's other problems in the same run; else None."""
+    errors = exc.errors()
+    if any(e["type"] != "extra_forbidden" for e in errors):
+        return None
+    pruned = copy.deepcopy(data)
+    for error in errors:
+        node: Any = pruned
+        loc = _strip_tags(tuple(error["loc"]))
+        for part in loc[:-1]:
+            node = node[part]
+        node.pop(loc[-1], None)
+    try:
+        return Spec.model_validate(pruned)
+    except ValidationError:
+        return None
 
 
 def _compile(spec: Spec, path: Path, plist: ProblemList) -> CompiledSpec | None:

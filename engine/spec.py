@@ -25,8 +25,8 @@ class FieldSpec(_Model):
     required: Union[bool, str] = Field(
         False,
         description="true, false, or an expression over `options` deciding per run "
-        "(e.g. `options.requireGroundTruth`). A required field that is missing or blank fails "
-        "the item before any judge call.",
+        "(e.g. `options.requireGroundTruth`). A required field the item does not give (null or "
+        "absent) fails the item before any judge call; an empty text is given.",
     )
     description: str = Field("", description="What the field means for this scorer.")
 

@@ -121,7 +121,7 @@ def numeric_items(*outputs):
 
 
 def test_summary_statistics_are_values_over_scored_items_only():
-    summary = run_evals(numeric_items("0.7", "0.9", "n/a", "0.2", "", "1.5"), [NUMERIC], store=False)
+    summary = run_evals(numeric_items("0.7", "0.9", "n/a", "0.2", None, "1.5"), [NUMERIC], store=False)
     s = summary.scorers["numeric"]
     assert (s.scored, s.not_scorable, s.failed) == (3, 1, 2)
     assert (s.mean, s.min, s.median, s.max) == (0.6, 0.2, 0.7, 0.9)

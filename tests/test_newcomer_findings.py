@@ -1,0 +1,56 @@
+"""Faults a fresh user found by following the README, each kept fixed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from engine import load_scorer
+from engine.compile import compile_text
+from engine.errors import SpecError
+from engine.testing import FakeJudge
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, cwd=cwd or ROOT)
+
+
+def test_user_text_in_an_error_is_printed_verbatim_not_as_markup():
+    proc = cli("run", "textual_difference", "--output", "x", "--option", 'scale="[/bold]"')
+    assert proc.returncode == 2
+    assert "option 'scale': '[/bold]' is not of type 'number'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_keys_and_later_problems_are_reported_in_one_run():
+    text = (ROOT / "scorer_specs" / "faithfulness.yaml").read_text()
+    text = text.replace("    prompt: faithfulness/verify_claims.j2", "    prompt: faithfulness/verify_claims.j2\n"
+                        "    temprature: 0").replace("supported / claims", "suported / claims")
+    try:
+        compile_text(text, ROOT / "scorer_specs" / "faithfulness.yaml")
+    except SpecError as exc:
+        found = [(p.code, p.key_path) for p in exc.problems]
+    assert found == [("unknown-key", "stages[1].temprature"), ("undefined-name", "score.formula")]
+
+
+def test_an_empty_output_has_no_claims_and_costs_no_judge_call():
+    judge = FakeJudge({})
+    result = load_scorer("faithfulness", judge=judge).run(output="   ", context=["Paris is in France."])
+    assert result.status == "not_scorable"
+    assert result.score is None
+    assert judge.calls == []
+
+
+def test_textual_difference_needs_an_output_but_accepts_an_empty_one():
+    scorer = load_scorer("textual_difference")
+    missing = scorer.run(ground_truth="abc")
+    assert (missing.status, missing.error.kind) == ("failed", "input")
+    assert scorer.run(output="", ground_truth="").score == 1
+
+
+def test_result_json_carries_its_status():
+    data = load_scorer("textual_difference").run(output="abc", ground_truth="abd").to_json_dict()
+    assert data["status"] == "scored"
