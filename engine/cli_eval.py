@@ -240,7 +240,8 @@ def eval_cmd(
                                     "(e.g. output=answer, context=passages; repeatable)."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Scorer runs (judge requests) at once."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
+                                              "once [default: 8; 1 on an embedded model]."),
     rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
     threshold: list[str] = typer.Option([], "--threshold", help="ID=min (mean ≥ min) or ID=min:max (repeatable)."),
     option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable)."),

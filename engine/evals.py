@@ -374,6 +374,19 @@ def _failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreRe
                        error=ItemError(kind=kind, message=message))
 
 
+DEFAULT_CONCURRENCY = 8
+
+
+def default_concurrency(scorers: list[Any]) -> int:
+    """8, or 1 when every scorer that uses a judge runs on an embedded model (one call at a
+    time: a higher concurrency only interleaves items, so none finishes until the end)."""
+    from .judge import LOCAL_PREFIXES
+
+    models = [str(getattr(s, "model", "") or "") for s in scorers if _uses_judge(s)]
+    local = models and all(m in LOCAL_PREFIXES or m.startswith("llamacpp/") for m in models)
+    return 1 if local else DEFAULT_CONCURRENCY
+
+
 def _uses_judge(scorer: Any) -> bool:
     compiled = getattr(scorer, "compiled", None)
     return bool(getattr(compiled, "uses_judge", True))
@@ -405,7 +418,7 @@ async def arun_evals(
     scorers: Any,
     *,
     target: Callable[[Any], Any] | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     on_item_complete: Callable[[Item, dict[str, ScoreResult]], Any] | None = None,
     thresholds: Mapping[str, Any] | Iterable[str] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -422,7 +435,8 @@ async def arun_evals(
     data: a JSONL / CSV / JSON-array path, a list (or iterable) of dicts, or a pandas DataFrame
     (`engine.datasets`). scorers: `Scorer` objects or spec ids. target: an optional sync or
     async callable taking an item's ``input`` and returning its ``output``. concurrency: at
-    most this many scorer runs at once (≥ 1). on_item_complete(item, {scorer id: ScoreResult}):
+    most this many scorer runs at once (≥ 1); by default 8, or 1 when every judge is an
+    embedded model (it answers one call at a time, so items then finish one after another). on_item_complete(item, {scorer id: ScoreResult}):
     called (awaited if async) after each item's scorers finished, with the results made in this
     attempt; an exception from it stops the run (every completed result is already saved).
     thresholds: ``{id: min | (min, max)}``. out: the JSONL file results are appended to.
@@ -437,9 +451,11 @@ async def arun_evals(
     concurrency < 1, resuming a run that does not exist), `FileExistsError` when `out` already
     holds results and `resume` is False, `engine.datasets.DatasetError` for an unreadable file.
     """
+    scorer_list = _resolve_scorers(scorers)
+    if concurrency is None:
+        concurrency = default_concurrency(scorer_list)
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
-    scorer_list = _resolve_scorers(scorers)
     scorer_ids = [s.id for s in scorer_list]
     limits = parse_thresholds(thresholds)
     unknown = [t for t in limits if t not in scorer_ids]
