@@ -54,3 +54,11 @@ def test_textual_difference_needs_an_output_but_accepts_an_empty_one():
 def test_result_json_carries_its_status():
     data = load_scorer("textual_difference").run(output="abc", ground_truth="abd").to_json_dict()
     assert data["status"] == "scored"
+
+
+def test_an_embedded_judge_gets_one_call_at_a_time_by_default():
+    from engine.evals import default_concurrency
+
+    assert default_concurrency([load_scorer("faithfulness", model="local"), load_scorer("textual_difference")]) == 1
+    assert default_concurrency([load_scorer("faithfulness", model="openai/gpt-4o-mini")]) == 8
+    assert default_concurrency([load_scorer("textual_difference")]) == 8
