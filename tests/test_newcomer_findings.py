@@ -62,3 +62,10 @@ def test_an_embedded_judge_gets_one_call_at_a_time_by_default():
     assert default_concurrency([load_scorer("faithfulness", model="local"), load_scorer("textual_difference")]) == 1
     assert default_concurrency([load_scorer("faithfulness", model="openai/gpt-4o-mini")]) == 8
     assert default_concurrency([load_scorer("textual_difference")]) == 8
+
+
+def test_texts_too_long_to_align_fail_clearly_instead_of_exhausting_memory():
+    result = load_scorer("textual_difference").run(output="a" * 200_000, ground_truth="b" * 200_000)
+    assert (result.status, result.error.kind, result.error.stage) == ("failed", "function", "analyze")
+    assert "texts of 200,000 and 200,000 characters are too long to align" in result.error.message
+    assert load_scorer("textual_difference").run(output="a" * 200_000, ground_truth="a" * 200_000).score == 1

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Indel
 
-__all__ = ["textual_difference"]
+__all__ = ["textual_difference", "MAX_ALIGNMENT_CELLS"]
+
+#: The alignment keeps a bit matrix of len(a) × len(b) bits; refuse pairs that would need more
+#: than about 300 MB instead of exhausting memory (two 200,000-character texts need ~4.7 GB).
+MAX_ALIGNMENT_CELLS = 2_500_000_000
 
 
 def textual_difference(reference: str, candidate: str) -> dict:
@@ -61,6 +65,8 @@ def textual_difference(reference: str, candidate: str) -> dict:
 
     Raises:
         TypeError: if either argument is not a ``str``.
+        ValueError: if ``len(reference) * len(candidate)`` exceeds `MAX_ALIGNMENT_CELLS`
+            (the alignment's memory, ~len(a)·len(b)/8 bytes, would pass ~300 MB).
     """
     if not isinstance(reference, str) or not isinstance(candidate, str):
         raise TypeError(
@@ -79,6 +85,12 @@ def textual_difference(reference: str, candidate: str) -> dict:
         # One text is empty: a single insertion (or deletion) of the other.
         return {"ratio": 0.0, "changes": 1, "lengthDiff": length_diff, "confidence": confidence}
 
+    if la * lb > MAX_ALIGNMENT_CELLS:
+        raise ValueError(
+            f"texts of {la:,} and {lb:,} characters are too long to align: the alignment would need about "
+            f"{la * lb // 8 // 2**20:,} MB (the limit is {MAX_ALIGNMENT_CELLS // 8 // 2**20:,} MB, e.g. two texts "
+            "of 50,000 characters)"
+        )
     ops = Indel.editops(reference, candidate)
     total = la + lb
     lcs = (total - len(ops)) // 2
