@@ -262,12 +262,7 @@ def eval_cmd(
     try:
         stored_cli: dict[str, Any] = {}
         if resume and run_id and (not names or data is None):
-            try:
-                stored = db.get_run(run_id)
-            except LookupError as exc:
-                fail(str(exc))
-            if stored is None:
-                fail(f"no run {run_id!r} in the store {db}")
+            stored = _find_run(db, run_id)
             stored_cli = (stored.get("config") or {}).get("cli") or {}
             run_id = stored["run_id"]
             names = names or list(stored_cli.get("scorers") or [])
@@ -351,6 +346,17 @@ def runs_cmd(
     _stdout().print(table)
 
 
+def _find_run(db: Any, run_id: str) -> dict[str, Any]:
+    """The stored run with this id (or unique id prefix); exits with a clear error otherwise."""
+    try:
+        found = db.get_run(run_id)
+    except LookupError as exc:  # an ambiguous prefix
+        fail(str(exc))
+    if found is None:
+        fail(f"no run {run_id!r} in the store {db} (see `scorespec runs`)")
+    return found
+
+
 def _default_store() -> Path:
     from .store import default_store_path
 
@@ -387,12 +393,7 @@ def show_cmd(
     if not Path(path).exists():
         fail(f"no store at {path}")
     with _open_store(path) as db:
-        try:
-            found = db.get_run(run)
-        except LookupError as exc:
-            fail(str(exc))
-        if found is None:
-            fail(f"no run {run!r} in the store {path} (see `scorespec runs`)")
+        found = _find_run(db, run)
         if results:
             for line in db.results(found["run_id"]):
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -153,6 +153,7 @@ class Scorer:
 
     @property
     def scale(self) -> float:
+        """The score's upper bound for these options (scores lie in [0, scale])."""
         return float(self.compiled.scale({"options": self.options, "run": {}}))
 
     # -- running ---------------------------------------------------------------------------
