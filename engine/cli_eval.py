@@ -201,7 +201,10 @@ def _open_store(path: Optional[Path]) -> Any:
     return Store(path)
 
 
-def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str]) -> list[Any]:
+def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
+                  *, plain_options: bool = False) -> list[Any]:
+    """Compiled `Scorer`s for `names`; options are ``scorer.key=value`` (``key=value`` with
+    `plain_options`, for commands taking one scorer). Exits with a message on bad input."""
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
@@ -216,7 +219,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
         except FileNotFoundError as exc:
             fail(str(exc))
     ids = [c.id for c in compiled_list]
-    for pair in options:
+    for pair in [] if plain_options else options:
         key = pair.split("=", 1)[0]
         if "." in key and key.split(".", 1)[0] not in ids:
             fail(f"--option {pair!r}: {key.split('.', 1)[0]!r} is not among the scorers ({', '.join(ids)})")
@@ -224,7 +227,8 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     scorers = []
     for compiled in compiled_list:
         try:
-            scorers.append(Scorer(compiled, model=model, options=parse_options(options, compiled, prefix=compiled.id),
+            scorers.append(Scorer(compiled, model=model, options=parse_options(options, compiled,
+                                                                              prefix=None if plain_options else compiled.id),
                                   judge_factory=factory))
         except OptionError as exc:
             fail(str(exc))
@@ -423,3 +427,108 @@ def show_cmd(
 
 __all__ = ["ConsoleReporter", "eval_cmd", "runs_cmd", "show_cmd", "print_summary", "summary_table",
            "EXIT_INTERRUPTED"]
+
+
+# --- calibrate ----------------------------------------------------------------------------------
+
+
+def calibration_table(report: Any) -> Any:
+    """The figures of an `engine.calibrate.Calibration` as a rich table."""
+    from rich.table import Table
+
+    table = Table("figure", "value", box=None, pad_edge=False)
+    table.add_row("items", f"{report.labelled} labelled · {report.scored} scored · {report.not_scorable} not "
+                  f"scorable · {report.failed} failed" + (f" · {report.left_out} left out" if report.left_out else ""))
+    table.add_row("used in the figures", str(report.used))
+    if report.kind == "binary":
+        table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
+        table.add_row(f"balanced accuracy (score ≥ {_fmt(report.threshold)})", _fmt(report.balanced_accuracy))
+        table.add_row(f"accuracy (score ≥ {_fmt(report.threshold)})", _fmt(report.accuracy))
+        c = report.confusion
+        if c:
+            table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
+        table.add_row("ROC AUC", _fmt(report.roc_auc))
+        if report.best_threshold is not None:
+            table.add_row(f"best threshold (fitted on this data) ≥ {_fmt(report.best_threshold)}",
+                          f"balanced accuracy {_fmt(report.best_balanced_accuracy)} · accuracy "
+                          f"{_fmt(report.best_accuracy)}")
+    else:
+        table.add_row("Spearman", _fmt(report.spearman))
+        table.add_row("Pearson", _fmt(report.pearson))
+    return table
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    scorer: str = typer.Argument(..., metavar="SCORER", help="A scorer id or spec file."),
+    data: Path = typer.Option(..., "--data", help="JSONL, CSV or JSON-array file of labelled items."),
+    label_field: str = typer.Option("label", "--label-field", help="The items' label key (dots reach inside)."),
+    positive: list[str] = typer.Option([], "--positive", help="A label value of the class the scorer should score "
+                                       "high (repeatable). Without it, labels are graded numbers."),
+    negative: list[str] = typer.Option([], "--negative", help="A label value of the other class (repeatable); "
+                                       "items with other labels are left out. Default: every other label."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Predict positive when score ≥ this "
+                                              "[default: half the scale]."),
+    not_scorable_score: Optional[float] = typer.Option(None, "--not-scorable-score", help="Score given to not "
+                                                       "scorable items [default: left out of the figures]."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use only the first N labelled items."),
+    top: int = typer.Option(5, "--top", min=0, help="List the N items where scorer and label disagree most."),
+    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column."),
+    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs at once "
+                                              "[default: 8; 1 on an embedded model]."),
+    option: list[str] = typer.Option([], "--option", help="key=value, a scorer option (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run of --out."),
+    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
+                                         ".scorespec/store.sqlite)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+) -> None:
+    """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
+    confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
+    items it disagrees with most, with the judge's reasons. Exit 0, or 2 on errors (failed items
+    included: resume to retry them)."""
+    from .calibrate import acalibrate
+
+    if not data.is_file():
+        fail(f"--data {data}: no such file")
+    if negative and not positive:
+        fail("--negative needs --positive too")
+    if resume and out is None:
+        fail("--resume needs --out FILE")
+    db = _open_store(store)
+    try:
+        (loaded,) = _load_scorers([scorer], model, base_url, option, plain_options=True)
+        try:
+            report = asyncio.run(acalibrate(
+                loaded, data, label_field=label_field, positive=positive or None, negative=negative or None,
+                threshold=threshold, not_scorable_score=not_scorable_score, top=top, limit=limit, fields=field,
+                concurrency=concurrency, out=out, resume=resume, store=db,
+                progress=ConsoleReporter(quiet=quiet, per_item=False),
+                config={"cli": {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()),
+                                "fields": field, "options": option, "model": model, "base_url": base_url}}))
+        except KeyboardInterrupt:
+            _stderr().print("interrupted: every completed result is saved; run the same command with --out FILE "
+                            "--resume to continue", markup=False)
+            raise typer.Exit(EXIT_INTERRUPTED)
+        except (ValueError, FileExistsError, DatasetError) as exc:  # LabelError is a ValueError
+            fail(str(exc))
+        console = _stderr() if as_json else _stdout()
+        console.print(f"calibration of {report.scorer} · model {report.model or '—'} · spec {report.spec_hash or '—'}"
+                      f" · run {report.run_id}", markup=False, highlight=False, soft_wrap=True)
+        console.print(calibration_table(report))
+        for note in report.notes:
+            console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True, style="yellow")
+        if report.disagreements:
+            console.print("largest disagreements:", markup=False)
+            for d in report.disagreements:
+                reason = " ".join(str(d.reason or "").split())[:300]
+                console.print(f"  {d.id}: label {d.label!r}, score {_fmt(d.score)} — {reason}", markup=False,
+                              highlight=False, soft_wrap=True)
+        if as_json:
+            sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
+        raise typer.Exit(2 if report.failed else 0)
+    finally:
+        db.close()

@@ -757,7 +757,12 @@ class _Runner:
 def run_evals(data: Any, scorers: Any, **kwargs: Any) -> EvalSummary:
     """Synchronous `arun_evals` (same arguments). Inside a running event loop (a notebook) the
     run happens on a private loop in a worker thread."""
-    coro = arun_evals(data, scorers, **kwargs)
+    return run_sync(arun_evals(data, scorers, **kwargs))
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code; inside a running event loop (a notebook)
+    on a private loop in a worker thread. Its exception is re-raised in the caller."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -776,7 +781,6 @@ def run_evals(data: Any, scorers: Any, **kwargs: Any) -> EvalSummary:
     if "error" in box:
         raise box["error"]
     return box["value"]
-
 
 __all__ = ["run_evals", "arun_evals", "EvalSummary", "ScorerSummary", "Threshold", "parse_thresholds",
            "RateLimiter", "EvalReporter", "RunState", "new_run_id", "VERDICT_EXIT"]

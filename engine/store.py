@@ -12,6 +12,8 @@ Tables::
     results  (run_id, item_id, scorer_id) PK, status (scored | not_scorable | failed), score,
              spec_hash, model, usage (JSON), result (JSON, camelCase as `ScoreResult.to_json_dict`),
              created_at, updated_at
+    calibrations  (run_id, scorer_id) PK, spec_hash, model, figures (JSON: `engine.calibrate.
+             Calibration.to_json_dict`), created_at — the latest calibration of a run
 
 Item ids are stored as text (`engine.datasets.item_key`: a string id as is, any other id as JSON,
 so 1 → ``1``). Each result is committed on its own as it completes (``synchronous=NORMAL``: a
@@ -77,6 +79,15 @@ CREATE TABLE IF NOT EXISTS results (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     PRIMARY KEY (run_id, item_id, scorer_id)
+);
+CREATE TABLE IF NOT EXISTS calibrations (
+    run_id TEXT NOT NULL,
+    scorer_id TEXT NOT NULL,
+    spec_hash TEXT,
+    model TEXT,
+    figures TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, scorer_id)
 );
 CREATE INDEX IF NOT EXISTS runs_out ON runs (out);
 """
@@ -211,6 +222,21 @@ class Store:
                       status: str | None = None) -> None:
         """Store (or replace) one result; `result` is the camelCase JSON dict of a `ScoreResult`."""
         self.record_results(run_id, [(item_id, scorer_id, result, status)])
+
+    def record_calibration(self, run_id: str, scorer_id: str, spec_hash: str | None, model: str | None,
+                           figures: dict[str, Any]) -> None:
+        """Store (or replace) the calibration figures of a run's scorer (`engine.calibrate`)."""
+        self._exec("INSERT OR REPLACE INTO calibrations (run_id, scorer_id, spec_hash, model, figures, created_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (run_id, scorer_id, spec_hash, model, dumps(figures), now()))
+
+    def calibrations(self, scorer_id: str | None = None) -> list[dict[str, Any]]:
+        """Stored calibrations, newest first: ``{run_id, scorer, spec_hash, model, created_at,
+        figures}``; only `scorer_id`'s when given."""
+        sql = "SELECT run_id, scorer_id, spec_hash, model, created_at, figures FROM calibrations"
+        rows = self._exec(sql + (" WHERE scorer_id=?" if scorer_id else "") + " ORDER BY created_at DESC",
+                          (scorer_id,) if scorer_id else ()).fetchall()
+        return [{"run_id": r[0], "scorer": r[1], "spec_hash": r[2], "model": r[3], "created_at": r[4],
+                 "figures": json.loads(r[5])} for r in rows]
 
     def record_results(self, run_id: str, rows: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
         """Store several results in one transaction: (item id, scorer id, result JSON, status)."""

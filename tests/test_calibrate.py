@@ -1,0 +1,199 @@
+"""`engine.calibrate` and `scorespec calibrate`: agreement statistics checked against values
+worked out by hand, and the command end to end with a scripted judge."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from engine import load_scorer
+from engine.calibrate import LabelError, agreement, calibrate
+import engine.cli_eval  # noqa: F401 - registers the batch commands
+from engine.cli import app
+from engine.errors import ScorerRunError
+from engine.store import Store
+from engine.testing import FakeJudge
+
+# --- the statistics, by hand --------------------------------------------------------------------
+
+SCORES = [0.9, 0.8, 0.3, 0.1, 0.5, 0.6]
+LABELS = ["good", "good", "bad", "bad", "good", "bad"]
+
+
+def test_binary_figures_by_hand():
+    # at 0.5: predicted 1 1 0 0 1 1 against 1 1 0 0 1 0 -> tp 3, fp 1, tn 2, fn 0
+    got = agreement(SCORES, LABELS, positive=["good"])
+    assert got["threshold"] == 0.5
+    assert got["confusion"] == {"tp": 3, "fp": 1, "tn": 2, "fn": 0}
+    assert got["accuracy"] == pytest.approx(5 / 6)
+    assert got["balanced_accuracy"] == pytest.approx((3 / 3 + 2 / 3) / 2)
+    # 8 of the 9 (positive, negative) pairs are ordered right: only 0.5 < 0.6 is not
+    assert got["roc_auc"] == pytest.approx(8 / 9)
+    # 0.8 and 0.5 both give 5/6; ties go to the higher threshold
+    assert got["best_threshold"] == 0.8
+    assert got["best_balanced_accuracy"] == pytest.approx(5 / 6)
+    assert got["best_accuracy"] == pytest.approx(5 / 6)  # 1 1 0 0 0 0: one positive missed
+    assert (got["positives"], got["negatives"], got["notes"]) == (3, 3, [])
+
+
+def test_binary_given_threshold_and_scale():
+    got = agreement([9, 8, 3, 1, 5, 6], LABELS, positive=["good"], threshold=7, scale=10)
+    # predicted 1 1 0 0 0 0 -> tp 2 fn 1 tn 3
+    assert got["confusion"] == {"tp": 2, "fp": 0, "tn": 3, "fn": 1}
+    assert got["balanced_accuracy"] == pytest.approx((2 / 3 + 1) / 2)
+    assert got["best_threshold"] == 8
+
+
+def test_ties_between_classes_count_half():
+    got = agreement([0.5, 0.5, 1.0], ["y", "n", "y"], positive=["y"])
+    # pairs: (0.5 vs 0.5) = 1/2, (1.0 vs 0.5) = 1 -> 1.5 / 2
+    assert got["roc_auc"] == pytest.approx(0.75)
+    assert got["best_threshold"] == 1.0  # 1.0: tp 1 fn 1 tn 1 -> 0.75; 0.5: tp 2 fp 1 -> 0.75 (tie, higher)
+    assert got["best_balanced_accuracy"] == pytest.approx(0.75)
+
+
+def test_single_class_leaves_class_figures_undefined():
+    got = agreement([1.0, 0.2], ["y", "y"], positive=["y"])
+    assert got["accuracy"] == pytest.approx(0.5)
+    assert got["confusion"] == {"tp": 1, "fp": 0, "tn": 0, "fn": 1}
+    assert got["balanced_accuracy"] is None and got["roc_auc"] is None and got["best_threshold"] is None
+    assert got["notes"] == ["only positive items: balanced accuracy, best threshold and ROC AUC are undefined"]
+
+
+def test_no_items():
+    got = agreement([], [], positive=["y"])
+    assert got["accuracy"] is None and got["notes"] == ["no scored item: no statistic"]
+
+
+def test_graded_correlations_by_hand_with_ties():
+    # ranks of the scores: 1, 2.5, 2.5, 4; the Spearman and Pearson values are both 3 / sqrt(10)
+    got = agreement([1, 2, 2, 3], [1, 2, 3, 4])
+    assert got["spearman"] == pytest.approx(3 / math.sqrt(10))
+    assert got["pearson"] == pytest.approx(3 / math.sqrt(10))
+    assert agreement([0.1, 0.9, 0.5], ["1", "5", "3"])["spearman"] == pytest.approx(1.0)
+
+
+def test_graded_undefined_cases_are_none_not_nan():
+    got = agreement([0.5, 0.5, 0.5], [1, 2, 3])
+    assert got["spearman"] is None and got["pearson"] is None
+    assert got["notes"] == ["constant scores: correlations are undefined"]
+    assert agreement([0.5], [1])["notes"] == ["fewer than two scored items: no correlation"]
+    with pytest.raises(LabelError, match="label 'faithful' is not a number"):
+        agreement([0.5, 0.2], ["faithful", "no"])
+
+
+# --- over a scorer ------------------------------------------------------------------------------
+
+
+def _claims(call):
+    text = call.messages[-1]["content"]
+    return {"claims": re.findall(r"\b(?:ok|bad)-\d+\b", text.split("TEXT")[-1])}
+
+
+def _verdicts(call):
+    claims = re.findall(r"^\d+\. (.*)$", call.messages[-1]["content"], re.M)
+    return {"verdicts": [{"reason": f"checked {c}", "verdict": "yes" if c.startswith("ok") else "no"}
+                         for c in claims]}
+
+
+DATA = [
+    {"id": "a", "output": "ok-1 ok-2", "context": ["c"], "label": "faithful"},
+    {"id": "b", "output": "ok-3 bad-4", "context": ["c"], "label": "faithful"},  # 0.5
+    {"id": "c", "output": "bad-5", "context": ["c"], "label": "hallucinated"},  # 0
+    {"id": "d", "output": "ok-6", "context": ["c"], "label": "hallucinated"},  # 1: a disagreement
+    {"id": "e", "output": "nothing here", "context": ["c"], "label": "faithful"},  # not scorable
+    {"id": "f", "output": "ok-7", "context": ["c"], "label": "generic"},  # left out with negative=
+    {"id": "g", "output": "ok-8", "context": ["c"]},  # no label: left out
+]
+
+
+def _judge():
+    return FakeJudge({"preprocess": _claims, "analyze": _verdicts})
+
+
+def test_calibrate_over_a_scripted_judge(tmp_path):
+    report = calibrate(load_scorer("faithfulness", judge=_judge()), DATA, positive=["faithful"],
+                       negative=["hallucinated"], store=tmp_path / "s.sqlite")
+    assert (report.labelled, report.left_out, report.scored, report.not_scorable, report.failed, report.used) \
+        == (5, 2, 4, 1, 0, 4)
+    # scores a 1, b 0.5, c 0, d 1 against labels 1 1 0 0; at 0.5: tp 2, fp 1, tn 1
+    assert report.confusion == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
+    assert report.balanced_accuracy == pytest.approx(0.75)
+    assert report.roc_auc == pytest.approx(0.625)  # pairs: (1>0, 1=1 half, 0.5>0, 0.5<1) -> 2.5 / 4
+    assert [d.id for d in report.disagreements] == ["d", "b"]
+    assert report.disagreements[0].gap == 1.0 and "ok-6" in report.disagreements[0].reason
+    assert report.notes == ["1 not scorable item(s) are not in the figures"]
+    assert report.model == "fake/judge" and report.spec_hash
+    with Store(tmp_path / "s.sqlite") as db:
+        (stored,) = db.calibrations("faithfulness")
+    assert stored["run_id"] == report.run_id and stored["spec_hash"] == report.spec_hash
+    assert stored["figures"]["balancedAccuracy"] == pytest.approx(0.75)
+    assert stored["figures"]["confusion"] == report.confusion
+
+
+def test_not_scorable_score_and_failed_items(tmp_path):
+    def flaky(call):
+        if "bad-5" in call.messages[-1]["content"]:
+            raise ScorerRunError("transport", "server down")
+        return _claims(call)
+
+    report = calibrate(load_scorer("faithfulness", judge=FakeJudge({"preprocess": flaky, "analyze": _verdicts})),
+                       DATA, positive=["faithful"], not_scorable_score=1.0, store=False)
+    # every labelled item is used (generic counts as negative); c failed and is not in the figures
+    assert (report.labelled, report.left_out, report.scored, report.not_scorable, report.failed, report.used) \
+        == (6, 1, 4, 1, 1, 5)
+    assert report.failures == {"transport": 1}
+    assert report.positives == 3 and report.negatives == 2
+    assert "1 failed item(s) are not in the figures (resume the run to retry them)" in report.notes
+
+
+def test_calibrate_resume_uses_earlier_results(tmp_path):
+    out = tmp_path / "cal.jsonl"
+    judge = _judge()
+    first = calibrate(load_scorer("faithfulness", judge=judge), DATA[:2], positive=["faithful"], out=out,
+                      store=False)
+    calls = len(judge.calls)
+    second = calibrate(load_scorer("faithfulness", judge=judge), DATA[:4], positive=["faithful"], out=out,
+                       resume=True, store=False)
+    assert first.run_id == second.run_id
+    assert len(judge.calls) == calls + 4  # c and d only, two stages each
+    assert second.scored == 4 and second.balanced_accuracy == pytest.approx(0.75)
+
+
+def test_no_usable_label():
+    with pytest.raises(LabelError, match="no item has a usable label in 'verdict'"):
+        calibrate(load_scorer("faithfulness", judge=_judge()), DATA, label_field="verdict", store=False)
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def test_calibrate_command_end_to_end(fake_server, tmp_path):
+    def reply(request):
+        text = json.dumps(request)
+        if "verdicts" in text:
+            claims = re.findall(r"\\n\d+\. ((?:ok|bad)-\d+)", text)
+            return {"verdicts": [{"reason": "r", "verdict": "yes" if c.startswith("ok") else "no"} for c in claims]}
+        body = request["messages"][-1]["content"].split("TEXT")[-1]
+        return {"claims": re.findall(r"\b(?:ok|bad)-\d+\b", body)}
+
+    fake_server.reply = reply
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in DATA))
+    result = CliRunner().invoke(app, ["calibrate", "faithfulness", "--data", str(data), "--positive", "faithful",
+                                      "--negative", "hallucinated", "--model", "openai/x", "--base-url",
+                                      fake_server.base_url, "--store", str(tmp_path / "s.sqlite"), "--json",
+                                      "--quiet"],
+                                env={"OPENAI_API_KEY": "test", "COLUMNS": "200", "SCORESPEC_MODEL": None})
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["balancedAccuracy"] == pytest.approx(0.75)
+    assert figures["rocAuc"] == pytest.approx(0.625)
+    assert figures["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
+    assert figures["model"] == "openai/x"
+    assert "balanced accuracy (score ≥ 0.5)" in result.stderr
+    assert "largest disagreements:" in result.stderr and "d: label 'hallucinated', score 1" in result.stderr
