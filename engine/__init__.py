@@ -2,7 +2,7 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, run_evals, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, run_evals, calibrate, SpecError, ScoreResult
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ _EXPORTS = {
     "run_evals": "evals",
     "EvalSummary": "evals",
     "spec_json_schema": "spec",
+    "calibrate": "calibration",
+    "Calibration": "calibration",
 }
 
 

@@ -433,7 +433,7 @@ __all__ = ["ConsoleReporter", "eval_cmd", "runs_cmd", "show_cmd", "print_summary
 
 
 def calibration_table(report: Any) -> Any:
-    """The figures of an `engine.calibrate.Calibration` as a rich table."""
+    """The figures of an `engine.calibration.Calibration` as a rich table."""
     from rich.table import Table
 
     table = Table("figure", "value", box=None, pad_edge=False)
@@ -490,7 +490,7 @@ def calibrate_cmd(
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
     items it disagrees with most, with the judge's reasons. Exit 0, or 2 on errors (failed items
     included: resume to retry them)."""
-    from .calibrate import acalibrate
+    from .calibration import acalibrate
 
     if not data.is_file():
         fail(f"--data {data}: no such file")

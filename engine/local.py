@@ -77,6 +77,8 @@ PIP_HINT = "pip install 'scorespec[local]'"
 
 #: Generation bound used when a call gives no max_tokens (tokens).
 DEFAULT_MAX_TOKENS = 1024
+#: Host memory for the prompt cache (MiB): KV states of recent prompts, reused by prefix.
+PROMPT_CACHE_MIB = 256
 #: Context used when the caller gives none, unless the model's own is smaller (tokens).
 DEFAULT_N_CTX = 4096
 
@@ -526,12 +528,16 @@ def _normalise_messages(messages: Any) -> list[dict[str, str]]:
 
 
 def _with_schema_hint(messages: list[dict[str, str]], schema: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The messages with the schema appended to the last user message (a new user message if
+    there is none). At the end, not in the system message: the schema differs per stage and
+    per item, and everything before it stays a prefix the prompt cache can reuse."""
     hint = _SCHEMA_HINT + json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    if messages[0]["role"] == "system":
-        first = dict(messages[0])
-        first["content"] = (first["content"].rstrip() + "\n\n" + hint).lstrip()
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": hint}, *messages]
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i]["role"] == "user":
+            last = dict(messages[i])
+            last["content"] = (_text_of(last["content"]).rstrip() + "\n\n" + hint).lstrip()
+            return [*messages[:i], last, *messages[i + 1:]]
+    return [*messages, {"role": "user", "content": hint}]
 
 
 def _pick_schema(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
@@ -637,7 +643,11 @@ class LocalChatModel:
         params.n_parallel = 1
         params.cpuparams.n_threads = self.n_threads
         params.cpuparams_batch.n_threads = self.n_threads
-        params.cache_ram_mib = 0  # no extra host-RAM prompt cache (default is 8 GiB)
+        # Host-RAM prompt cache (default 8 GiB): the KV state of recent prompts is kept, and a new
+        # prompt sharing a prefix with one of them (a stage's instructions) reads only the rest.
+        # Measured: a 260-token prompt whose first 250 tokens were seen two calls earlier is read
+        # 10x faster. One Qwen 1.5B token costs ~28 KB, so 256 MiB holds ~9,000 tokens of states.
+        params.cache_ram_mib = PROMPT_CACHE_MIB
         params.warmup = False
         params.fit_params = False
         params.verbosity = 0

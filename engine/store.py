@@ -12,7 +12,7 @@ Tables::
     results  (run_id, item_id, scorer_id) PK, status (scored | not_scorable | failed), score,
              spec_hash, model, usage (JSON), result (JSON, camelCase as `ScoreResult.to_json_dict`),
              created_at, updated_at
-    calibrations  (run_id, scorer_id) PK, spec_hash, model, figures (JSON: `engine.calibrate.
+    calibrations  (run_id, scorer_id) PK, spec_hash, model, figures (JSON: `engine.calibration.
              Calibration.to_json_dict`), created_at — the latest calibration of a run
 
 Item ids are stored as text (`engine.datasets.item_key`: a string id as is, any other id as JSON,
@@ -225,7 +225,7 @@ class Store:
 
     def record_calibration(self, run_id: str, scorer_id: str, spec_hash: str | None, model: str | None,
                            figures: dict[str, Any]) -> None:
-        """Store (or replace) the calibration figures of a run's scorer (`engine.calibrate`)."""
+        """Store (or replace) the calibration figures of a run's scorer (`engine.calibration`)."""
         self._exec("INSERT OR REPLACE INTO calibrations (run_id, scorer_id, spec_hash, model, figures, created_at) "
                    "VALUES (?, ?, ?, ?, ?, ?)", (run_id, scorer_id, spec_hash, model, dumps(figures), now()))
 

@@ -1,4 +1,4 @@
-"""`engine.calibrate` and `scorespec calibrate`: agreement statistics checked against values
+"""`engine.calibrate` (engine/calibration.py) and `scorespec calibrate`: agreement statistics checked against values
 worked out by hand, and the command end to end with a scripted judge."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import load_scorer
-from engine.calibrate import LabelError, agreement, calibrate
+from engine.calibration import LabelError, agreement, calibrate
 import engine.cli_eval  # noqa: F401 - registers the batch commands
 from engine.cli import app
 from engine.errors import ScorerRunError

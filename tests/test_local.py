@@ -321,8 +321,12 @@ def test_normalise_messages():
     with pytest.raises(LocalJudgeError, match="image_url"):
         local._normalise_messages([{"role": "user", "content": [{"type": "image_url"}]}])
     hinted = local._with_schema_hint(msgs, {"type": "object"})
-    assert hinted[0]["content"].startswith("rules\n\nRespond only with JSON")
-    assert local._with_schema_hint(msgs[1:], {})[0]["role"] == "system"
+    # the schema goes last, so the system message and earlier turns stay a cacheable prefix
+    assert hinted[:3] == msgs[:3]
+    assert hinted[3] == {"role": "user", "content": 'fix it\n\nRespond only with JSON that conforms to this JSON '
+                                                    'Schema:\n{"type":"object"}'}
+    assert local._with_schema_hint(msgs[:1], {})[-1] == {
+        "role": "user", "content": "Respond only with JSON that conforms to this JSON Schema:\n{}"}
 
 
 def test_grammar_is_compact_llguidance():
