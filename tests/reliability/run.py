@@ -13,7 +13,8 @@ failure explained.
    checked against its expected value: a partial or misread answer would show.
 2. **SIGKILL trials.** ``python -m engine eval`` subprocesses against the fake server (50 ms
    latency) killed with SIGKILL at seeded random moments (twice per trial: the run, then its
-   first resume), then resumed to the end, compared with an uninterrupted run.
+   first resume; a moment is "after k more result lines, plus 0-50 ms", k drawn from 0 to the
+   items left), then resumed to the end, compared with an uninterrupted run.
 
 After each part: lost (expected (item, scorer) pairs missing from the JSONL), duplicated (extra
 lines), unreadable lines, and whether the SQLite store holds exactly the JSONL's results.
@@ -239,6 +240,13 @@ def _key_fields(path: Path) -> list[tuple]:
                    bool(line["notScorable"])) for line in lines)
 
 
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 def sigkill_trials(workdir: Path, n: int = 60, *, trials: int = 3, seed: int = 7, kills_per_trial: int = 2,
                    latency_s: float = 0.05) -> KillReport:
     """Kill `python -m engine eval` with SIGKILL at seeded random moments, resume it, and
@@ -265,18 +273,26 @@ def sigkill_trials(workdir: Path, n: int = 60, *, trials: int = 3, seed: int = 7
             trial = Trial()
             out = workdir / f"killed-{t}.jsonl"
             for k in range(kills_per_trial):
-                at = rng.uniform(0.1, 1.0) * report.uninterrupted_s
+                # the kill moment: once `after` more result lines were written (0: during
+                # start-up), plus a random 0-50 ms, so some kills land mid-write
+                start_lines = _lines(out)
+                after = rng.randint(0, max(0, n - start_lines - 1))
+                jitter = rng.uniform(0.0, 0.05)
                 proc = subprocess.Popen(_command(data, out, server.base_url, *(["--resume"] if k else [])),
                                         env=env, cwd=workdir, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-                try:
-                    proc.wait(timeout=at)
+                started = time.perf_counter()
+                while proc.poll() is None and _lines(out) < start_lines + after:
+                    time.sleep(0.005)
+                time.sleep(jitter)
+                if proc.poll() is not None:
                     trial.finished_early += 1
-                except subprocess.TimeoutExpired:
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait(timeout=30)
-                    raw = out.read_bytes() if out.exists() else b""
-                    trial.kills.append((round(at, 2), raw.count(b"\n"), bool(raw) and not raw.endswith(b"\n")))
+                    continue
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=30)
+                raw = out.read_bytes() if out.exists() else b""
+                trial.kills.append((round(time.perf_counter() - started, 2), raw.count(b"\n"),
+                                    bool(raw) and not raw.endswith(b"\n")))
             final = subprocess.run(_command(data, out, server.base_url, "--resume", "--json"), env=env, cwd=workdir,
                                    capture_output=True, text=True, timeout=300)
             if final.returncode != 0:
