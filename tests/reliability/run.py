@@ -225,7 +225,7 @@ class Trial:
 class KillReport:
     items: int
     seed: int
-    uninterrupted_s: float = 0.0
+    uninterrupted_s: float = 0.0  # the in-process uninterrupted run
     trials: list[Trial] = field(default_factory=list)
 
 
@@ -261,13 +261,13 @@ def sigkill_trials(workdir: Path, n: int = 60, *, trials: int = 3, seed: int = 7
     report = KillReport(n, seed)
     rng = random.Random(seed)
     with FakeOpenAIServer(answer, latency_s=latency_s) as server:
+        # the uninterrupted run, in this process (the same engine, without a process start)
         whole = workdir / "uninterrupted.jsonl"
         started = time.perf_counter()
-        done = subprocess.run(_command(data, whole, server.base_url), env=env, cwd=workdir, capture_output=True,
-                              text=True, timeout=300)
+        judge = make_judge("openai/fake-model", base_url=server.base_url, api_key="test")
+        run_evals(str(data), [load_scorer(SCORER, judge=judge)], concurrency=4, out=whole,
+                  store=workdir / "uninterrupted.sqlite")
         report.uninterrupted_s = time.perf_counter() - started
-        if done.returncode != 0:
-            raise RuntimeError(f"the uninterrupted run failed ({done.returncode}): {done.stderr[-2000:]}")
         baseline = _key_fields(whole)
         for t in range(trials):
             trial = Trial()
