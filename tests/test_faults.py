@@ -43,6 +43,23 @@ def test_draws_depend_on_content_and_repeats_not_on_order():
     assert [other.draw(request(i)) for i in range(200)] != [kinds_fwd[i][0] for i in range(200)]
 
 
+def test_draws_ignore_the_tool_call_ids_a_reask_echoes():
+    def reask(call_id: str) -> dict:
+        req = request(5)
+        req["messages"] = req["messages"] + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "preprocess", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "fix it"}]
+        return req
+
+    rates = {kind: 0.05 for kind in KINDS}
+    one, two = FaultInjector(answer, rates, seed=5), FaultInjector(answer, rates, seed=5)
+    assert [one.draw(reask(f"call_fake_{i}")) for i in range(50)] == [two.draw(reask("x")) for _ in range(50)]
+    changed = reask("x")
+    changed["messages"][2]["content"] = "fix it differently"
+    assert [one.draw(changed) for _ in range(50)] != [two.draw(reask("x")) for _ in range(50)]
+
+
 def test_every_kind_builds_its_reply():
     for kind in KINDS:
         injector = FaultInjector(answer, {kind: 1.0}, retry_after_s=0.25, timeout_delay_s=3.0)

@@ -6,8 +6,8 @@ from a function and replaces a share of them with faults, by kind, at given rate
         ...
     injector.injected            # Counter: kind -> faults sent
 
-The draw for a request depends only on the seed, the request's content (model, messages,
-tools) and how many times that same content was sent before, never on arrival order, so a
+The draw for a request depends only on the seed, the request's content (model, messages
+without the server's tool-call ids, tools) and how many times that same content was sent before, never on arrival order, so a
 concurrent run is reproducible: the same seed injects the same faults into the same calls.
 A retry of a faulted call (same content) gets a fresh draw.
 
@@ -48,6 +48,21 @@ KINDS = (
 REFUSAL = "I'm sorry, but I can't help with that request."
 
 
+def _messages(messages: Any) -> Any:
+    """The messages without the ids the server made up (tool-call ids, which a re-ask echoes
+    and which follow arrival order): what the judge was asked, nothing else."""
+    if not isinstance(messages, list):
+        return messages
+    kept = []
+    for m in messages:
+        if not isinstance(m, dict):
+            kept.append(m)
+            continue
+        calls = [c.get("function") if isinstance(c, dict) else c for c in m.get("tool_calls") or ()]
+        kept.append([m.get("role"), m.get("content"), calls])
+    return kept
+
+
 class FaultInjector:
     """A thread-safe ``reply(request) -> reply`` for `FakeOpenAIServer`.
 
@@ -79,7 +94,8 @@ class FaultInjector:
 
     def draw(self, request: dict) -> str | None:
         """The fault kind for this request (None: answer normally); counts it."""
-        content = json.dumps([request.get("model"), request.get("messages"), request.get("tools")], sort_keys=True)
+        content = json.dumps([request.get("model"), _messages(request.get("messages")), request.get("tools")],
+                             sort_keys=True)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         with self._lock:
             self.requests += 1

@@ -56,7 +56,7 @@ RATES = {
     "unavailable_503": 0.015, "reset": 0.015, "timeout": 0.01, "unreadable_body": 0.01, "malformed_json": 0.015,
     "wrong_shape": 0.015, "truncated": 0.015, "refusal": 0.015,
 }
-TIMEOUT_S = 1.5          # the judge's per-call timeout; a `timeout` fault answers 0.5 s after it
+TIMEOUT_S = 2.0          # the judge's per-call timeout; a `timeout` fault answers 0.5 s after it
 RETRY = RetryPolicy(max_retries=3, base_s=0.01, max_wait_s=0.2)  # short waits; Retry-After (0.05 s) honoured
 SCORER = "faithfulness"
 
@@ -334,13 +334,13 @@ def fault_table(r: FaultReport) -> str:
 
 
 def kill_table(r: KillReport) -> str:
-    rows = ["| trial | kills at (s: lines written, torn?) | final outcome | same as uninterrupted | lost | "
+    rows = ["| trial | killed with N lines written | final outcome | same as uninterrupted | lost | "
             "duplicated | unreadable lines | store = JSONL | runs for the out file |",
             "| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: |"]
     for t, trial in enumerate(r.trials):
         c = trial.check
         assert c is not None
-        kills = "; ".join(f"{at}: {lines}{' torn' if torn else ''}" for at, lines, torn in trial.kills)
+        kills = ", ".join(f"{lines}{' (torn)' if torn else ''}" for _at, lines, torn in trial.kills)
         if trial.finished_early:
             kills += f" ({trial.finished_early} ended before its kill)"
         rows.append(f"| {t + 1} | {kills} | {_outcome_text(c)} | {'yes' if trial.same_as_uninterrupted else 'NO'} | "
