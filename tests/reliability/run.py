@@ -56,6 +56,13 @@ RATES = {
     "unavailable_503": 0.015, "reset": 0.015, "timeout": 0.01, "unreadable_body": 0.01, "malformed_json": 0.015,
     "wrong_shape": 0.015, "truncated": 0.015, "refusal": 0.015,
 }
+LABELS = {
+    "rate_limit": "429 with Retry-After", "rate_limit_no_retry_after": "429 without Retry-After",
+    "server_error_500": "500", "bad_gateway_502": "502", "unavailable_503": "503", "reset": "connection reset",
+    "timeout": "timeout", "unreadable_body": "unreadable response body", "malformed_json": "malformed JSON answer",
+    "wrong_shape": "valid JSON, wrong shape", "truncated": "cut off by the token limit",
+    "refusal": "plain-text refusal",
+}
 TIMEOUT_S = 2.0          # the judge's per-call timeout; a `timeout` fault answers 0.5 s after it
 RETRY = RetryPolicy(max_retries=3, base_s=0.01, max_wait_s=0.2)  # short waits; Retry-After (0.05 s) honoured
 SCORER = "faithfulness"
@@ -322,7 +329,7 @@ def _outcome_text(c: Check) -> str:
 def fault_table(r: FaultReport) -> str:
     rows = ["| fault injected | count |", "| --- | ---: |"]
     for kind in RATES:
-        rows.append(f"| {kind} | {r.injected[kind]} |")
+        rows.append(f"| {LABELS[kind]} | {r.injected[kind]} |")
     rows.append(f"| **total** | **{sum(r.injected.values())}** of {r.requests} judge requests |")
     rows += ["", "| pass | faults | outcome | lost | duplicated | unreadable lines | wrong scores | store = JSONL |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
