@@ -28,10 +28,10 @@
   not completed.
 - **Resume**: a run is identified by its ``out`` file (an empty or missing one, as a kill
   before the first result leaves it, by the run the store recorded for that file) or, without
-  one, by its run id in the store. ``resume=True`` skips every (item, scorer) already scored or not scorable, retries the
-  failed ones, repairs a torn last line left by a kill, brings the store in line with the out
-  file, and at the end rewrites the out file compactly if retried results left older lines, so
-  it holds exactly one line per (item, scorer). The summary of a resumed run covers the whole
+  one, by its run id in the store. ``resume=True`` skips every (item, scorer) already scored or
+  not scorable, retries the failed ones, repairs a torn last line left by a kill, brings the
+  store in line with the out file, and at the end rewrites the out file compactly if retried
+  results left older lines, so it holds exactly one line per (item, scorer). The summary of a resumed run covers the whole
   run (earlier results included).
 
 Each out-file line is ``{"id": <item id>, "scorer": <scorer id>, …}`` followed by the result's
