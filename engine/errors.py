@@ -60,8 +60,9 @@ class ScorerRunError(Exception):
     """Raised by the engine's internals when an item fails; turned into `ItemError` in results.
 
     kind: ``input`` (a missing required field), ``judge`` (no valid answer after the allowed
-    re-asks), ``check`` (a stage check never passed), ``transport`` (the provider could not be
-    reached after retries), ``expression`` (an expression raised), ``formula`` (NaN, infinite or
+    re-asks), ``truncated`` (the judge's answer was cut off by its token limit: never parsed,
+    never a partial score), ``check`` (a stage check never passed), ``transport`` (the provider
+    could not be reached after retries), ``expression`` (an expression raised), ``formula`` (NaN, infinite or
     out-of-range score), ``function`` (a rule function raised), ``target`` (the system under test
     raised), ``context_window`` (a prompt cannot fit the model).
     """

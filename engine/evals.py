@@ -26,11 +26,12 @@
   the end) and
   committed to the SQLite store (`engine.store`). A killed process loses only results that had
   not completed.
-- **Resume**: a run is identified by its ``out`` file or, without one, by its run id in the
-  store. ``resume=True`` skips every (item, scorer) already scored or not scorable, retries the
-  failed ones, repairs a torn last line left by a kill, brings the store in line with the out
-  file, and at the end rewrites the out file compactly if retried results left older lines, so
-  it holds exactly one line per (item, scorer). The summary of a resumed run covers the whole
+- **Resume**: a run is identified by its ``out`` file (an empty or missing one, as a kill
+  before the first result leaves it, by the run the store recorded for that file) or, without
+  one, by its run id in the store. ``resume=True`` skips every (item, scorer) already scored or
+  not scorable, retries the failed ones, repairs a torn last line left by a kill, brings the
+  store in line with the out file, and at the end rewrites the out file compactly if retried
+  results left older lines, so it holds exactly one line per (item, scorer). The summary of a resumed run covers the whole
   run (earlier results included).
 
 Each out-file line is ``{"id": <item id>, "scorer": <scorer id>, …}`` followed by the result's
@@ -501,6 +502,12 @@ async def arun_evals(
             run_id = prior.run_id or run_id or (db.run_for_out(str(out_path)) if db else None)
             if db is not None and run_id is not None:
                 _sync_store(db, run_id, out_path, prior)
+        elif resume and out_path is not None:
+            # killed before its first result line: keep the run id recorded for this out file
+            # (else the store would keep an empty run marked running forever); every item is
+            # scored again, since the out file must hold every result
+            found = db.run_for_out(str(out_path)) if db is not None and run_id is None else None
+            run_id, resuming = (found, True) if found is not None else (run_id, False)
         elif resume and out_path is None:
             if run_id is None:
                 raise ValueError("resume needs the run's out file or its run id")

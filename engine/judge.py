@@ -73,7 +73,8 @@ class Judge(Protocol):
     model: str
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
-        """Answer `call` or raise `ScorerRunError` (kinds ``judge``, ``check``, ``transport``)."""
+        """Answer `call` or raise `ScorerRunError` (kinds ``judge``, ``check``, ``truncated``,
+        ``transport``)."""
         ...
 
 
@@ -290,8 +291,9 @@ class InstructorJudge:
                 _add_tokens(usage, getattr(exc, "total_usage", None))
                 if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
                     raise self._failure(ScorerRunError(
-                        "judge",
-                        f"the answer was cut off at max_tokens={call.max_tokens}; not parsed",
+                        "truncated",
+                        f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); "
+                        "not parsed (raise judge.max_tokens or the stage's max_tokens)",
                         stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)),
                         attempts=attempts_total,
                     ), usage, transport_retries, max(calls[0], 1) - 1) from None

@@ -389,7 +389,11 @@ class OutWriter:
         self._dirty = False
 
     def write(self, line: dict[str, Any]) -> None:
-        self._f.write((dumps(line) + "\n").encode("utf-8"))
+        # an unbuffered write may write fewer bytes than given (a signal, a full disk): write
+        # the rest, so a line is never left half-written with the next one appended after it
+        data = memoryview((dumps(line) + "\n").encode("utf-8"))
+        while data:
+            data = data[self._f.write(data) or 0:]
         self._dirty = True
         if time.monotonic() - self._synced >= FSYNC_INTERVAL_S:
             self.sync()

@@ -372,6 +372,20 @@ def test_resume_from_the_store_without_an_out_file(tmp_path):
         run_evals(numeric_items("1"), [NUMERIC], run_id="missing", resume=True)
 
 
+def test_resume_of_a_run_killed_before_its_first_line_keeps_its_run_id(tmp_path):
+    from engine.store import Store
+
+    out = tmp_path / "out.jsonl"
+    first = run_evals(numeric_items("0.5", "0.25"), [NUMERIC], out=out)
+    out.write_bytes(b"")  # as a kill before the first result line leaves it
+    second = run_evals(numeric_items("0.5", "0.25"), [NUMERIC], out=out, resume=True)
+    assert second.run_id == first.run_id and second.resumed == 0
+    assert [(line["id"], line["score"]) for line in lines_of(out)] == [(1, 0.5), (2, 0.25)]
+    with Store(tmp_path / "store.sqlite") as db:
+        assert [(r["run_id"], r["status"], r["counts"]["scored"]) for r in db.list_runs()] == [
+            (first.run_id, "finished", 2)]
+
+
 def test_scan_out_file_keeps_a_whole_last_line_without_newline(tmp_path):
     out = tmp_path / "out.jsonl"
     out.write_text('{"id": 1, "scorer": "x", "score": 1.0}\n{"id": 2, "scorer": "x", "score": 0.5}', "utf-8")

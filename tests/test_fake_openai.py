@@ -159,6 +159,18 @@ def test_truncated_answer(server):
                                      messages=[{"role": "user", "content": "x"}])
 
 
+def test_invalid_json_goes_where_the_answer_goes(server):
+    server.script(Fault.invalid_json('{"verdict": "yes", "sco'), Fault.invalid_json("{oops"))
+    client = make_client(server)
+    tools = [{"type": "function", "function": {"name": "Verdict", "parameters": {"type": "object"}}}]
+    resp = ask(client, tools=tools)
+    call = resp.choices[0].message.tool_calls[0]
+    assert (call.function.name, call.function.arguments) == ("Verdict", '{"verdict": "yes", "sco')
+    assert resp.choices[0].finish_reason == "tool_calls"
+    plain = ask(client)
+    assert (plain.choices[0].message.content, plain.choices[0].finish_reason) == ("{oops", "stop")
+
+
 def test_models_and_requests_log(server):
     server.script({"n": 1}, {"n": 2})
     client = make_client(server)

@@ -194,10 +194,24 @@ def test_truncated_answer_fails_never_a_partial_score(fake_server, faithfulness)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.status == "failed"
     assert result.score is None
-    assert (result.error.stage, result.error.kind) == ("analyze", "judge")
-    assert "cut off" in result.error.message
+    assert (result.error.stage, result.error.kind) == ("analyze", "truncated")
+    assert "cut off at max_tokens=1024" in result.error.message
     assert result.error.raw_answer == json.dumps(v("yes", "yes"))[: len(json.dumps(v("yes", "yes"))) // 2]
     assert len(fake_server.requests) == 2
+
+
+@pytest.mark.parametrize("mode", ["tools", "json_schema", "md_json"])
+def test_cut_off_answer_is_never_parsed_even_when_its_first_half_is_valid_json(fake_server, mode):
+    # the server sends the first half of the text with finish_reason "length": here that half
+    # is a complete, valid answer ('{"claims": ["A"]}' + spaces), which must still not be used
+    whole = json.dumps({"claims": ["A"]})
+    fake_server.script(Fault.truncated(whole + " " * len(whole)))
+    scorer = load_scorer("faithfulness", judge=fast_judge(fake_server, mode=mode))
+    result = scorer.run(output="A. B.", context=["ctx"])
+    assert (result.status, result.score) == ("failed", None)
+    assert (result.error.stage, result.error.kind, result.error.attempts) == ("preprocess", "truncated", 1)
+    assert result.preprocess_step_result is None
+    assert len(fake_server.requests) == 1
 
 
 def test_malformed_json_answer_is_reasked(fake_server, faithfulness):

@@ -5,6 +5,8 @@
 - `FakeOpenAIServer` (`engine.testing.fake_openai`): an OpenAI-compatible HTTP server on
   127.0.0.1 with scripted replies, latency and fault injection, so tests exercise the real
   openai + instructor path end to end.
+- `FaultInjector` (`engine.testing.faults`): a reply for that server injecting faults (429,
+  5xx, resets, timeouts, malformed or cut-off answers, refusals) at seeded rates.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ A *reply* is one of:
 - a ``str``: raw assistant content, sent as is with ``finish_reason``
   ``"stop"`` (a plain-text refusal, malformed JSON such as ``'{"claims": ['``).
 - a :class:`Fault`: an HTTP error, a connection reset, a late answer, a
-  non-JSON body or a truncated answer.
+  non-JSON body, malformed JSON in the answer's place, or a truncated answer.
 - a callable ``reply(request_json) -> reply``, called in the handler thread
   with the parsed request body (it must be thread-safe); its result may be any
   of the above.
@@ -90,8 +90,9 @@ class Fault:
     """A scripted failure. Build one with the class methods, not directly.
 
     Attributes are read by the server: ``kind`` (``"status"``, ``"reset"``,
-    ``"delay"``, ``"malformed"`` or ``"truncated"``) and the fields that kind
-    uses.
+    ``"delay"``, ``"malformed"``, ``"invalid_json"`` or ``"truncated"``) and the
+    fields that kind uses. `engine.testing.faults.FaultInjector` injects them
+    at seeded rates.
     """
 
     kind: str
@@ -143,6 +144,13 @@ class Fault:
         if isinstance(body, str):
             body = body.encode("utf-8")
         return cls("malformed", code=200, body=body, content_type=content_type)
+
+    @classmethod
+    def invalid_json(cls, text: str = '{"claims": ["cut') -> "Fault":
+        """A 200 completion with ``finish_reason`` ``"stop"`` whose answer text is ``text`` as
+        is, placed where a normal answer goes (the tool call's arguments when the request has
+        tools, else the content): malformed JSON the model itself produced."""
+        return cls("invalid_json", answer=str(text))
 
     @classmethod
     def truncated(cls, answer: Any) -> "Fault":
@@ -399,6 +407,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         elif fault.kind == "malformed":
             self._send(200, fault.body, content_type=fault.content_type)
+        elif fault.kind == "invalid_json":
+            self._send_json(200, self.server.owner._completion(request, fault.answer, finish="stop"))
         elif fault.kind == "truncated":
             text = json.dumps(fault.answer) if not isinstance(fault.answer, str) else fault.answer
             self._send_json(200, self.server.owner._completion(request, text[: len(text) // 2], finish="length"))
