@@ -228,7 +228,7 @@ def render_cmd(
         _stderr().print("(this scorer sends no prompt for this item)", markup=False)
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations"}
 
 
 def main(argv: list[str] | None = None) -> None:

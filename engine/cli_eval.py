@@ -532,3 +532,35 @@ def calibrate_cmd(
         raise typer.Exit(2 if report.failed else 0)
     finally:
         db.close()
+
+
+@app.command("calibrations")
+def calibrations_cmd(
+    scorer: Optional[str] = typer.Argument(None, metavar="[SCORER]", help="Only this scorer's calibrations."),
+    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
+                                         ".scorespec/store.sqlite)."),
+    as_json: bool = typer.Option(False, "--json", help="Print them as JSON on stdout."),
+) -> None:
+    """Stored calibrations, newest first: compare two versions of a prompt (spec hash) or two
+    judges side by side."""
+    from rich.table import Table
+
+    db = _open_store(store)
+    try:
+        rows = db.calibrations(scorer)
+    finally:
+        db.close()
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
+    if not rows:
+        _stderr().print("no calibration stored" + (f" for {scorer}" if scorer else ""), markup=False)
+        return
+    table = Table("when", "run", "scorer", "spec", "model", "used", "balanced acc.", "ROC AUC", "Spearman",
+                  box=None, pad_edge=False)
+    for row in rows:
+        f = row["figures"]
+        table.add_row(row["created_at"][:19], row["run_id"], row["scorer"], (row["spec_hash"] or "—")[:12],
+                      row["model"] or "—", str(f.get("used")), _fmt(f.get("balancedAccuracy")), _fmt(f.get("rocAuc")),
+                      _fmt(f.get("spearman")))
+    _stdout().print(table)

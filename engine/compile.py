@@ -26,7 +26,7 @@ from .expressions import Expression, Template
 from .spec import PromptStage, RuleStage, Spec
 from .yamlload import load_yaml
 
-RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace"}
+RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index"}
 RUN_KEYS = ("input", "output", "ground_truth", "context", "given")
 REASON_SCHEMA = {
     "type": "object",
@@ -49,6 +49,7 @@ class CompiledStage:
     result: Expression | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    for_each: Expression | None = None
     # rule stages
     function: Any = None
     function_name: str = ""
@@ -434,9 +435,11 @@ def _compile(spec: Spec, path: Path, plist: ProblemList) -> CompiledSpec | None:
             plist.add("duplicate-stage", f"{key}.id", f"stage id {stage.id!r} is used twice")
         when = c.expr(stage.when, f"{key}.when", names) if stage.when else None
         if isinstance(stage, PromptStage):
-            template = c.template_file(stage.prompt, f"{key}.prompt", set(names))
-            schema, schema_exprs = c.output_schema(stage.output_schema, f"{key}.output_schema", set(names))
-            answer_names = set(names) | {"answer"}
+            for_each = c.expr(stage.for_each, f"{key}.for_each", names) if stage.for_each else None
+            stage_names = set(names) | ({"each", "each_index"} if stage.for_each else set())
+            template = c.template_file(stage.prompt, f"{key}.prompt", set(stage_names))
+            schema, schema_exprs = c.output_schema(stage.output_schema, f"{key}.output_schema", set(stage_names))
+            answer_names = set(stage_names) | {"answer"}
             checks = []
             for j, check in enumerate(stage.checks):
                 compiled_check = c.expr(check.expect, f"{key}.checks[{j}].expect", answer_names)
@@ -445,7 +448,7 @@ def _compile(spec: Spec, path: Path, plist: ProblemList) -> CompiledSpec | None:
             result = c.expr(stage.result, f"{key}.result", answer_names) if stage.result else None
             stages.append(CompiledStage(
                 stage.id, "prompt", when, template, schema, schema_exprs, checks, result,
-                stage.temperature, stage.max_tokens,
+                stage.temperature, stage.max_tokens, for_each,
             ))
         else:
             try:

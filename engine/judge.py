@@ -260,7 +260,9 @@ class InstructorJudge:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
         from instructor.core.hooks import Hooks
 
-        response_model = _response_model(json.dumps(call.schema, sort_keys=True), call.stage)
+        # the schema's own key order, not sorted: it is the order of the answer's properties the
+        # provider is shown and a grammar-constrained judge must write (a verdict before its reason)
+        response_model = _response_model(json.dumps(call.schema), call.stage)
         usage = Usage()
         transport_retries = 0
         attempts_total = 0

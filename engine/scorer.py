@@ -319,12 +319,46 @@ class Scorer:
         return result
 
     def _prompt_stage(self, stage: CompiledStage, ns: dict[str, Any], record: StageRecord):
+        if stage.for_each is not None:
+            return (yield from self._prompt_stage_each(stage, ns, record))
         schema = resolve_schema(stage, ns) if stage.schema_exprs else stage.schema
         answer = yield from self._ask(stage.id, stage.template, schema, stage.checks, ns, record,
                                       stage.max_tokens or self.compiled.spec.judge.max_tokens, stage.temperature)
         if stage.result is None:
             return answer
         return self._eval(stage.result, {**ns, "answer": answer}, f"{stage.id}.result")
+
+    def _prompt_stage_each(self, stage: CompiledStage, ns: dict[str, Any], record: StageRecord):
+        """A `for_each` stage: one judge call per element, in order; the record sums the calls'
+        usage and attempts and joins their prompts and raw answers (element by element)."""
+        elements = self._eval(stage.for_each, ns, f"{stage.id}.for_each")
+        if isinstance(elements, (str, bytes)) or not isinstance(elements, (list, tuple)):
+            raise ScorerRunError("expression", f"{stage.id}.for_each: {stage.for_each.source!r} gave "
+                                 f"{type(elements).__name__}, expected a list", stage=stage.id)
+        results, prompts, raws = [], [], []
+        try:
+            for index, element in enumerate(elements):
+                scope = {**ns, "each": element, "each_index": index}
+                schema = resolve_schema(stage, scope) if stage.schema_exprs else stage.schema
+                part = StageRecord(kind="prompt")
+                try:
+                    answer = yield from self._ask(stage.id, stage.template, schema, stage.checks, scope, part,
+                                                  stage.max_tokens or self.compiled.spec.judge.max_tokens,
+                                                  stage.temperature)
+                except ScorerRunError as exc:
+                    exc.message = f"element {index}: {exc.message}"
+                    raise
+                finally:
+                    prompts.append(part.prompt or "")
+                    raws.append(part.raw_answer or "")
+                    record.attempts += part.attempts
+                    record.usage.add(part.usage)
+                results.append(answer if stage.result is None
+                               else self._eval(stage.result, {**scope, "answer": answer}, f"{stage.id}.result"))
+        finally:
+            record.prompt = "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(prompts)) if prompts else None
+            record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+        return results
 
     def _ask(self, stage_id: str, template: Any, schema: dict[str, Any], checks: list, ns: dict[str, Any],
              record: StageRecord, max_tokens: int, temperature: float | None):

@@ -66,6 +66,11 @@ class PromptStage(_Model):
         'A value written `{$expr: "…"}` is computed per item (e.g. minItems from a claim count).'
     )
     when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+    for_each: str | None = Field(
+        None, description="Expression giving a list: the judge is asked once per element, which the prompt, "
+        "schema, checks and result see as `each` (its 0-based position: `each_index`); the stage's result "
+        "is the list of the per-element results. One focused question at a time suits small judges.",
+    )
     checks: list[Check] = Field(default_factory=list, description="Re-ask conditions.")
     result: str | None = Field(
         None, description="Expression mapping the answer (`answer`) to the stage's result."
