@@ -16,7 +16,7 @@ Columns:
   meaningless. difflib's ratio is Ratcliff/Obershelp, not a true LCS, so its
   mean ratio is slightly lower.
 - mastra: ``node bench_textual.mjs N CHARS SEED`` from the reference folder
-  (``/work/shared/anchors/mastra``, override with ``--mastra-dir``), i.e. the
+  (``../shared/anchors/mastra`` beside the clone, override with ``--mastra-dir``), i.e. the
   real ``@mastra/evals`` scorer's ``.run()`` (its pipeline overhead included;
   the tiny-pair overhead is printed below the table). Installed once with
   ``npm ci`` into ``~/.cache/scorespec-bench/mastra``. Skipped with a note if
@@ -59,7 +59,8 @@ if str(REPO) not in sys.path:
 
 from engine.functions.text import textual_difference  # noqa: E402
 
-DEFAULT_MASTRA = Path("/work/shared/anchors/mastra")
+DEFAULT_MASTRA = REPO.parent / "shared" / "anchors" / "mastra"  # ../shared beside the clone
+MASTRA_FILES = ("package-lock.json", "lib.mjs", "bench_textual.mjs", "bench_runevals.mjs", "fake_openai_server.mjs")
 CACHE = Path.home() / ".cache" / "scorespec-bench" / "mastra"
 
 WORDS = ("the quick brown fox jumps over lazy dog while agents evaluate scores across many "
@@ -161,7 +162,8 @@ def long_pair(impl: str, chars: int, seed: int, count: int) -> dict:
 
 # -- Mastra (node) ----------------------------------------------------------------
 def prepare_mastra(src: Path) -> tuple[Path | None, str]:
-    """Copy the reference folder to the cache and ``npm ci`` it once.
+    """Copy the reference folder to the cache, ``npm ci`` it once per package-lock.json, and
+    refresh its scripts on every call.
 
     Returns (folder, note); folder is None when node/npm or the sources are
     missing or the install fails.
@@ -169,30 +171,36 @@ def prepare_mastra(src: Path) -> tuple[Path | None, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         return None, "node/npm not found: Mastra column skipped"
-    if not (src / "bench_textual.mjs").exists():
-        return None, f"{src} has no bench_textual.mjs: Mastra column skipped"
-    digest = hashlib.sha256(
-        b"".join((src / f).read_bytes() for f in ("package-lock.json", "bench_textual.mjs", "lib.mjs"))
-    ).hexdigest()
+    missing = [f for f in MASTRA_FILES if not (src / f).exists()]
+    if missing:
+        return None, f"{src} lacks {', '.join(missing)}: Mastra column skipped"
+    digest = hashlib.sha256((src / "package-lock.json").read_bytes()).hexdigest()
     stamp = CACHE / ".scorespec-installed"
-    if stamp.exists() and stamp.read_text().strip() == digest and (CACHE / "node_modules").is_dir():
-        return CACHE, "cached install"
-    if CACHE.exists():
-        shutil.rmtree(CACHE)
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(src, CACHE)
-    for root, dirs, files in os.walk(CACHE):  # the source folder is read-only
-        for name in dirs + files:
-            p = Path(root) / name
-            p.chmod(p.stat().st_mode | 0o200)
-    CACHE.chmod(CACHE.stat().st_mode | 0o200)
-    print(f"npm ci in {CACHE} (once)...", file=sys.stderr, flush=True)
-    res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                         cwd=CACHE, capture_output=True, text=True, timeout=900)
-    if res.returncode != 0:
-        return None, f"npm ci failed ({res.returncode}): Mastra column skipped; {res.stderr.strip()[-300:]}"
-    stamp.write_text(digest)
-    return CACHE, "fresh install"
+    note = "cached install"
+    if not (stamp.exists() and stamp.read_text().strip() == digest and (CACHE / "node_modules").is_dir()):
+        if CACHE.exists():
+            shutil.rmtree(CACHE)
+        CACHE.mkdir(parents=True)
+        _copy_scripts(src)
+        print(f"npm ci in {CACHE} (once)...", file=sys.stderr, flush=True)
+        res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                             cwd=CACHE, capture_output=True, text=True, timeout=900)
+        if res.returncode != 0:
+            return None, f"npm ci failed ({res.returncode}): Mastra column skipped; {res.stderr.strip()[-300:]}"
+        stamp.write_text(digest)
+        note = "fresh install"
+    _copy_scripts(src)
+    return CACHE, note
+
+
+def _copy_scripts(src: Path) -> None:
+    """The reference folder's files (not node_modules) into the cache, writable (the source is
+    read-only)."""
+    for f in src.iterdir():
+        if f.is_file():
+            target = CACHE / f.name
+            target.write_bytes(f.read_bytes())
+            target.chmod(0o644)
 
 
 def node_bench(folder: Path, n: int, chars: int, seed: int) -> dict:
