@@ -1,5 +1,7 @@
 """Batch-evaluation throughput (issue 5): `run_evals` with faithfulness against a fake
 OpenAI-compatible server answering after 50 ms, and the peak memory of a large rule-only eval.
+Its functions serve the suite (`tests/bench/run.py`); run alone, it prints its own table, and
+with ``--profile 32`` where the CPU of a judge call goes:
 
     python tests/bench/bench_eval.py [--items 300] [--concurrency 1,8,32,128] [--rss-items 10000]
                                      [--profile 32]
