@@ -62,9 +62,9 @@ class Sizes:
     levels: tuple[int, ...]  # throughput concurrency levels
     items: int  # throughput items per level
     items_c1: int  # at concurrency 1
-    ref_items: int  # the reference's items per run (and at concurrency 1)
-    ref_items_c1: int
-    rss_items: tuple[int, int]
+    ref_items: int  # the reference's items per run
+    ref_items_c1: int  # at concurrency 1
+    rss_items: tuple[int, int]  # two dataset sizes for the memory rows
 
 
 FULL = Sizes(runs=5, chars=500, long_chars=10_000, pairs=5000, difflib_pairs=300, node_pairs=300,
