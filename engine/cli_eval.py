@@ -1,195 +1,27 @@
 """The batch commands of the CLI: ``scorespec eval``, ``scorespec runs``, ``scorespec show``.
 
 Registered on `engine.cli.app` when this module is imported (`engine.cli.main` does so at
-startup). Exit codes of ``eval``: 0 passed; 1 a threshold was missed; 2 errors (an item failed,
+startup, so this module imports little: the eval machinery and the terminal output
+(`engine.cli_report`) are imported by the command that runs). Exit codes of ``eval``: 0 passed; 1 a threshold was missed; 2 errors (an item failed,
 a dataset record could not be read, bad arguments); 130 interrupted (Ctrl-C; every completed
 result is saved — resume with ``--resume``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .cli import app, fail, parse_options
-from .datasets import DatasetError, DatasetProblem, Item
-from .evals import EvalReporter, EvalSummary, RunState, ScorerStats, ScorerSummary, Threshold, parse_thresholds
-from .result import ScoreResult
+
+if TYPE_CHECKING:
+    from .evals import ScorerSummary
 
 EXIT_INTERRUPTED = 130
-
-
-def _console(stderr: bool) -> Any:
-    """A rich console; when not a terminal (CI logs, pipes), wide enough for the tables."""
-    from rich.console import Console
-
-    console = Console(stderr=stderr, highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, highlight=False, width=160)
-    return console
-
-
-def _stderr() -> Any:
-    return _console(True)
-
-
-def _stdout() -> Any:
-    return _console(False)
-
-
-# --- terminal reporting -------------------------------------------------------------------------
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "—"
-
-
-def _result_text(result: ScoreResult) -> str:
-    if result.error is not None:
-        return "failed"
-    if result.not_scorable is not None:
-        return "not scorable"
-    return _fmt(result.score)
-
-
-def failure_line(item_id: Any, result: ScoreResult) -> str:
-    """``item 2: faithfulness failed at stage preprocess (transport): …`` — one line."""
-    e = result.error
-    assert e is not None
-    where = f" at stage {e.stage}" if e.stage else ""
-    message = " ".join(str(e.message).split())
-    return f"item {item_id}: {result.scorer} failed{where} ({e.kind}): {message[:400]}"
-
-
-class ConsoleReporter(EvalReporter):
-    """Progress on stderr: a rich bar with ETA and the running mean per scorer, one line per item
-    (unless `quiet`), and — always — dataset problems and one line per failed result."""
-
-    def __init__(self, *, quiet: bool = False, per_item: bool = True, console: Any = None):
-        self.quiet = quiet
-        self.per_item = per_item and not quiet
-        self.console = console or _stderr()
-        self._progress: Any = None
-        self._task: Any = None
-
-    def start(self, run: RunState) -> None:
-        verb = "resuming run" if run.resuming else "run"
-        where = []
-        if run.out:
-            where.append(f"out {run.out}")
-        if run.store:
-            where.append(f"store {run.store}")
-        self.console.print(f"{verb} {run.run_id} · scorers {', '.join(run.scorer_ids)}"
-                           + (f" · {run.total} item(s)" if run.total is not None else "")
-                           + (" · " + " · ".join(where) if where else ""), markup=False, highlight=False,
-                           soft_wrap=True)
-        if self.quiet:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            SpinnerColumn(), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            TimeElapsedColumn(), TextColumn("{task.description}"), console=self.console, transient=False,
-            refresh_per_second=4)
-        self._progress.start()
-        self._task = self._progress.add_task(self._means(run), total=run.total)
-
-    def _means(self, run: RunState) -> str:
-        parts = []
-        for sid in run.scorer_ids:
-            stats = run.stats[sid]
-            text = f"{sid} {_fmt(stats.running_mean)}"
-            if stats.failed:
-                text += f" ({stats.failed} failed)"
-            parts.append(text)
-        return " · ".join(parts)
-
-    def _print(self, text: str, style: str | None = None) -> None:
-        target = self._progress.console if self._progress is not None else self.console
-        target.print(text, markup=False, highlight=False, soft_wrap=True, style=style)
-
-    def problem(self, problem: DatasetProblem) -> None:
-        self._print(problem.render(), style="yellow")
-
-    def note(self, message: str) -> None:
-        self._print(message, style="dim")
-
-    def skipped(self, run: RunState, count: int) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, advance=count, description=self._means(run))
-
-    def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None:
-        for result in results.values():
-            if result.error is not None:
-                self._print(failure_line(item["id"], result), style="red")
-        if self.per_item:
-            self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in results.items()),
-                        style="dim")
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=self._means(run))
-
-    def finish(self, run: RunState, summary: EvalSummary | None) -> None:
-        if self._progress is not None:
-            if summary is not None:  # the estimate counted unreadable records too
-                done = run.done_items + run.resumed
-                self._progress.update(self._task, total=done, completed=done, description=self._means(run))
-            self._progress.stop()
-            self._progress = None
-
-
-def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
-    from rich.table import Table
-
-    table = Table("scorer", "scored", "not scorable", "failed", "mean", "min", "median", "max", "threshold",
-                  box=None, pad_edge=False)
-    for s in scorers.values():
-        if s.threshold is None:
-            limit = ""
-        else:
-            limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
-        table.add_row(s.scorer, str(s.scored), str(s.not_scorable),
-                      f"[red]{s.failed}[/red]" if s.failed else "0",
-                      _fmt(s.mean), _fmt(s.min), _fmt(s.median), _fmt(s.max), limit)
-    return table
-
-
-VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]below threshold[/red]",
-                "errors": "[red]errors[/red]"}
-
-
-def print_summary(summary: EvalSummary, console: Any) -> None:
-    console.print(summary_table(summary.scorers))
-    extra = ""
-    if summary.dataset_problems:
-        extra += f" · {summary.dataset_problems} dataset record(s) unreadable"
-    if summary.failed:
-        extra += f" · {summary.failed} failed result(s)"
-    if summary.items == 0:
-        extra += " · the dataset has no items"
-    console.print(f"verdict: {VERDICT_TEXT[summary.verdict]} (exit {summary.exit_code}) · {summary.items} item(s)"
-                  + (f", {summary.resumed} done earlier" if summary.resumed else "")
-                  + f" in {summary.seconds:.1f}s{extra}", soft_wrap=True)
-    where = [f"run {summary.run_id}"]
-    if summary.out:
-        where.append(f"out {summary.out}")
-    if summary.store:
-        where.append(f"store {summary.store}")
-    console.print("results: " + " · ".join(where), markup=False, highlight=False, soft_wrap=True)
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -259,7 +91,11 @@ def eval_cmd(
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold, 2 errors."""
-    from .evals import arun_evals
+    import asyncio
+
+    from .cli_report import ConsoleReporter, err_console, out_console, print_summary
+    from .datasets import DatasetError
+    from .evals import arun_evals, parse_thresholds
 
     names = list(scorer_args or []) + list(scorer_opts)
     db = _open_store(store)
@@ -303,16 +139,16 @@ def eval_cmd(
                 run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter, fields=field,
                 config={"cli": cli_config}))
         except KeyboardInterrupt:
-            _stderr().print("interrupted: every completed result is saved; run the same command with --resume "
+            err_console().print("interrupted: every completed result is saved; run the same command with --resume "
                             "to continue", markup=False)
             raise typer.Exit(EXIT_INTERRUPTED)
         except (ValueError, FileExistsError, DatasetError) as exc:
             fail(str(exc))
         if as_json:
-            print_summary(summary, _stderr())
+            print_summary(summary, err_console())
             sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
         else:
-            print_summary(summary, _stdout())
+            print_summary(summary, out_console())
         raise typer.Exit(summary.exit_code)
     finally:
         db.close()
@@ -328,12 +164,14 @@ def runs_cmd(
     """List stored eval runs, newest first."""
     from rich.table import Table
 
+    from .cli_report import err_console, out_console
+
     path = store or _default_store()
     if not Path(path).exists():
         if as_json:
             sys.stdout.write("[]\n")
         else:
-            _stderr().print(f"no runs yet (no store at {path})", markup=False)
+            err_console().print(f"no runs yet (no store at {path})", markup=False)
         return
     with _open_store(path) as db:
         runs = db.list_runs(limit)
@@ -347,7 +185,7 @@ def runs_cmd(
         table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["status"], r["verdict"] or "",
                       ", ".join(r["scorers"] or []), str(r["items"]), str(c["scored"]), str(c["not_scorable"]),
                       str(c["failed"]), r["out"] or "")
-    _stdout().print(table)
+    out_console().print(table)
 
 
 def _find_run(db: Any, run_id: str) -> dict[str, Any]:
@@ -376,6 +214,8 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
 def stored_summaries(db: Any, run: dict[str, Any]) -> dict[str, ScorerSummary]:
     """Per-scorer summaries recomputed from a run's stored results (so an interrupted run shows
     what it holds), with the run's thresholds."""
+    from .evals import ScorerStats, Threshold
+
     thresholds = {k: Threshold(v.get("min"), v.get("max"))
                   for k, v in ((run.get("config") or {}).get("thresholds") or {}).items()}
     stats: dict[str, ScorerStats] = {sid: ScorerStats(sid) for sid in run.get("scorers") or []}
@@ -393,6 +233,8 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the run as JSON on stdout."),
 ) -> None:
     """Show one stored run: its summary, failed items, and (with --results) every result."""
+    from .cli_report import out_console, summary_table
+
     path = store or _default_store()
     if not Path(path).exists():
         fail(f"no store at {path}")
@@ -409,7 +251,7 @@ def show_cmd(
         payload["scorersSummary"] = {sid: s.to_json_dict() for sid, s in summaries.items()}
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return
-    console = _stdout()
+    console = out_console()
     console.print(f"run {found['run_id']} · {found['status']}"
                   + (f" · verdict {found['verdict']}" if found["verdict"] else "")
                   + f" · started {found['created_at']} · {found['items']} item(s)", markup=False, soft_wrap=True)
@@ -425,37 +267,10 @@ def show_cmd(
                       f"{' '.join(str(error.get('message')).split())[:400]}", markup=False, soft_wrap=True)
 
 
-__all__ = ["ConsoleReporter", "eval_cmd", "runs_cmd", "show_cmd", "print_summary", "summary_table",
-           "EXIT_INTERRUPTED"]
+__all__ = ["eval_cmd", "runs_cmd", "show_cmd", "calibrate_cmd", "calibrations_cmd", "EXIT_INTERRUPTED"]
 
 
 # --- calibrate ----------------------------------------------------------------------------------
-
-
-def calibration_table(report: Any) -> Any:
-    """The figures of an `engine.calibration.Calibration` as a rich table."""
-    from rich.table import Table
-
-    table = Table("figure", "value", box=None, pad_edge=False)
-    table.add_row("items", f"{report.labelled} labelled · {report.scored} scored · {report.not_scorable} not "
-                  f"scorable · {report.failed} failed" + (f" · {report.left_out} left out" if report.left_out else ""))
-    table.add_row("used in the figures", str(report.used))
-    if report.kind == "binary":
-        table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
-        table.add_row(f"balanced accuracy (score ≥ {_fmt(report.threshold)})", _fmt(report.balanced_accuracy))
-        table.add_row(f"accuracy (score ≥ {_fmt(report.threshold)})", _fmt(report.accuracy))
-        c = report.confusion
-        if c:
-            table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
-        table.add_row("ROC AUC", _fmt(report.roc_auc))
-        if report.best_threshold is not None:
-            table.add_row(f"best threshold (fitted on this data) ≥ {_fmt(report.best_threshold)}",
-                          f"balanced accuracy {_fmt(report.best_balanced_accuracy)} · accuracy "
-                          f"{_fmt(report.best_accuracy)}")
-    else:
-        table.add_row("Spearman", _fmt(report.spearman))
-        table.add_row("Pearson", _fmt(report.pearson))
-    return table
 
 
 @app.command("calibrate")
@@ -490,7 +305,11 @@ def calibrate_cmd(
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
     items it disagrees with most, with the judge's reasons. Exit 0, or 2 on errors (failed items
     included: resume to retry them)."""
+    import asyncio
+
     from .calibration import acalibrate
+    from .cli_report import ConsoleReporter, calibration_table, err_console, fmt, out_console
+    from .datasets import DatasetError
 
     if not data.is_file():
         fail(f"--data {data}: no such file")
@@ -510,12 +329,12 @@ def calibrate_cmd(
                 config={"cli": {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()),
                                 "fields": field, "options": option, "model": model, "base_url": base_url}}))
         except KeyboardInterrupt:
-            _stderr().print("interrupted: every completed result is saved; run the same command with --out FILE "
+            err_console().print("interrupted: every completed result is saved; run the same command with --out FILE "
                             "--resume to continue", markup=False)
             raise typer.Exit(EXIT_INTERRUPTED)
         except (ValueError, FileExistsError, DatasetError) as exc:  # LabelError is a ValueError
             fail(str(exc))
-        console = _stderr() if as_json else _stdout()
+        console = err_console() if as_json else out_console()
         console.print(f"calibration of {report.scorer} · model {report.model or '—'} · spec {report.spec_hash or '—'}"
                       f" · run {report.run_id}", markup=False, highlight=False, soft_wrap=True)
         console.print(calibration_table(report))
@@ -525,7 +344,7 @@ def calibrate_cmd(
             console.print("largest disagreements:", markup=False)
             for d in report.disagreements:
                 reason = " ".join(str(d.reason or "").split())[:300]
-                console.print(f"  {d.id}: label {d.label!r}, score {_fmt(d.score)} — {reason}", markup=False,
+                console.print(f"  {d.id}: label {d.label!r}, score {fmt(d.score)} — {reason}", markup=False,
                               highlight=False, soft_wrap=True)
         if as_json:
             sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
@@ -545,6 +364,8 @@ def calibrations_cmd(
     judges side by side."""
     from rich.table import Table
 
+    from .cli_report import err_console, fmt, out_console
+
     db = _open_store(store)
     try:
         rows = db.calibrations(scorer)
@@ -554,13 +375,13 @@ def calibrations_cmd(
         sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
         return
     if not rows:
-        _stderr().print("no calibration stored" + (f" for {scorer}" if scorer else ""), markup=False)
+        err_console().print("no calibration stored" + (f" for {scorer}" if scorer else ""), markup=False)
         return
     table = Table("when", "run", "scorer", "spec", "model", "used", "balanced acc.", "ROC AUC", "Spearman",
                   box=None, pad_edge=False)
     for row in rows:
         f = row["figures"]
         table.add_row(row["created_at"][:19], row["run_id"], row["scorer"], (row["spec_hash"] or "—")[:12],
-                      row["model"] or "—", str(f.get("used")), _fmt(f.get("balancedAccuracy")), _fmt(f.get("rocAuc")),
-                      _fmt(f.get("spearman")))
-    _stdout().print(table)
+                      row["model"] or "—", str(f.get("used")), fmt(f.get("balancedAccuracy")), fmt(f.get("rocAuc")),
+                      fmt(f.get("spearman")))
+    out_console().print(table)

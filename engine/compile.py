@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
-import jsonschema
 from jinja2 import TemplateSyntaxError
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +22,7 @@ from . import functions
 from .catalog import prompt_dirs, resolve_spec
 from .errors import Problem, ProblemList, SpecError, did_you_mean
 from .expressions import Expression, Template
+from .schemas import OptionValidator, schema_error
 from .spec import PromptStage, RuleStage, Spec
 from .yamlload import load_yaml
 
@@ -72,7 +72,7 @@ class CompiledSpec:
     path: Path
     hash: str
     option_defaults: dict[str, Any]
-    option_validators: dict[str, Any]
+    option_validators: dict[str, OptionValidator]
     required: dict[str, Union[bool, Expression]]
     vars: list[tuple[str, Expression]]
     instructions: Template | None
@@ -270,9 +270,8 @@ class _Compiler:
             return node
 
         checked = walk(raw, ())
-        try:
-            jsonschema.Draft202012Validator.check_schema(checked)
-        except jsonschema.SchemaError as exc:
+        exc = schema_error(checked)
+        if exc is not None:
             where = key_path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.path)
             self.plist.add("invalid-schema", where, f"not a valid JSON Schema: {exc.message}")
         if checked.get("type") != "object":
@@ -378,25 +377,24 @@ def _compile(spec: Spec, path: Path, plist: ProblemList) -> CompiledSpec | None:
     validators: dict[str, Any] = {}
     for name, schema in spec.options.items():
         key = f"options.{name}"
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
+        exc = schema_error(schema)
+        if exc is not None:
             plist.add("option-schema", key, f"not a valid JSON Schema: {exc.message}")
             continue
         if "default" not in schema:
             plist.add("option-default", key, "an option needs a default", "add default: …")
             continue
-        validator = jsonschema.Draft202012Validator(schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(schema["default"]))
+        validator = OptionValidator(schema)
+        error = validator.error(schema["default"])
         if error is not None:
             hint = "quote it, or use true/false for a boolean" if f"{key}.default" in plist.positions and str(
                 schema["default"]).lower() in {"yes", "no", "on", "off"} else ""
-            plist.add("option-default", f"{key}.default", f"the default does not satisfy the option's schema: {error.message}", hint)
+            plist.add("option-default", f"{key}.default", f"the default does not satisfy the option's schema: {error}", hint)
         defaults[name] = schema["default"]
         validators[name] = validator
     if "scale" not in spec.options and spec.score.scale == "options.scale":
         defaults["scale"] = 1
-        validators["scale"] = jsonschema.Draft202012Validator({"type": "number", "exclusiveMinimum": 0})
+        validators["scale"] = OptionValidator({"type": "number", "exclusiveMinimum": 0})
     c.known_keys["options"] = set(spec.options) | set(defaults)
 
     names = {"run", "options"}

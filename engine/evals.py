@@ -306,7 +306,7 @@ class _LimitedJudge:
 
 
 class EvalReporter:
-    """Presentation hooks for a run; every method is a no-op here. `engine.cli_eval` has the
+    """Presentation hooks for a run; every method is a no-op here. `engine.cli_report` has the
     terminal one (progress bar, per-item lines, failures, the summary table)."""
 
     def start(self, run: "RunState") -> None: ...
@@ -468,7 +468,7 @@ async def arun_evals(
     if isinstance(progress, EvalReporter):
         reporter = progress
     elif progress:
-        from .cli_eval import ConsoleReporter
+        from .cli_report import ConsoleReporter
 
         reporter = ConsoleReporter(per_item=False)
     else:

@@ -20,7 +20,6 @@ from collections.abc import Generator, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-import jsonschema
 import jsonschema_rs
 
 from .compile import REASON_SCHEMA, CompiledSpec, CompiledStage, load_spec, resolve_schema
@@ -136,9 +135,9 @@ class Scorer:
             if validator is None:
                 hint = did_you_mean(name, self.compiled.option_validators)
                 raise OptionError(f"{self.id}: unknown option {name!r}" + (f" ({hint})" if hint else ""))
-            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            error = validator.error(value)
             if error is not None:
-                raise OptionError(f"{self.id}: option {name!r}: {error.message}")
+                raise OptionError(f"{self.id}: option {name!r}: {error}")
             merged[name] = value
         return merged
 

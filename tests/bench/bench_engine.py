@@ -1,8 +1,5 @@
-"""Engine benchmarks: spec load + compile, engine overhead per item, CLI cold start.
-
-Prints a markdown table. Not part of the test suite; run:
-
-    python tests/bench/bench_engine.py [--quick]
+"""Engine measurements for the suite (`tests/bench/run.py`): spec load + compile, engine
+overhead per item, whole-process timings (CLI cold start).
 
 - load + compile: every shipped spec compiled from its files (templates parsed, schemas
   checked, expressions compiled), median of several runs, in a fresh process each time;
@@ -13,13 +10,13 @@ Prints a markdown table. Not part of the test suite; run:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +43,7 @@ class InstantJudge:
         return JudgeAnswer(data, "", 1, Usage(calls=1))
 
 
+# Canned judge answers per LLM spec, by stage id (a new LLM spec needs an entry here).
 FAITHFULNESS = {
     "preprocess": {"claims": ["The tower is in Paris.", "It opened in 1889.", "It is 330 m tall."]},
     "analyze": {"verdicts": [{"verdict": v, "reason": "r"} for v in ("yes", "yes", "unsure")]},
@@ -61,9 +59,12 @@ ANSWER_SIMILARITY = {
     },
     "reason": {"reason": "Identical."},
 }
+ANSWERS = {"faithfulness": FAITHFULNESS, "answer_similarity": ANSWER_SIMILARITY}
 
 
 def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, int]:
+    """(µs per item over `n` items after a warm-up, judge calls per item) for a shipped spec;
+    `answers` None for a rule-only spec."""
     judge = InstantJudge(answers or {})
     scorer = load_scorer(scorer_id, judge=judge) if answers else load_scorer(scorer_id)
     item = dict(output="The tower is in Paris. It opened in 1889.", input="Tell me about the tower.",
@@ -74,6 +75,8 @@ def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, in
         for _ in range(n):
             await scorer.arun(**item)
 
+    first = scorer.run(**item)
+    assert first.error is None and first.score is not None, first.error
     if answers:
         asyncio.run(loop())  # warm-up (caches)
         judge.calls = 0
@@ -89,13 +92,35 @@ def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, in
     return elapsed / n * 1e6, judge.calls // n if answers else 0
 
 
-def whole_process_s(args: list[str], runs: int) -> float:
-    times = []
+def whole_process(args: list[str], runs: int) -> dict[str, float]:
+    """Run a command `runs` times from this checkout; the medians of its wall time (s) and peak
+    RSS (MiB, from the child's own rusage via os.wait4, as ``/usr/bin/time -v`` reports it).
+    Raises if the command fails."""
+    walls, peaks = [], []
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(args, check=True, capture_output=True, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        with tempfile.TemporaryFile() as err:
+            start = time.perf_counter()
+            proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            walls.append(time.perf_counter() - start)
+            if os.waitstatus_to_exitcode(status) != 0:
+                err.seek(0)
+                raise RuntimeError(f"{' '.join(args)} failed: {err.read().decode(errors='replace')[-500:]}")
+        peaks.append(usage.ru_maxrss / 1024)
+    return {"s": statistics.median(walls), "peak_mib": statistics.median(peaks)}
+
+
+def cli(*args: str) -> list[str]:
+    """This checkout's command line (the `scorespec` console script runs the same `main`)."""
+    return [sys.executable, "-m", "engine", *args]
+
+
+def load_compile_s(runs: int) -> tuple[float, int]:
+    """Median seconds to import the engine and compile every shipped spec, in a fresh process
+    each run; and the number of specs."""
+    loads = [json.loads(subprocess.run([sys.executable, "-c", LOAD_SNIPPET], check=True, capture_output=True,
+                                       text=True, cwd=ROOT).stdout) for _ in range(runs)]
+    return statistics.median(x["s"] for x in loads), loads[0]["n"]
 
 
 LOAD_SNIPPET = """
@@ -108,39 +133,3 @@ for f in files:
     compile_file(f)
 print(json.dumps({"n": len(files), "s": time.perf_counter() - t}))
 """
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    args = parser.parse_args()
-    n = 50 if args.quick else 2000
-    runs = 1 if args.quick else 7
-
-    loads = [json.loads(subprocess.run([sys.executable, "-c", LOAD_SNIPPET], check=True, capture_output=True,
-                                       text=True, cwd="/").stdout) for _ in range(runs)]
-    load_s = statistics.median(x["s"] for x in loads)
-
-    rows = [("load + compile all shipped specs (imports included)", f"{load_s * 1000:.0f} ms",
-             f"{loads[0]['n']} specs, median of {runs} fresh processes")]
-    for scorer_id, answers in (("faithfulness", FAITHFULNESS), ("answer_similarity", ANSWER_SIMILARITY),
-                               ("textual_difference", None)):
-        us, calls = per_item_us(scorer_id, answers, n)
-        note = f"{calls} judge stages, instant in-process judge" if answers else "rule stage, no judge"
-        rows.append((f"engine overhead per item: {scorer_id}", f"{us / 1000:.3f} ms", note))
-    exe = [sys.executable, "-m", "engine.cli"]
-    env_cmd = [os.path.join(os.path.dirname(sys.executable), "scorespec")]
-    base = env_cmd if Path(env_cmd[0]).exists() else exe
-    rows.append(("CLI cold start: scorespec --help", f"{whole_process_s(base + ['--help'], runs) * 1000:.0f} ms",
-                 f"median of {runs}"))
-    rows.append(("CLI cold start: scorespec validate", f"{whole_process_s(base + ['validate'], runs) * 1000:.0f} ms",
-                 f"median of {runs}"))
-
-    print("| measure | value | notes |")
-    print("|---|---:|---|")
-    for name, value, note in rows:
-        print(f"| {name} | {value} | {note} |")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,7 @@
 """Batch-evaluation throughput (issue 5): `run_evals` with faithfulness against a fake
 OpenAI-compatible server answering after 50 ms, and the peak memory of a large rule-only eval.
+Its functions serve the suite (`tests/bench/run.py`); run alone, it prints its own table, and
+with ``--profile 32`` where the CPU of a judge call goes:
 
     python tests/bench/bench_eval.py [--items 300] [--concurrency 1,8,32,128] [--rss-items 10000]
                                      [--profile 32]
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -28,7 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # this checkout's engine, also in the child processes
+    sys.path.insert(0, str(ROOT))
 
 LATENCY_S = 0.05
 
@@ -53,6 +61,18 @@ def serve() -> None:
     with FakeOpenAIServer(reply, latency_s=LATENCY_S) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
+
+
+@contextlib.contextmanager
+def fake_server() -> Iterator[str]:
+    """The fake server in a child process (this script, ``--serve``); yields its base URL."""
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
 
 
 def items(n: int) -> list[dict]:
@@ -197,19 +217,13 @@ def main() -> None:
         rss_child(args.rss_child, args.load_only)
         return
 
-    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        base_url = server.stdout.readline().strip()
-        rows = []
+    rows = []
+    with fake_server() as base_url:
         for c in (int(x) for x in args.concurrency.split(",")):
             n = args.items if c > 1 else max(20, args.items // 10)
             row = asyncio.run(one_level(base_url, n, c, profile=args.profile == c))
             rows.append(row)
             print(f"# c={c}: {row['items_s']:.1f} items/s", file=sys.stderr, flush=True)
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
 
     print(f"faithfulness, fake server at {LATENCY_S * 1000:.0f} ms/call, {rows[-1]['calls'] / rows[-1]['items']:.0f} calls/item, "
           f"{os.cpu_count()} CPU(s), Python {sys.version.split()[0]}\n")

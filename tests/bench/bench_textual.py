@@ -1,50 +1,28 @@
 #!/usr/bin/env python3
-"""Benchmark: scorespec's textual_difference vs difflib vs Mastra's JS scorer.
+"""Textual-difference measurements for the suite (`tests/bench/run.py`): scorespec's
+textual_difference vs `difflib.SequenceMatcher` vs the reference's JavaScript scorer.
 
-Not a pytest test. Run from anywhere:
+- scorespec: ``engine.functions.text.textual_difference`` (rapidfuzz Indel alignment: ratio,
+  changes, lengthDiff, confidence).
+- difflib: ``difflib.SequenceMatcher(None, a, b, autojunk=False)`` with ``ratio()`` +
+  ``get_opcodes()``. autojunk is off because with it every letter of a long English-like text
+  counts as "popular junk" and the ratio is meaningless. difflib's ratio is Ratcliff/Obershelp,
+  not a true LCS, so its ratio is slightly lower.
+- the reference: ``node bench_textual.mjs N CHARS SEED`` in ``../shared/anchors/mastra``
+  (installed once with ``npm ci`` into ``~/.cache/scorespec-bench/mastra``), i.e. the real
+  ``@mastra/evals`` scorer's ``.run()``, its pipeline overhead included.
 
-    python tests/bench/bench_textual.py            # full run (a few minutes)
-    python tests/bench/bench_textual.py --quick    # tiny sizes, no node (seconds)
-
-Columns:
-
-- scorespec: ``engine.functions.text.textual_difference`` (rapidfuzz Indel
-  alignment: ratio, changes, lengthDiff, confidence).
-- difflib: ``difflib.SequenceMatcher(None, a, b, autojunk=False)`` with
-  ``ratio()`` + ``get_opcodes()``. autojunk is off because with it every
-  letter of a long English-like text counts as "popular junk" and the ratio is
-  meaningless. difflib's ratio is Ratcliff/Obershelp, not a true LCS, so its
-  mean ratio is slightly lower.
-- mastra: ``node bench_textual.mjs N CHARS SEED`` from the reference folder
-  (``/work/shared/anchors/mastra``, override with ``--mastra-dir``), i.e. the
-  real ``@mastra/evals`` scorer's ``.run()`` (its pipeline overhead included;
-  the tiny-pair overhead is printed below the table). Installed once with
-  ``npm ci`` into ``~/.cache/scorespec-bench/mastra``. Skipped with a note if
-  node/npm are missing or with ``--quick`` / ``--no-node``.
-
-Pairs are the JS script's: a random word text of CHARS characters and a copy
-with ~10% of its words replaced, drawn from mulberry32(SEED), reimplemented
-here bit for bit so every column sees the same pairs (the "mean ratio" row
-checks it: scorespec and Mastra compute the same LCS ratio).
-
-Rows: pairs/s on CHARS-character pairs (one process, after a warm-up); time
-per pair and peak memory on one pair of LONG-character texts, each measured in
-a fresh subprocess (Python: ``resource.getrusage`` ru_maxrss; Node: its
-``process.resourceUsage().maxRSS``), shown as peak RSS and, in brackets, the
-increase over the same process's RSS before the comparison (Python) or over a
-10-character run (Node). Every figure is the median of ``--runs`` runs. The
-ratio columns are scorespec / reference (for pairs/s above 1 means scorespec
-is faster; for time and memory below 1 means scorespec is cheaper).
+Pairs are the JS script's: a random word text of CHARS characters and a copy with ~10% of its
+words replaced, drawn from mulberry32(SEED), reimplemented here bit for bit so every column sees
+the same pairs. Long pairs are timed in a fresh process each (this file run as a script), whose
+peak RSS (``ru_maxrss``) is reported.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import hashlib
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics
@@ -59,7 +37,8 @@ if str(REPO) not in sys.path:
 
 from engine.functions.text import textual_difference  # noqa: E402
 
-DEFAULT_MASTRA = Path("/work/shared/anchors/mastra")
+DEFAULT_MASTRA = REPO.parent / "shared" / "anchors" / "mastra"  # ../shared beside the clone
+MASTRA_FILES = ("package-lock.json", "lib.mjs", "bench_textual.mjs", "bench_runevals.mjs", "fake_openai_server.mjs")
 CACHE = Path.home() / ".cache" / "scorespec-bench" / "mastra"
 
 WORDS = ("the quick brown fox jumps over lazy dog while agents evaluate scores across many "
@@ -154,14 +133,15 @@ def child_long(impl: str, chars: int, seed: int, count: int) -> None:
 
 def long_pair(impl: str, chars: int, seed: int, count: int) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child-long", impl, str(chars), str(seed), str(count)],
+        [sys.executable, __file__, impl, str(chars), str(seed), str(count)],
         check=True, capture_output=True, text=True, timeout=1200)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # -- Mastra (node) ----------------------------------------------------------------
 def prepare_mastra(src: Path) -> tuple[Path | None, str]:
-    """Copy the reference folder to the cache and ``npm ci`` it once.
+    """Copy the reference folder to the cache, ``npm ci`` it once per package-lock.json, and
+    refresh its scripts on every call.
 
     Returns (folder, note); folder is None when node/npm or the sources are
     missing or the install fails.
@@ -169,30 +149,36 @@ def prepare_mastra(src: Path) -> tuple[Path | None, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         return None, "node/npm not found: Mastra column skipped"
-    if not (src / "bench_textual.mjs").exists():
-        return None, f"{src} has no bench_textual.mjs: Mastra column skipped"
-    digest = hashlib.sha256(
-        b"".join((src / f).read_bytes() for f in ("package-lock.json", "bench_textual.mjs", "lib.mjs"))
-    ).hexdigest()
+    missing = [f for f in MASTRA_FILES if not (src / f).exists()]
+    if missing:
+        return None, f"{src} lacks {', '.join(missing)}: Mastra column skipped"
+    digest = hashlib.sha256((src / "package-lock.json").read_bytes()).hexdigest()
     stamp = CACHE / ".scorespec-installed"
-    if stamp.exists() and stamp.read_text().strip() == digest and (CACHE / "node_modules").is_dir():
-        return CACHE, "cached install"
-    if CACHE.exists():
-        shutil.rmtree(CACHE)
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(src, CACHE)
-    for root, dirs, files in os.walk(CACHE):  # the source folder is read-only
-        for name in dirs + files:
-            p = Path(root) / name
-            p.chmod(p.stat().st_mode | 0o200)
-    CACHE.chmod(CACHE.stat().st_mode | 0o200)
-    print(f"npm ci in {CACHE} (once)...", file=sys.stderr, flush=True)
-    res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                         cwd=CACHE, capture_output=True, text=True, timeout=900)
-    if res.returncode != 0:
-        return None, f"npm ci failed ({res.returncode}): Mastra column skipped; {res.stderr.strip()[-300:]}"
-    stamp.write_text(digest)
-    return CACHE, "fresh install"
+    note = "cached install"
+    if not (stamp.exists() and stamp.read_text().strip() == digest and (CACHE / "node_modules").is_dir()):
+        if CACHE.exists():
+            shutil.rmtree(CACHE)
+        CACHE.mkdir(parents=True)
+        _copy_scripts(src)
+        print(f"npm ci in {CACHE} (once)...", file=sys.stderr, flush=True)
+        res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                             cwd=CACHE, capture_output=True, text=True, timeout=900)
+        if res.returncode != 0:
+            return None, f"npm ci failed ({res.returncode}): Mastra column skipped; {res.stderr.strip()[-300:]}"
+        stamp.write_text(digest)
+        note = "fresh install"
+    _copy_scripts(src)
+    return CACHE, note
+
+
+def _copy_scripts(src: Path) -> None:
+    """The reference folder's files (not node_modules) into the cache, writable (the source is
+    read-only)."""
+    for f in src.iterdir():
+        if f.is_file():
+            target = CACHE / f.name
+            target.write_bytes(f.read_bytes())
+            target.chmod(0o644)
 
 
 def node_bench(folder: Path, n: int, chars: int, seed: int) -> dict:
@@ -201,140 +187,5 @@ def node_bench(folder: Path, n: int, chars: int, seed: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-# -- table ------------------------------------------------------------------------
-def fmt(x: float | None, digits: int = 0) -> str:
-    if x is None:
-        return "—"
-    if digits == 0:
-        return f"{x:,.0f}"
-    return f"{x:,.{digits}f}"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    if a is None or b is None or b == 0:
-        return "—"
-    r = a / b
-    if r >= 100:
-        return f"{r:,.0f}×"
-    if r >= 0.1:
-        return f"{r:.3g}×"
-    return f"{r:.2g}× (1/{1 / r:,.0f})"
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, 2 runs, no node")
-    ap.add_argument("--runs", type=int, default=5, help="runs per measurement (median taken)")
-    ap.add_argument("--chars", type=int, default=500)
-    ap.add_argument("--long-chars", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--pairs", type=int, default=5000, help="pairs per run for scorespec")
-    ap.add_argument("--difflib-pairs", type=int, default=500)
-    ap.add_argument("--node-pairs", type=int, default=300)
-    ap.add_argument("--node-runs", type=int, default=3)
-    ap.add_argument("--no-node", action="store_true")
-    ap.add_argument("--mastra-dir", type=Path, default=DEFAULT_MASTRA)
-    ap.add_argument("--long-pairs", type=int, default=5, help="long pairs per scorespec subprocess")
-    ap.add_argument("--difflib-long-runs", type=int, default=3, help="difflib takes seconds per long pair")
-    ap.add_argument("--child-long", nargs=4, metavar=("IMPL", "CHARS", "SEED", "COUNT"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-
-    if args.child_long:
-        impl, chars, seed, count = args.child_long
-        child_long(impl, int(chars), int(seed), int(count))
-        return 0
-    if args.quick:
-        args.runs, args.chars, args.long_chars = 2, 100, 1000
-        args.pairs, args.difflib_pairs, args.long_pairs, args.no_node = 300, 50, 2, True
-
-    notes = []
-    pps: dict[str, list[float]] = {k: [] for k in ("scorespec", "difflib", "mastra")}
-    mean_ratio: dict[str, float] = {}
-    long_ms: dict[str, list[float]] = {k: [] for k in pps}
-    long_peak: dict[str, list[float]] = {k: [] for k in pps}
-    long_delta: dict[str, list[float]] = {k: [] for k in pps}
-
-    n_pairs = {"scorespec": args.pairs, "difflib": args.difflib_pairs}
-    pair_sets = {k: make_pairs(n, args.chars, args.seed) for k, n in n_pairs.items()}
-    for run in range(args.runs):
-        for impl in ("scorespec", "difflib"):
-            rate, mr = throughput(impl, pair_sets[impl])
-            pps[impl].append(rate)
-            mean_ratio[impl] = mr
-            if impl == "difflib" and run >= args.difflib_long_runs:
-                continue
-            count = args.long_pairs if impl == "scorespec" else 1
-            r = long_pair(impl, args.long_chars, args.seed + run * count, count)
-            long_ms[impl].append(r["ms"])
-            long_peak[impl].append(r["peak_mb"])
-            long_delta[impl].append(r["delta_mb"])
-
-    node_info = None
-    if args.no_node:
-        notes.append("Mastra column skipped (--quick/--no-node).")
-    else:
-        folder, note = prepare_mastra(args.mastra_dir)
-        if folder is None:
-            notes.append(note)
-        else:
-            base = node_bench(folder, 1, 10, args.seed)
-            for run in range(args.node_runs):
-                r = node_bench(folder, args.node_pairs, args.chars, args.seed)
-                pps["mastra"].append(r["pairsPerSec"])
-                mean_ratio["mastra"] = r["meanScore"]
-                node_info = r
-                r = node_bench(folder, 1, args.long_chars, args.seed + run)
-                long_ms["mastra"].append(r["msPerPair"])
-                long_peak["mastra"].append(r["peakRssMB"])
-                long_delta["mastra"].append(r["peakRssMB"] - base["peakRssMB"])
-            notes.append(
-                f"Mastra: node {node_info['node']}, {args.node_pairs} pairs/run, {args.node_runs} runs; "
-                f"its .run() pipeline alone costs {node_info['tinyPairOverheadMs']} ms/pair on a 2-character pair; "
-                f"its ratio is over UTF-16 units (same as code points here: ASCII).")
-
-    med = {k: (statistics.median(v) if v else None) for k, v in pps.items()}
-    ms = {k: (statistics.median(v) if v else None) for k, v in long_ms.items()}
-    peak = {k: (statistics.median(v) if v else None) for k, v in long_peak.items()}
-    delta = {k: (statistics.median(v) if v else None) for k, v in long_delta.items()}
-    # mean ratio of the first node_pairs pairs, for a like-for-like check with Mastra
-    k = min(args.node_pairs, args.pairs, args.difflib_pairs)
-    mr_prefix = statistics.fmean(run_scorespec(a, b) for a, b in pair_sets["scorespec"][:k])
-
-    def mem(impl: str) -> str:
-        if peak[impl] is None:
-            return "—"
-        return f"{peak[impl]:,.0f} (+{delta[impl]:,.1f})"
-
-    c, lc = args.chars, args.long_chars
-    rows = [
-        ("| measure | scorespec | difflib | Mastra (node) | scorespec / difflib | scorespec / Mastra |"),
-        ("|---|---:|---:|---:|---:|---:|"),
-        (f"| pairs/s, {c} chars | {fmt(med['scorespec'])} | {fmt(med['difflib'])} | {fmt(med['mastra'], 1)} "
-         f"| {ratio(med['scorespec'], med['difflib'])} | {ratio(med['scorespec'], med['mastra'])} |"),
-        (f"| ms per pair, {lc:,} chars | {fmt(ms['scorespec'], 2)} | {fmt(ms['difflib'], 1)} | {fmt(ms['mastra'], 0)} "
-         f"| {ratio(ms['scorespec'], ms['difflib'])} | {ratio(ms['scorespec'], ms['mastra'])} |"),
-        (f"| peak RSS MB (+ over baseline), {lc:,} chars | {mem('scorespec')} | {mem('difflib')} | {mem('mastra')} "
-         f"| {ratio(peak['scorespec'], peak['difflib'])} | {ratio(peak['scorespec'], peak['mastra'])} |"),
-        (f"| mean ratio, {c} chars (first {k} pairs) | {mr_prefix:.4f} | "
-         f"{statistics.fmean(run_difflib(a, b) for a, b in pair_sets['difflib'][:k]):.4f} | "
-         f"{fmt(mean_ratio.get('mastra'), 4)} | | |"),
-    ]
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    import rapidfuzz
-
-    print(f"## textual difference: scorespec vs difflib vs Mastra (seed {args.seed}, "
-          f"median of {args.runs} runs{', quick' if args.quick else ''})\n")
-    print("\n".join(rows))
-    print()
-    print(f"- Python {platform.python_version()}, rapidfuzz {rapidfuzz.__version__}, {os.cpu_count()} cores, "
-          f"load average {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} at the end.")
-    print(f"- Pairs/s: scorespec {args.pairs} pairs/run, difflib {args.difflib_pairs} pairs/run (same seed, "
-          f"the first pairs of one stream). Long pairs: a fresh subprocess per run, {args.long_pairs} pairs in each for "
-          f"scorespec (median), 1 for difflib ({min(args.runs, args.difflib_long_runs)} runs) and Mastra.")
-    for note in notes:
-        print(f"- {note}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the child process of `long_pair`: IMPL CHARS SEED COUNT
+    child_long(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

@@ -1,0 +1,207 @@
+"""Terminal output of the batch commands (``scorespec eval``, ``show``): rich consoles, the
+progress reporter, the summary table. Imported when a batch command runs, not at startup, since it
+needs the whole eval machinery (pydantic result models among it)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .datasets import DatasetProblem, Item
+from .evals import EvalReporter, EvalSummary, RunState, ScorerSummary
+from .result import ScoreResult
+
+
+def _console(stderr: bool) -> Any:
+    """A rich console; when not a terminal (CI logs, pipes), wide enough for the tables."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, highlight=False, width=160)
+    return console
+
+
+def err_console() -> Any:
+    """A rich console on stderr (progress, problems, failures)."""
+    return _console(True)
+
+
+def out_console() -> Any:
+    """A rich console on stdout (tables, summaries)."""
+    return _console(False)
+
+
+# --- terminal reporting -------------------------------------------------------------------------
+
+
+def fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "—"
+
+
+def _result_text(result: ScoreResult) -> str:
+    if result.error is not None:
+        return "failed"
+    if result.not_scorable is not None:
+        return "not scorable"
+    return fmt(result.score)
+
+
+def failure_line(item_id: Any, result: ScoreResult) -> str:
+    """``item 2: faithfulness failed at stage preprocess (transport): …`` — one line."""
+    e = result.error
+    assert e is not None
+    where = f" at stage {e.stage}" if e.stage else ""
+    message = " ".join(str(e.message).split())
+    return f"item {item_id}: {result.scorer} failed{where} ({e.kind}): {message[:400]}"
+
+
+class ConsoleReporter(EvalReporter):
+    """Progress on stderr: a rich bar with ETA and the running mean per scorer, one line per item
+    (unless `quiet`), and — always — dataset problems and one line per failed result."""
+
+    def __init__(self, *, quiet: bool = False, per_item: bool = True, console: Any = None):
+        self.quiet = quiet
+        self.per_item = per_item and not quiet
+        self.console = console or err_console()
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, run: RunState) -> None:
+        verb = "resuming run" if run.resuming else "run"
+        where = []
+        if run.out:
+            where.append(f"out {run.out}")
+        if run.store:
+            where.append(f"store {run.store}")
+        self.console.print(f"{verb} {run.run_id} · scorers {', '.join(run.scorer_ids)}"
+                           + (f" · {run.total} item(s)" if run.total is not None else "")
+                           + (" · " + " · ".join(where) if where else ""), markup=False, highlight=False,
+                           soft_wrap=True)
+        if self.quiet:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            SpinnerColumn(), BarColumn(), MofNCompleteColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            TimeElapsedColumn(), TextColumn("{task.description}"), console=self.console, transient=False,
+            refresh_per_second=4)
+        self._progress.start()
+        self._task = self._progress.add_task(self._means(run), total=run.total)
+
+    def _means(self, run: RunState) -> str:
+        parts = []
+        for sid in run.scorer_ids:
+            stats = run.stats[sid]
+            text = f"{sid} {fmt(stats.running_mean)}"
+            if stats.failed:
+                text += f" ({stats.failed} failed)"
+            parts.append(text)
+        return " · ".join(parts)
+
+    def _print(self, text: str, style: str | None = None) -> None:
+        target = self._progress.console if self._progress is not None else self.console
+        target.print(text, markup=False, highlight=False, soft_wrap=True, style=style)
+
+    def problem(self, problem: DatasetProblem) -> None:
+        self._print(problem.render(), style="yellow")
+
+    def note(self, message: str) -> None:
+        self._print(message, style="dim")
+
+    def skipped(self, run: RunState, count: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=count, description=self._means(run))
+
+    def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None:
+        for result in results.values():
+            if result.error is not None:
+                self._print(failure_line(item["id"], result), style="red")
+        if self.per_item:
+            self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in results.items()),
+                        style="dim")
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=self._means(run))
+
+    def finish(self, run: RunState, summary: EvalSummary | None) -> None:
+        if self._progress is not None:
+            if summary is not None:  # the estimate counted unreadable records too
+                done = run.done_items + run.resumed
+                self._progress.update(self._task, total=done, completed=done, description=self._means(run))
+            self._progress.stop()
+            self._progress = None
+
+
+def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
+    from rich.table import Table
+
+    table = Table("scorer", "scored", "not scorable", "failed", "mean", "min", "median", "max", "threshold",
+                  box=None, pad_edge=False)
+    for s in scorers.values():
+        if s.threshold is None:
+            limit = ""
+        else:
+            limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
+        table.add_row(s.scorer, str(s.scored), str(s.not_scorable),
+                      f"[red]{s.failed}[/red]" if s.failed else "0",
+                      fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max), limit)
+    return table
+
+
+VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]below threshold[/red]",
+                "errors": "[red]errors[/red]"}
+
+
+def print_summary(summary: EvalSummary, console: Any) -> None:
+    console.print(summary_table(summary.scorers))
+    extra = ""
+    if summary.dataset_problems:
+        extra += f" · {summary.dataset_problems} dataset record(s) unreadable"
+    if summary.failed:
+        extra += f" · {summary.failed} failed result(s)"
+    if summary.items == 0:
+        extra += " · the dataset has no items"
+    console.print(f"verdict: {VERDICT_TEXT[summary.verdict]} (exit {summary.exit_code}) · {summary.items} item(s)"
+                  + (f", {summary.resumed} done earlier" if summary.resumed else "")
+                  + f" in {summary.seconds:.1f}s{extra}", soft_wrap=True)
+    where = [f"run {summary.run_id}"]
+    if summary.out:
+        where.append(f"out {summary.out}")
+    if summary.store:
+        where.append(f"store {summary.store}")
+    console.print("results: " + " · ".join(where), markup=False, highlight=False, soft_wrap=True)
+
+
+def calibration_table(report: Any) -> Any:
+    """The figures of an `engine.calibration.Calibration` as a rich table."""
+    from rich.table import Table
+
+    table = Table("figure", "value", box=None, pad_edge=False)
+    table.add_row("items", f"{report.labelled} labelled · {report.scored} scored · {report.not_scorable} not "
+                  f"scorable · {report.failed} failed" + (f" · {report.left_out} left out" if report.left_out else ""))
+    table.add_row("used in the figures", str(report.used))
+    if report.kind == "binary":
+        table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
+        table.add_row(f"balanced accuracy (score ≥ {fmt(report.threshold)})", fmt(report.balanced_accuracy))
+        table.add_row(f"accuracy (score ≥ {fmt(report.threshold)})", fmt(report.accuracy))
+        c = report.confusion
+        if c:
+            table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
+        table.add_row("ROC AUC", fmt(report.roc_auc))
+        if report.best_threshold is not None:
+            table.add_row(f"best threshold (fitted on this data) ≥ {fmt(report.best_threshold)}",
+                          f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
+                          f"{fmt(report.best_accuracy)}")
+    else:
+        table.add_row("Spearman", fmt(report.spearman))
+        table.add_row("Pearson", fmt(report.pearson))
+    return table

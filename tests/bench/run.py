@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""The benchmark suite: scorespec side by side with the reference (Mastra's JavaScript scorers,
+`../shared/anchors/mastra` on Node 20) and Python's difflib, in one run, as one markdown table.
+
+    python tests/bench/run.py            # full run, about 5-8 minutes on 2 cores
+    python tests/bench/run.py --quick    # tiny sizes, a smoke run (about 30 s): figures mean nothing
+
+Speed claims count only as ratios measured here, side by side, in this one run. Every figure is
+a median of several runs (whole processes where a process is what is measured). Sections:
+
+1. textual difference: pairs/s at 500 characters; time and peak RSS for one 10,000-character
+   pair (a fresh process per run) — scorespec, the reference's scorer, `difflib.SequenceMatcher`.
+2. engine overhead per item: every shipped spec through `Scorer.arun` with an instant
+   in-process judge (LLM specs) or alone (rule specs): the interpreter's own cost.
+3. throughput: faithfulness through the real openai + instructor path against a fake
+   OpenAI-compatible server answering after 50 ms, beside the reference's `runEvals`
+   (`bench_runevals.mjs`, its own fake server at the same latency).
+4. judge calls per item, and client CPU per judge call (at the highest concurrency ≤ 32).
+5. spec load + compile of the whole catalogue and the CLI's cold start (`python -m engine`,
+   which is what the `scorespec` console script runs), whole processes.
+6. peak RSS of a rule-scorer eval (textual_difference, JSONL in and out, store on) at two
+   dataset sizes, and after loading only.
+
+The reference must be there: without node/npm or the anchors folder the suite fails and says
+why (it never prints a table without the reference column).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_engine  # noqa: E402  (puts this checkout's engine first on sys.path)
+import bench_eval  # noqa: E402
+import bench_textual  # noqa: E402
+
+from engine.catalog import builtin_specs_dir  # noqa: E402
+from engine.compile import compile_file  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Sizes:
+    runs: int  # repetitions of each measurement (medians)
+    chars: int  # textual: characters per pair for pairs/s
+    long_chars: int  # textual: characters of the long pair
+    pairs: int  # textual pairs per run: scorespec
+    difflib_pairs: int
+    node_pairs: int
+    difflib_long_runs: int  # difflib takes seconds per 10,000-character pair
+    overhead_items: int
+    levels: tuple[int, ...]  # throughput concurrency levels
+    items: int  # throughput items per level
+    items_c1: int  # at concurrency 1
+    ref_items: int  # the reference's items per run
+    ref_items_c1: int  # at concurrency 1
+    rss_items: tuple[int, int]  # two dataset sizes for the memory rows
+
+
+FULL = Sizes(runs=5, chars=500, long_chars=10_000, pairs=5000, difflib_pairs=300, node_pairs=300,
+             difflib_long_runs=3, overhead_items=2000, levels=(1, 8, 32, 128), items=300, items_c1=30, ref_items=96,
+             ref_items_c1=24, rss_items=(1_000, 10_000))
+QUICK = Sizes(runs=1, chars=500, long_chars=2_000, pairs=200, difflib_pairs=20, node_pairs=20,
+              difflib_long_runs=1, overhead_items=50, levels=(1, 8), items=16, items_c1=4, ref_items=8, ref_items_c1=8,
+              rss_items=(100, 1_000))
+
+
+def log(message: str) -> None:
+    print(f"# {message}", file=sys.stderr, flush=True)
+
+
+def median_of(runs: int, measure) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+# --- 1. textual difference ----------------------------------------------------------------------
+
+
+def textual(sz: Sizes, mastra: Path) -> dict:
+    seed = 1
+    out: dict = {}
+    for impl, n in (("scorespec", sz.pairs), ("difflib", sz.difflib_pairs)):
+        pairs = bench_textual.make_pairs(n, sz.chars, seed)
+        out[impl] = {"pps": median_of(sz.runs, lambda: bench_textual.throughput(impl, pairs)[0])}
+        long_runs = sz.runs if impl == "scorespec" else min(sz.runs, sz.difflib_long_runs)
+        longs = [bench_textual.long_pair(impl, sz.long_chars, seed + run, 1) for run in range(long_runs)]
+        out[impl]["ms"] = statistics.median(r["ms"] for r in longs)
+        out[impl]["peak_mb"] = statistics.median(r["peak_mb"] for r in longs)
+        log(f"textual {impl}: {out[impl]}")
+    node_runs = max(1, min(sz.runs, 3))
+    pps = [bench_textual.node_bench(mastra, sz.node_pairs, sz.chars, seed)["pairsPerSec"] for _ in range(node_runs)]
+    longs = [bench_textual.node_bench(mastra, 1, sz.long_chars, seed + run) for run in range(node_runs)]
+    out["reference"] = {"pps": statistics.median(pps), "ms": statistics.median(r["msPerPair"] for r in longs),
+                        "peak_mb": statistics.median(r["peakRssMB"] for r in longs)}
+    log(f"textual reference: {out['reference']}")
+    return out
+
+
+# --- 2 and 4. engine overhead, judge calls per item ---------------------------------------------
+
+
+def overhead(sz: Sizes) -> list[dict]:
+    rows = []
+    for path in sorted(builtin_specs_dir().glob("*.yaml")):
+        spec_id = path.stem
+        uses_judge = compile_file(path).uses_judge
+        if uses_judge and spec_id not in bench_engine.ANSWERS:
+            raise SystemExit(f"LLM spec {spec_id!r} has no canned judge answers: add them to "
+                             f"tests/bench/bench_engine.py ANSWERS")
+        answers = bench_engine.ANSWERS.get(spec_id) if uses_judge else None
+        runs = [bench_engine.per_item_us(spec_id, answers, sz.overhead_items) for _ in range(sz.runs)]
+        rows.append({"id": spec_id, "judge": uses_judge, "ms": statistics.median(us for us, _ in runs) / 1000,
+                     "calls": runs[0][1]})
+        log(f"overhead {rows[-1]}")
+    return rows
+
+
+# --- 3. throughput ------------------------------------------------------------------------------
+
+
+def throughput(sz: Sizes) -> dict[int, dict]:
+    out = {}
+    with bench_eval.fake_server() as base_url:
+        for c in sz.levels:
+            n = sz.items if c > 1 else sz.items_c1
+            runs = [asyncio.run(bench_eval.one_level(base_url, n, c)) for _ in range(sz.runs)]
+            out[c] = {key: statistics.median(r[key] for r in runs) for key in ("items_s", "share", "cpu_ms_call")}
+            out[c]["calls_item"] = runs[0]["calls"] / runs[0]["items"]
+            log(f"throughput c={c}: {out[c]}")
+    return out
+
+
+def reference_throughput(sz: Sizes, mastra: Path) -> dict[int, dict]:
+    """The reference's runEvals (workflow mode: a precomputed output, no target call), one node
+    process per level; a level where it fails is recorded with its error, not hidden."""
+    out = {}
+    for c in sz.levels:
+        n = sz.ref_items_c1 if c == 1 else sz.ref_items
+        result = Path(mastra) / "runevals.json"
+        result.unlink(missing_ok=True)
+        cmd = ["node", "bench_runevals.mjs", "--n", str(n), "--latency-ms", str(int(bench_eval.LATENCY_S * 1000)),
+               "--concurrency", str(c), "--repeats", str(min(sz.runs, 3)), "--modes", "workflow",
+               "--warmup", str(min(8, n)), "--json", str(result)]
+        for _attempt in range(2):  # under load its fake server may drop a reused connection: once more
+            done = subprocess.run(cmd, cwd=mastra, capture_output=True, text=True, timeout=900)
+            if done.returncode == 0:
+                break
+            log(f"reference runEvals c={c} failed: {done.stderr[-1500:]}")
+        if done.returncode != 0:
+            errors = [line.strip() for line in done.stderr.splitlines() if "Error" in line] or ["no message"]
+            out[c] = {"failed": errors[0].rsplit("]: ", 1)[-1][:80]}
+            continue
+        s = json.loads(result.read_text())["summary"][0]
+        if s["badScores"] or s["unmatchedReplies"]:
+            raise SystemExit(f"reference runEvals scored wrongly: {s}")
+        out[c] = {"items_s": s["itemsPerS_median"], "share": s["share_median"], "calls_item": s["judgeCallsPerItem"],
+                  "cpu_ms_call": s["cpuMsPerItem_median"] / s["judgeCallsPerItem"]}
+        log(f"reference runEvals c={c}: {out[c]}")
+    return out
+
+
+# --- 5. load + compile, cold start --------------------------------------------------------------
+
+
+def startup(sz: Sizes) -> dict:
+    runs = max(3, sz.runs * 2) if sz is FULL else 1
+    load_s, n_specs = bench_engine.load_compile_s(runs)
+    return {"load_s": load_s, "specs": n_specs, "runs": runs,
+            "python": bench_engine.whole_process([sys.executable, "-c", "pass"], runs)["s"],
+            "help": bench_engine.whole_process(bench_engine.cli("--help"), runs)["s"],
+            "validate": bench_engine.whole_process(bench_engine.cli("validate"), runs)["s"]}
+
+
+# --- 6. memory ----------------------------------------------------------------------------------
+
+
+def memory(sz: Sizes) -> dict:
+    small, large = sz.rss_items
+    return {"load": bench_eval.peak_rss_kib(large, load_only=True) / 1024,
+            small: bench_eval.peak_rss_kib(small) / 1024, large: bench_eval.peak_rss_kib(large) / 1024}
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def num(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def times(ratio: float) -> str:
+    return f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.1f}×"
+
+
+def target(text: str, met: bool) -> str:
+    return f"{text} {'✓' if met else '✗'}"
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = " ".join(line.split(":", 1)[1].split())
+                break
+        mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+        ram = f"{mem_kib / 1024 ** 2:.0f} GiB RAM"
+    except OSError:
+        ram = "RAM unknown"
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    return (f"{cpu}, {os.cpu_count()} cores, {ram}, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, Node {node.lstrip('v')}")
+
+
+def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict, mem: dict) -> list[str]:
+    s, r, d = tx["scorespec"], tx["reference"], tx["difflib"]
+    lc = f"{sz.long_chars:,}"
+    pps_ratio, ms_ratio = s["pps"] / r["pps"], r["ms"] / s["ms"]
+    rows = [
+        ("1", f"textual difference: pairs/s, {sz.chars} chars", num(s["pps"]), num(r["pps"], 1), num(d["pps"], 1),
+         f"{times(pps_ratio)} faster", target("≥ 40×", pps_ratio >= 40)),
+        ("1", f"textual difference: ms per pair, {lc} chars", num(s["ms"], 1), num(r["ms"]), num(d["ms"]),
+         f"{times(ms_ratio)} faster", target("≥ 300×", ms_ratio >= 300)),
+        ("1", f"textual difference: peak RSS MB, {lc} chars", num(s["peak_mb"]), num(r["peak_mb"]),
+         num(d["peak_mb"]), f"{times(r['peak_mb'] / s['peak_mb'])} less", target("≤ 100 MB", s["peak_mb"] <= 100)),
+    ]
+    for o in oh:
+        kind = f"{o['calls']} judge calls, instant judge" if o["judge"] else "rule spec"
+        rows.append(("2", f"engine overhead ms/item: {o['id']} ({kind})", num(o["ms"], 2), "—", "—", "",
+                     target("≤ 1 ms", o["ms"] <= 1) if o["judge"] else ""))
+    for c in sz.levels:
+        mine, ref = tp[c], ref_tp[c]
+        if "failed" in ref:
+            rows.append(("3", f"faithfulness items/s at concurrency {c} (share of ideal), 50 ms server",
+                         f"{mine['items_s']:.1f} ({mine['share']:.0%})", f"fails: {ref['failed']}", "—", "", ""))
+            continue
+        ratio = mine["items_s"] / ref["items_s"]
+        rows.append(("3", f"faithfulness items/s at concurrency {c} (share of ideal), 50 ms server",
+                     f"{mine['items_s']:.1f} ({mine['share']:.0%})", f"{ref['items_s']:.1f} ({ref['share']:.0%})", "—",
+                     f"{times(ratio)} faster", target("≥ 2×", ratio >= 2) if c == 32 else ""))
+    level = max(c for c in sz.levels if c <= 32 and "failed" not in ref_tp[c])
+    for o in oh:
+        if o["judge"]:
+            ref_calls = num(ref_tp[level]["calls_item"]) if o["id"] == "faithfulness" else "3 (issue 8)"
+            rows.append(("4", f"judge calls per item: {o['id']}", str(o["calls"]), ref_calls, "—", "", ""))
+    cpu_ratio = ref_tp[level]["cpu_ms_call"] / tp[level]["cpu_ms_call"]
+    rows.append(("4", f"client CPU ms per judge call (faithfulness, concurrency {level})",
+                 num(tp[level]["cpu_ms_call"], 1), num(ref_tp[level]["cpu_ms_call"], 1), "—",
+                 f"{times(cpu_ratio)} less", ""))
+    rows += [
+        ("5", f"load + compile all {st['specs']} shipped specs, imports included (ms)", num(st["load_s"] * 1000),
+         "—", "—", "", target("< 1 s", st["load_s"] < 1)),
+        ("5", "CLI cold start: `scorespec --help` (ms)", num(st["help"] * 1000), "—", "—", "",
+         target("< 1 s", st["help"] < 1)),
+        ("5", "CLI cold start: `scorespec validate`, whole catalogue (ms)", num(st["validate"] * 1000), "—", "—", "",
+         target("< 1 s", st["validate"] < 1)),
+    ]
+    small, large = sz.rss_items
+    growth = mem[large] - mem[small]
+    rows += [
+        ("6", "peak RSS MiB: rule-scorer eval, after loading only", num(mem["load"]), "—", "—", "", ""),
+        ("6", f"peak RSS MiB: rule-scorer eval of {small:,} items", num(mem[small]), "—", "—", "", ""),
+        ("6", f"peak RSS MiB: rule-scorer eval of {large:,} items", num(mem[large]), "—", "—", "",
+         target(f"flat: {growth:+.0f} MiB over {small:,} items", growth <= 10)),
+    ]
+    lines = ["| # | measure | scorespec | reference (Mastra, Node) | Python alternative (difflib) "
+             "| scorespec vs reference | target |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run, figures mean nothing")
+    parser.add_argument("--mastra-dir", type=Path, default=bench_textual.DEFAULT_MASTRA,
+                        help="the reference folder (default: ../shared/anchors/mastra beside this clone)")
+    args = parser.parse_args(argv)
+    sz = QUICK if args.quick else FULL
+
+    mastra, note = bench_textual.prepare_mastra(args.mastra_dir)
+    if mastra is None:
+        print(f"error: the reference is needed for a side-by-side run and is not usable: {note}", file=sys.stderr)
+        return 2
+    load_start, started = os.getloadavg()[0], time.perf_counter()
+    tx = textual(sz, mastra)
+    oh = overhead(sz)
+    tp = throughput(sz)
+    ref_tp = reference_throughput(sz, mastra)
+    st = startup(sz)
+    mem = memory(sz)
+    minutes = (time.perf_counter() - started) / 60
+
+    print(f"Machine: {machine()}. Load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
+          f"{minutes:.1f} min{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
+    print("\n".join(table(sz, tx, oh, tp, ref_tp, st, mem)))
+    print(f"\nMedians of {sz.runs} run(s). Textual pairs: {sz.pairs:,} (scorespec), {sz.difflib_pairs:,} (difflib), "
+          f"{sz.node_pairs:,} (reference) per run; the {sz.long_chars:,}-character pair in a fresh process per run "
+          f"({min(sz.runs, sz.difflib_long_runs)} run(s) for difflib). Throughput: {sz.items} items per level "
+          f"(the reference {sz.ref_items}; fewer at concurrency 1). Cold start: `python -m engine` from this "
+          f"checkout; a bare `python -c pass` takes {st['python'] * 1000:.0f} ms here. Memory: VmHWM of a child "
+          f"process. The reference's answer-similarity call count is from issue 8, not measured.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Smoke run of the benchmark suite: `tests/bench/run.py --quick` runs end to end, beside the
+reference (Mastra on Node, from ../shared/anchors/mastra: the run fails, not skips, without it),
+and prints the one table with every section's rows. No speed is asserted here; the figures of a
+quick run mean nothing."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPECTED_MEASURES = [
+    "textual difference: pairs/s, 500 chars",
+    "textual difference: ms per pair, 2,000 chars",
+    "textual difference: peak RSS MB, 2,000 chars",
+    "engine overhead ms/item: answer_similarity (3 judge calls, instant judge)",
+    "engine overhead ms/item: faithfulness (2 judge calls, instant judge)",
+    "engine overhead ms/item: textual_difference (rule spec)",
+    "faithfulness items/s at concurrency 1 (share of ideal), 50 ms server",
+    "faithfulness items/s at concurrency 8 (share of ideal), 50 ms server",
+    "judge calls per item: answer_similarity",
+    "judge calls per item: faithfulness",
+    "client CPU ms per judge call (faithfulness, concurrency 8)",
+    "load + compile all 3 shipped specs, imports included (ms)",
+    "CLI cold start: `scorespec --help` (ms)",
+    "CLI cold start: `scorespec validate`, whole catalogue (ms)",
+    "peak RSS MiB: rule-scorer eval, after loading only",
+    "peak RSS MiB: rule-scorer eval of 100 items",
+    "peak RSS MiB: rule-scorer eval of 1,000 items",
+]
+NUMBER = re.compile(r"^[\d,]+(\.\d+)?( \(\d+%\))?$")
+
+
+@pytest.mark.slow
+def test_quick_bench_prints_the_whole_table_beside_the_reference():
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "run.py"), "--quick"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+    assert re.match(r"Machine: .+, \d+ cores, \d+ GiB RAM, .+, Python 3\.\d+\.\d+, Node 20\.", done.stdout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    header, _rule, *rows = lines
+    assert header.split(" | ")[1:4] == ["measure", "scorespec", "reference (Mastra, Node)"]
+    cells = {row.strip("| ").split(" | ")[1]: row.strip("| ").split(" | ") for row in rows}
+    assert list(cells) == EXPECTED_MEASURES
+    for measure, row in cells.items():
+        assert NUMBER.match(row[2]), (measure, row)  # every row has a scorespec figure
+    for measure in EXPECTED_MEASURES[:3] + EXPECTED_MEASURES[6:8]:  # measured beside the reference
+        assert NUMBER.match(cells[measure][3]), (measure, cells[measure])
+        assert cells[measure][5].endswith(("faster", "less")), cells[measure]
+    assert cells["judge calls per item: faithfulness"][2:4] == ["2", "3"]
+    assert cells["judge calls per item: answer_similarity"][2:4] == ["3", "3 (issue 8)"]
