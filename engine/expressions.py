@@ -141,17 +141,34 @@ class _Environment(ImmutableSandboxedEnvironment):
 _SIZED_FILTERS = ("center", "indent", "batch", "slice", "tojson", "format", "replace", "wordwrap", "truncate")
 
 
-@lru_cache(maxsize=1)
-def environment() -> ImmutableSandboxedEnvironment:
+DATA_DELIMITERS = re.compile(r"<{3,}|>{3,}")
+
+
+def neutralise_delimiters(value: Any) -> str:
+    """`value` as text with every run of three or more ``<`` or ``>`` spaced out (``>>>`` →
+    ``> > >``), so it cannot open or close a prompt's ``<<<`` … ``>>>`` data block."""
+    text = value if isinstance(value, str) else str(value)
+    return DATA_DELIMITERS.sub(lambda m: " ".join(m.group()), text) if ("<<<" in text or ">>>" in text) else text
+
+
+@lru_cache(maxsize=2)
+def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)` and
     `num(places=4)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
-    `namespace`; not `lipsum`, `cycler`, `joiner`)."""
+    `namespace`; not `lipsum`, `cycler`, `joiner`).
+
+    `prompt=True` gives the environment of prompt files (what the judge reads): the same, plus
+    every ``{{ … }}`` value passes through `neutralise_delimiters`. A prompt wraps untrusted
+    text as ``<<<\n{{ run.output }}\n>>>``; an output containing ``>>>`` would otherwise end
+    the data block early and put the rest of it where instructions go. The template's own
+    literal text is left as written, so its delimiters stay the only real ones."""
     env = _Environment(
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=neutralise_delimiters if prompt else None,
     )
     for name in _SIZED_FILTERS:
         env.filters[name] = _bounded(name, env.filters[name])
@@ -204,12 +221,12 @@ class Expression:
 
 class Template:
     """A compiled template. `names` are the free variables it reads; `attrs` as for
-    `Expression`."""
+    `Expression`. `prompt=True` for text the judge reads (see `environment`)."""
 
     __slots__ = ("source", "names", "attrs", "_template", "file")
 
-    def __init__(self, source: str, file: str = "<template>"):
-        env = environment()
+    def __init__(self, source: str, file: str = "<template>", *, prompt: bool = False):
+        env = environment(prompt)
         self.source = source
         self.file = file
         ast = env.parse(source, filename=file)
@@ -309,4 +326,4 @@ def _constant(node: nodes.Node) -> Any:
     return _UNKNOWN
 
 
-__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment"]
+__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment", "neutralise_delimiters"]
