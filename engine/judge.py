@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from .errors import ScorerRunError
 from .result import Usage
+from .window import WindowCheck, resolve_window
 
 # instructor logs every failed attempt at ERROR level; the engine reports failures itself
 logging.getLogger("instructor").addHandler(logging.NullHandler())
@@ -204,8 +205,10 @@ class InstructorJudge:
     """
 
     def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None,
-                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None):
+                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
+                 window: WindowCheck | None = None):
         self.client = client
+        self.window = window  # refuses prompts that cannot fit the model (engine.window)
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
@@ -259,6 +262,11 @@ class InstructorJudge:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
         from instructor.core.hooks import Hooks
 
+        if self.window is not None and self.window.window:
+            if self.window.count is not None:  # an exact count runs the model's tokenizer: off the loop
+                await asyncio.to_thread(self.window.check, call.stage, call.messages, call.max_tokens)
+            else:
+                self.window.check(call.stage, call.messages, call.max_tokens)
         response_model = _response_model(json.dumps(call.schema, sort_keys=True), call.stage)
         usage = Usage()
         transport_retries = 0
@@ -392,6 +400,7 @@ def make_judge(
     mode: str | None = None,
     timeout_s: float = 120.0,
     retry: RetryPolicy | None = None,
+    context_window: int | None = None,
 ) -> Judge:
     """Build the judge for a model string.
 
@@ -400,12 +409,14 @@ def make_judge(
     providers go through `instructor.from_provider`. `local`, `local-tiny`, ``llamacpp/PATH``
     use the embedded llama.cpp judge. `mode` (or ``SCORESPEC_MODE``) overrides instructor's
     structured-output mode, e.g. ``json_schema`` or ``md_json`` for servers without tool calls.
-    Raises `ValueError` for a malformed model string.
+    `context_window` (tokens; 0 = no check) bounds prompt + answer, see `engine.window`.
+    Raises `ValueError` for a malformed model string or window.
     """
     if model in LOCAL_PREFIXES or model.startswith("llamacpp/"):
         from .local_judge import make_local_judge
 
-        return make_local_judge(model, retry=retry, mode=mode)
+        return make_local_judge(model, retry=retry, mode=mode, context_window=context_window)
+    window = WindowCheck(resolve_window(model, context_window), model)
     if "/" not in model:
         raise ValueError(
             f"model {model!r} is not 'provider/model' (e.g. openai/gpt-4o-mini), 'local' or 'local-tiny'"
@@ -447,5 +458,6 @@ def make_judge(
         def build() -> Any:
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
-        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build)
-    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build)
+        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build, window=window)
+    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build,
+                           window=window)
