@@ -37,6 +37,47 @@ from .window import WindowCheck, resolve_window
 # instructor logs every failed attempt at ERROR level; the engine reports failures itself
 logging.getLogger("instructor").addHandler(logging.NullHandler())
 
+# Every API key given to a judge in this process. Libraries log what servers answer (instructor
+# logs each failed attempt with the error body, which a server may fill with the request's
+# headers): log records are redacted as they are made, whichever logger makes them.
+_SECRETS: set[str] = set()
+_FACTORY_INSTALLED = False
+
+
+def _register_secrets(secrets: tuple[str, ...]) -> None:
+    global _FACTORY_INSTALLED
+    _SECRETS.update(secrets)
+    if secrets and not _FACTORY_INSTALLED:
+        _FACTORY_INSTALLED = True
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+
+
+def _redact_text(text: str) -> str:
+    for secret in tuple(_SECRETS):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    """Replace any registered API key in the record's message and traceback text."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed log call: leave it to logging's own error handling
+        return
+    redacted = _redact_text(message)
+    if redacted != message:
+        record.msg, record.args = redacted, None
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        record.exc_text = _redact_text(logging.Formatter().formatException(record.exc_info))
+
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")
 
@@ -175,10 +216,12 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, redact: Callable[[str], str] = lambda t: t) -> str:
+    """The exception in one line of at most 300 characters of its text, redacted first (so
+    truncation cannot leave half an API key behind)."""
     status = getattr(exc, "status_code", None)
     text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-    return f"{text}: {str(exc)[:300]}"
+    return f"{text}: {redact(str(exc))[:300]}"
 
 
 @dataclass
@@ -214,8 +257,9 @@ class InstructorJudge:
         self.model = model
         self.model_name = model_name
         self.retry = retry or RetryPolicy()
-        # API keys: never echoed in error messages or raw answers (a server may quote them)
+        # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
         self._secrets = tuple(s for s in secrets if s and len(s) >= 6)
+        _register_secrets(self._secrets)
 
     def _client(self) -> Any:
         """The client for the running event loop. An async HTTP client's pooled connections
@@ -240,6 +284,9 @@ class InstructorJudge:
                 await http.close()
             except Exception:  # closing is best effort; the loop is ending anyway
                 pass
+
+    def __repr__(self) -> str:
+        return f"InstructorJudge(model={self.model!r}, window={self.window!r})"
 
     def _redact(self, text: str | None) -> str | None:
         if text:
@@ -309,13 +356,13 @@ class InstructorJudge:
                         transport_retries += 1
                         continue
                     raise self._failure(ScorerRunError(
-                        "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause)}",
+                        "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause, self._redact)}",
                         stage=call.stage, attempts=attempts_total,
                     ), usage, transport_retries) from None
                 last_raw = _raw(getattr(exc, "last_completion", None))
                 raise self._failure(ScorerRunError(
                     "judge",
-                    f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause)}",
+                    f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause, self._redact)}",
                     stage=call.stage, raw_answer=last_raw, attempts=attempts_total,
                 ), usage, transport_retries, max(calls[0], 1) - 1) from None
             except Exception as exc:  # transport errors raised before instructor wrapped them
@@ -326,7 +373,7 @@ class InstructorJudge:
                     transport_retries += 1
                     continue
                 kind = "transport" if _is_transport(exc) else "judge"
-                raise self._failure(ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total),
+                raise self._failure(ScorerRunError(kind, _describe(exc, self._redact), stage=call.stage, attempts=attempts_total),
                                     usage, transport_retries) from None
             finally:
                 _CALL_VALIDATE.reset(token)
@@ -362,9 +409,9 @@ def _raw(completion: Any) -> str | None:
     return message.content
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException, redact: Callable[[str], str] = lambda t: t) -> str:
     """A validation failure in one line, without pydantic's wrapper text around our message."""
-    text = str(exc).strip().splitlines()
+    text = redact(str(exc)).strip().splitlines()
     kept = [line for line in text if "errors.pydantic.dev" not in line and not _WRAPPER.match(line)]
     joined = " ".join(s.strip() for s in kept)
     joined = re.sub(r"^Value error, ", "", joined)
