@@ -131,10 +131,13 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         """Calls of text/list methods (``'x'.ljust(n)``, ``'x'.zfill(n)``) get the size limit too."""
-        if isinstance(getattr(__obj, "__self__", None), (str, list, tuple)):
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, (str, list, tuple)):
             for number in (*args, *kwargs.values()):
                 if _is_int(number) and number > MAX_SIZE:
                     raise _too_big(f".{getattr(__obj, '__name__', 'method')}({number})", number)
+            if isinstance(owner, str) and getattr(__obj, "__name__", "") == "replace":
+                _bounded("replace", lambda *a, **k: None)(owner, *args, **kwargs)
         return super().call(__context, __obj, *args, **kwargs)
 
 

