@@ -222,7 +222,7 @@ class _Compiler:
             return None
         self.templates[name] = source
         try:
-            compiled = Template(source, str(found))
+            compiled = Template(source, str(found), prompt=True)
         except TemplateSyntaxError as exc:
             self.plist.problems.append(
                 Problem("template-syntax", f"cannot parse template: {exc.message}", str(found), exc.lineno or 1, 1,

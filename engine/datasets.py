@@ -16,8 +16,10 @@ Every source becomes a stream of *items*, plain dicts with the run fields a scor
 Reading streams: items are yielded one at a time and never all held in memory. A malformed
 record (bad JSON, invalid UTF-8, a CSV row with the wrong number of cells, a duplicate id) is
 reported as a `DatasetProblem` (``FILE:LINE: message``) to the `on_problem` callback and
-skipped; the rest still loads. NUL bytes and other control characters inside strings are
-ordinary text.
+skipped; the rest still loads. So is a record nested deeper than `MAX_DEPTH` levels (JSON
+arrays and objects inside each other): no run field needs more, and deeper values would
+exhaust the recursion limit wherever they are later walked. NUL bytes and other control
+characters inside strings are ordinary text.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ MAPPABLE = ("id",) + RUN_FIELDS
 ALIASES = {"ground_truth": ("groundTruth",)}
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 CSV_SUFFIXES = (".csv", ".tsv")
+MAX_DEPTH = 100  # nesting levels of arrays/objects in one record
 
 Item = dict[str, Any]
 
@@ -216,10 +219,33 @@ def _read_jsonl(path: Path, name: str, fields: Mapping[str, str], report: OnProb
             except ValueError as exc:
                 report(DatasetProblem(name, number, str(exc)))
                 continue
+            except RecursionError:
+                report(DatasetProblem(name, number, _TOO_DEEP))
+                continue
             if not isinstance(record, dict):
                 report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
                 continue
+            if _too_deep(record):
+                report(DatasetProblem(name, number, _TOO_DEEP))
+                continue
             yield number, to_item(record, number, fields)
+
+
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep; skipped"
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether arrays/objects in `value` nest more than `limit` levels (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _json_type(value: Any) -> str:
@@ -282,9 +308,16 @@ def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
             report(DatasetProblem(name, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno}); "
                                   "the rest of the array was not read"))
             return
+        except RecursionError:
+            report(DatasetProblem(name, line_at(start), f"nested more than {MAX_DEPTH} levels deep; "
+                                  "the rest of the array was not read"))
+            return
         number = line_at(start)
         if not isinstance(record, dict):
             report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
+            continue
+        if _too_deep(record):
+            report(DatasetProblem(name, number, _TOO_DEEP))
             continue
         yield number, to_item(record, number, fields)
 
@@ -430,6 +463,9 @@ def _from_records(records: Iterable[Any], fields: Mapping[str, str],
     for number, record in enumerate(records, start=1):
         if not isinstance(record, Mapping):
             report(DatasetProblem("<data>", number, f"expected a dict, got {type(record).__name__}"))
+            continue
+        if _too_deep(dict(record)):
+            report(DatasetProblem("<data>", number, _TOO_DEEP))
             continue
         yield number, to_item(record, number, fields)
 

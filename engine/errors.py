@@ -64,7 +64,8 @@ class ScorerRunError(Exception):
     never a partial score), ``check`` (a stage check never passed), ``transport`` (the provider
     could not be reached after retries), ``expression`` (an expression raised), ``formula`` (NaN, infinite or
     out-of-range score), ``function`` (a rule function raised), ``target`` (the system under test
-    raised), ``context_window`` (a prompt cannot fit the model).
+    raised), ``prompt_too_long`` (a prompt cannot fit the model's context window; no call was
+    made, see `engine.window`).
     """
 
     def __init__(

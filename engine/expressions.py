@@ -1,22 +1,45 @@
 """One small language for templates and rules: Jinja, sandboxed, with strict undefined.
 
 Templates (prompt files, reason texts) and expressions (`when`, checks, `let`, formulas, rule
-arguments) are compiled once, at load, in one `SandboxedEnvironment(undefined=StrictUndefined)`:
-a misspelled name raises instead of rendering empty, and attribute walks such as
-``__class__`` or ``__globals__`` are refused (at load when written literally, by the sandbox
+arguments) are compiled once, at load, in one `ImmutableSandboxedEnvironment(undefined=
+StrictUndefined)`: a misspelled name raises instead of rendering empty, and attribute walks such
+as ``__class__`` or ``__globals__`` are refused (at load when written literally, by the sandbox
 otherwise). Untrusted text only ever enters as variable values, never as template source.
+
+What the sandbox adds to Jinja's own (`_reject_unsafe` at load, `_Environment` at run time):
+
+- no attribute or key starting with ``_`` (dunders, name-mangled privates), nor ``mro`` and
+  frame attributes; ``|attr('_…')``; no ``str.format`` / ``format_map`` (format strings reach
+  attributes: ``'{0.__class__}'.format(x)``) — the ``format`` filter (printf style) remains;
+- data cannot be changed in place (``run.context.append(…)``, ``options.update(…)``): the
+  immutable sandbox, so one item cannot alter the options the next item sees;
+- no ``lipsum``, ``cycler`` or ``joiner`` globals; ``range`` is limited to 100,000 numbers;
+- sizes are bounded: ``*`` may not build a text or list longer than `MAX_SIZE`, ``**`` not an
+  integer of more than `MAX_POWER_BITS` bits, and the filters that grow text from a number
+  (``center``, ``indent``, ``batch``, ``slice``, ``tojson``, ``format``, ``replace``) refuse
+  to produce more than `MAX_SIZE`. Written with constants (``range(10**9)``, ``'a' * 10**9``)
+  this is an error at load; from data, the item fails (kind ``expression``).
+
+Loops are not time-limited: a spec is reviewed configuration, and these limits stop the
+one-line blow-ups, not an author who nests loops on purpose.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 from jinja2.utils import consume
+
+MAX_SIZE = 1_000_000  # characters or items one operation may build (a 1 MB output still fits)
+MAX_POWER_BITS = 100_000  # bits of an integer `**` may build (about 30,000 digits)
+MAX_PLACES = 20  # decimals `num` may show
 
 
 def _lower_trim(value: Any) -> Any:
@@ -34,7 +57,9 @@ def _get(item: Any, attribute: str) -> Any:
 
 
 def _num(value: Any, places: int = 4) -> str:
-    """A number for people: at most `places` decimals, no trailing zeros (10.0 → "10")."""
+    """A number for people: at most `places` decimals (0 to 20), no trailing zeros (10.0 → "10")."""
+    if not isinstance(places, int) or not 0 <= places <= MAX_PLACES:
+        raise ValueError(f"num: places must be an integer from 0 to {MAX_PLACES}, not {places!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     text = f"{value:.{places}f}".rstrip("0").rstrip(".")
@@ -45,19 +70,115 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-@lru_cache(maxsize=1)
-def environment() -> SandboxedEnvironment:
+def _too_big(what: str, size: int, limit: int = MAX_SIZE) -> OverflowError:
+    return OverflowError(f"{what} would build {size:,} characters or items, more than the limit of {limit:,}")
+
+
+def _check_binop(op: str, left: Any, right: Any) -> None:
+    """Raise `OverflowError` when ``left op right`` would build something too large."""
+    if op == "**":
+        if _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
+            bits = abs(left).bit_length() * right
+            if bits > MAX_POWER_BITS:
+                raise OverflowError(f"'**' would build an integer of about {bits:,} bits, more than the limit of "
+                                    f"{MAX_POWER_BITS:,}")
+    elif op == "*":
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and _is_int(times) and len(seq) * times > MAX_SIZE:
+                raise _too_big("'*'", len(seq) * times)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_PRINTF_SIZES = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _bounded(name: str, fn: Any) -> Any:
+    """`fn` (a Jinja filter) refusing to build more than `MAX_SIZE`: numeric arguments (widths,
+    counts) above it, printf widths above it, `replace` results above it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = [a for a in args if not hasattr(a, "environment")]  # skip an eval context
+        for number in [*values[1:], *kwargs.values()]:
+            if _is_int(number) and number > MAX_SIZE:
+                raise _too_big(f"|{name}({number})", number)
+        if name == "format" and values and isinstance(values[0], str):
+            for match in _PRINTF_SIZES.finditer(values[0]):
+                for size in match.groups():
+                    if size == "*" or (size and int(size) > MAX_SIZE):
+                        raise _too_big(f"|format width {size!r}", MAX_SIZE + 1)
+        if name == "replace" and len(values) >= 3 and all(isinstance(v, str) for v in values[:3]):
+            text, old, new = values[:3]
+            grown = len(text) + (text.count(old) if old else len(text) + 1) * (len(new) - len(old))
+            if grown > MAX_SIZE:
+                raise _too_big("|replace", grown)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox with `*` and `**` checked (see the module docstring)."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
+        _check_binop(op, left, right)
+        return super().call_binop(context, op, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        """Calls of text/list methods (``'x'.ljust(n)``, ``'x'.zfill(n)``) get the size limit too."""
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, (str, list, tuple)):
+            for number in (*args, *kwargs.values()):
+                if _is_int(number) and number > MAX_SIZE:
+                    raise _too_big(f".{getattr(__obj, '__name__', 'method')}({number})", number)
+            if isinstance(owner, str) and getattr(__obj, "__name__", "") == "replace":
+                _bounded("replace", lambda *a, **k: None)(owner, *args, **kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+_SIZED_FILTERS = ("center", "indent", "batch", "slice", "tojson", "format", "replace", "wordwrap", "truncate")
+
+
+DATA_DELIMITERS = re.compile(r"<{3,}|>{3,}")
+
+
+def neutralise_delimiters(value: Any) -> str:
+    """`value` as text with every run of three or more ``<`` or ``>`` spaced out (``>>>`` →
+    ``> > >``), so it cannot open or close a prompt's ``<<<`` … ``>>>`` data block."""
+    text = value if isinstance(value, str) else str(value)
+    return DATA_DELIMITERS.sub(lambda m: " ".join(m.group()), text) if ("<<<" in text or ">>>" in text) else text
+
+
+@lru_cache(maxsize=2)
+def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)` and
-    `num(places=4)`; globals `min`, `max`, `abs`, `finite`."""
-    env = SandboxedEnvironment(
+    `num(places=4)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
+    `namespace`; not `lipsum`, `cycler`, `joiner`).
+
+    `prompt=True` gives the environment of prompt files (what the judge reads): the same, plus
+    every ``{{ … }}`` value passes through `neutralise_delimiters`. A prompt wraps untrusted
+    text as ``<<<\n{{ run.output }}\n>>>``; an output containing ``>>>`` would otherwise end
+    the data block early and put the rest of it where instructions go. The template's own
+    literal text is left as written, so its delimiters stay the only real ones."""
+    env = _Environment(
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=neutralise_delimiters if prompt else None,
     )
+    for name in _SIZED_FILTERS:
+        env.filters[name] = _bounded(name, env.filters[name])
     env.filters["count"] = _count
     env.filters["num"] = _num
+    for name in ("lipsum", "cycler", "joiner"):
+        env.globals.pop(name, None)
     env.globals.update(min=min, max=max, abs=abs, finite=_finite)
     return env
 
@@ -103,12 +224,12 @@ class Expression:
 
 class Template:
     """A compiled template. `names` are the free variables it reads; `attrs` as for
-    `Expression`."""
+    `Expression`. `prompt=True` for text the judge reads (see `environment`)."""
 
     __slots__ = ("source", "names", "attrs", "_template", "file")
 
-    def __init__(self, source: str, file: str = "<template>"):
-        env = environment()
+    def __init__(self, source: str, file: str = "<template>", *, prompt: bool = False):
+        env = environment(prompt)
         self.source = source
         self.file = file
         ast = env.parse(source, filename=file)
@@ -145,16 +266,67 @@ def _attribute_uses(ast: nodes.Node) -> frozenset[tuple[str, str]]:
 
 
 def _reject_unsafe(ast: nodes.Node) -> None:
-    """Refuse dunder and frame attribute walks at load time (the sandbox refuses them anyway),
-    and `include`/`import`/`extends`, which cannot work here: templates are self-contained."""
+    """Refuse at load time: dunder, private and frame attribute walks (the sandbox refuses them
+    anyway), ``|attr('_…')``, ``.format``/``.format_map``, sizes written as constants that
+    exceed the limits (``range(10**9)``, ``'a' * 10**9``, ``x|center(10**9)``), and
+    `include`/`import`/`extends`, which cannot work here: templates are self-contained."""
     for node in ast.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
         tag = {"Include": "include", "Import": "import", "FromImport": "from … import", "Extends": "extends"}
         raise TemplateSyntaxError(f"'{tag[type(node).__name__]}' is not supported: a template is self-contained",
                                   node.lineno)
-    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
-        name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Filter):
+            name = _constant(node.args[0]) if node.name == "attr" and node.args else None
+        else:
+            name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
         if isinstance(name, str) and (name.startswith("_") or _DUNDER.search(name)):
             raise TemplateSyntaxError(f"access to '{name}' is not allowed", getattr(node, "lineno", 1))
+        if isinstance(node, nodes.Getattr) and node.attr in ("format", "format_map"):
+            raise TemplateSyntaxError(f"'.{node.attr}' is not allowed (format strings can reach attributes); "
+                                      "use the format filter: '%s' | format(value)", node.lineno)
+    for node in ast.find_all((nodes.Mul, nodes.Pow, nodes.Call, nodes.Filter)):
+        try:
+            if isinstance(node, (nodes.Mul, nodes.Pow)):
+                _constant(node)
+            elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "range":
+                for arg in node.args:
+                    value = _constant(arg)
+                    if _is_int(value) and abs(value) > MAX_RANGE:
+                        raise OverflowError(f"range({value}) is larger than the limit of {MAX_RANGE:,} numbers")
+            elif isinstance(node, nodes.Filter) and node.name in _SIZED_FILTERS:
+                for arg in [*node.args, *(kw.value for kw in node.kwargs)]:
+                    value = _constant(arg)
+                    if _is_int(value) and value > MAX_SIZE:
+                        raise _too_big(f"|{node.name}({value})", value)
+        except OverflowError as exc:
+            raise TemplateSyntaxError(str(exc), getattr(node, "lineno", 1)) from None
 
 
-__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment"]
+_UNKNOWN = object()
+_ARITHMETIC = {nodes.Add: ("+", operator.add), nodes.Sub: ("-", operator.sub), nodes.Mul: ("*", operator.mul),
+               nodes.Pow: ("**", operator.pow), nodes.FloorDiv: ("//", operator.floordiv),
+               nodes.Mod: ("%", operator.mod)}
+
+
+def _constant(node: nodes.Node) -> Any:
+    """The value of a constant expression (numbers and texts with + - * ** // %), computed
+    within the size limits (raising `OverflowError` beyond them); `_UNKNOWN` otherwise."""
+    if isinstance(node, nodes.Const):
+        return node.value
+    if isinstance(node, nodes.Neg):
+        value = _constant(node.node)
+        return -value if _is_int(value) or isinstance(value, float) else _UNKNOWN
+    if type(node) in _ARITHMETIC:
+        left, right = _constant(node.left), _constant(node.right)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        symbol, fn = _ARITHMETIC[type(node)]
+        _check_binop(symbol, left, right)
+        try:
+            return fn(left, right)
+        except (ArithmeticError, TypeError, ValueError):
+            return _UNKNOWN
+    return _UNKNOWN
+
+
+__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment", "neutralise_delimiters"]

@@ -32,9 +32,51 @@ from typing import Any, Protocol
 
 from .errors import ScorerRunError
 from .result import Usage
+from .window import WindowCheck, resolve_window
 
 # instructor logs every failed attempt at ERROR level; the engine reports failures itself
 logging.getLogger("instructor").addHandler(logging.NullHandler())
+
+# Every API key given to a judge in this process. Libraries log what servers answer (instructor
+# logs each failed attempt with the error body, which a server may fill with the request's
+# headers): log records are redacted as they are made, whichever logger makes them.
+_SECRETS: set[str] = set()
+_FACTORY_INSTALLED = False
+
+
+def _register_secrets(secrets: tuple[str, ...]) -> None:
+    global _FACTORY_INSTALLED
+    _SECRETS.update(secrets)
+    if secrets and not _FACTORY_INSTALLED:
+        _FACTORY_INSTALLED = True
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+
+
+def _redact_text(text: str) -> str:
+    for secret in tuple(_SECRETS):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    """Replace any registered API key in the record's message and traceback text."""
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed log call: leave it to logging's own error handling
+        return
+    redacted = _redact_text(message)
+    if redacted != message:
+        record.msg, record.args = redacted, None
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        record.exc_text = _redact_text(logging.Formatter().formatException(record.exc_info))
 
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")
@@ -175,10 +217,12 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, redact: Callable[[str], str] = lambda t: t) -> str:
+    """The exception in one line of at most 300 characters of its text, redacted first (so
+    truncation cannot leave half an API key behind)."""
     status = getattr(exc, "status_code", None)
     text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-    return f"{text}: {str(exc)[:300]}"
+    return f"{text}: {redact(str(exc))[:300]}"
 
 
 @dataclass
@@ -205,15 +249,18 @@ class InstructorJudge:
     """
 
     def __init__(self, client: Any, model: str, *, retry: RetryPolicy | None = None, model_name: str | None = None,
-                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None):
+                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
+                 window: WindowCheck | None = None):
         self.client = client
+        self.window = window  # refuses prompts that cannot fit the model (engine.window)
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
         self.model_name = model_name
         self.retry = retry or RetryPolicy()
-        # API keys: never echoed in error messages or raw answers (a server may quote them)
+        # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
         self._secrets = tuple(s for s in secrets if s and len(s) >= 6)
+        _register_secrets(self._secrets)
 
     def _client(self) -> Any:
         """The client for the running event loop. An async HTTP client's pooled connections
@@ -239,6 +286,9 @@ class InstructorJudge:
             except Exception:  # closing is best effort; the loop is ending anyway
                 pass
 
+    def __repr__(self) -> str:
+        return f"InstructorJudge(model={self.model!r}, window={self.window!r})"
+
     def _redact(self, text: str | None) -> str | None:
         if text:
             for secret in self._secrets:
@@ -260,6 +310,11 @@ class InstructorJudge:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
         from instructor.core.hooks import Hooks
 
+        if self.window is not None and self.window.window:
+            if self.window.count is not None:  # an exact count runs the model's tokenizer: off the loop
+                await asyncio.to_thread(self.window.check, call.stage, call.messages, call.max_tokens)
+            else:
+                self.window.check(call.stage, call.messages, call.max_tokens)
         # the schema's own key order, not sorted: it is the order of the answer's properties the
         # provider is shown and a grammar-constrained judge must write (a verdict before its reason)
         response_model = _response_model(json.dumps(call.schema), call.stage)
@@ -305,13 +360,13 @@ class InstructorJudge:
                         transport_retries += 1
                         continue
                     raise self._failure(ScorerRunError(
-                        "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause)}",
+                        "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause, self._redact)}",
                         stage=call.stage, attempts=attempts_total,
                     ), usage, transport_retries) from None
                 last_raw = _raw(getattr(exc, "last_completion", None))
                 raise self._failure(ScorerRunError(
                     "judge",
-                    f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause)}",
+                    f"no valid answer after {max(getattr(exc, 'n_attempts', 1), 1)} attempt(s): {_short(cause, self._redact)}",
                     stage=call.stage, raw_answer=last_raw, attempts=attempts_total,
                 ), usage, transport_retries, max(calls[0], 1) - 1) from None
             except Exception as exc:  # transport errors raised before instructor wrapped them
@@ -322,7 +377,7 @@ class InstructorJudge:
                     transport_retries += 1
                     continue
                 kind = "transport" if _is_transport(exc) else "judge"
-                raise self._failure(ScorerRunError(kind, _describe(exc), stage=call.stage, attempts=attempts_total),
+                raise self._failure(ScorerRunError(kind, _describe(exc, self._redact), stage=call.stage, attempts=attempts_total),
                                     usage, transport_retries) from None
             finally:
                 _CALL_VALIDATE.reset(token)
@@ -358,9 +413,9 @@ def _raw(completion: Any) -> str | None:
     return message.content
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException, redact: Callable[[str], str] = lambda t: t) -> str:
     """A validation failure in one line, without pydantic's wrapper text around our message."""
-    text = str(exc).strip().splitlines()
+    text = redact(str(exc)).strip().splitlines()
     kept = [line for line in text if "errors.pydantic.dev" not in line and not _WRAPPER.match(line)]
     joined = " ".join(s.strip() for s in kept)
     joined = re.sub(r"^Value error, ", "", joined)
@@ -396,6 +451,7 @@ def make_judge(
     mode: str | None = None,
     timeout_s: float = 120.0,
     retry: RetryPolicy | None = None,
+    context_window: int | None = None,
 ) -> Judge:
     """Build the judge for a model string.
 
@@ -404,12 +460,14 @@ def make_judge(
     providers go through `instructor.from_provider`. `local`, `local-tiny`, ``llamacpp/PATH``
     use the embedded llama.cpp judge. `mode` (or ``SCORESPEC_MODE``) overrides instructor's
     structured-output mode, e.g. ``json_schema`` or ``md_json`` for servers without tool calls.
-    Raises `ValueError` for a malformed model string.
+    `context_window` (tokens; 0 = no check) bounds prompt + answer, see `engine.window`.
+    Raises `ValueError` for a malformed model string or window.
     """
     if model in LOCAL_PREFIXES or model.startswith("llamacpp/"):
         from .local_judge import make_local_judge
 
-        return make_local_judge(model, retry=retry, mode=mode)
+        return make_local_judge(model, retry=retry, mode=mode, context_window=context_window)
+    window = WindowCheck(resolve_window(model, context_window), model)
     if "/" not in model:
         raise ValueError(
             f"model {model!r} is not 'provider/model' (e.g. openai/gpt-4o-mini), 'local' or 'local-tiny'"
@@ -451,5 +509,6 @@ def make_judge(
         def build() -> Any:
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
-        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build)
-    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build)
+        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build, window=window)
+    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build,
+                           window=window)

@@ -27,6 +27,7 @@ from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
 from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, resolve_model
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
+from .window import configured_window
 
 SCALE_TOLERANCE = 1e-9
 
@@ -459,7 +460,7 @@ class Scorer:
 
 def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | None = None,
                 base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
-                timeout_s: float | None = None, **options: Any) -> Scorer:
+                timeout_s: float | None = None, context_window: int | None = None, **options: Any) -> Scorer:
     """Load a spec and bind it to options and a judge.
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
@@ -467,16 +468,21 @@ def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | N
     ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). base_url/api_key: for an
     OpenAI-compatible server. mode: instructor's structured-output mode (``tools``,
     ``json_schema``, ``json``, …; default chosen per provider). timeout_s: per-call timeout in
-    seconds (default 120). judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
+    seconds (default 120). context_window: the model's context in tokens, checked before each
+    call so an item whose prompt cannot fit fails (kind ``prompt_too_long``) without a call;
+    default ``$SCORESPEC_CONTEXT_WINDOW``, else known per model, else no check; 0 = no check
+    (see `engine.window`). judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
     options: the spec's options; unknown names or invalid values raise `OptionError`.
     Raises `SpecError` for a broken spec, `FileNotFoundError` for an unknown id.
     """
     compiled = load_spec(name_or_path)
+    configured_window(context_window)  # a bad value is an error now, not on every item
     factory = None
-    if base_url or api_key or mode or timeout_s:
+    if base_url or api_key or mode or timeout_s or context_window is not None:
         def factory(m: str) -> Judge:
             extra = {"timeout_s": timeout_s} if timeout_s else {}
-            return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, **extra)
+            return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, context_window=context_window,
+                              **extra)
     return Scorer(compiled, judge=judge, model=model, options=options, judge_factory=factory)
 
 

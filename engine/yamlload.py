@@ -113,6 +113,30 @@ class LoadedYAML:
         self.problems: list[Problem] = []
 
 
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes the document has once aliases are expanded (values only, as `build` counts them),
+    capped at MAX_NODES + 1. Each distinct node is sized once, so an alias bomb ("billion
+    laughs": 10 aliases of 10 aliases of …) is measured in microseconds, before anything is
+    built; a node that contains itself counts as too large."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        found = sizes.get(id(node))
+        if found is not None:
+            return found
+        sizes[id(node)] = MAX_NODES + 1  # seen again while being sized: a recursive alias
+        if isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(value) for _, value in node.value)
+        else:
+            total = 1
+        sizes[id(node)] = min(total, MAX_NODES + 1)
+        return sizes[id(node)]
+
+    return size(root)
+
+
 def load_yaml(text: str, file: str) -> LoadedYAML:
     """Parse one YAML document.
 
@@ -183,6 +207,8 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
         raise ValueError(f"unexpected YAML node {node!r}")  # pragma: no cover
 
     try:
+        if _expanded_size(root) > MAX_NODES:
+            raise OverflowError
         out.data = build(root, "")
     except OverflowError:
         out.problems.append(

@@ -103,19 +103,24 @@ class Fault:
     then: Any = None
     answer: Any = None
     content_type: str = "application/json"
+    echo_headers: bool = False
 
     @classmethod
-    def status(cls, code: int, retry_after: float | int | str | None = None, body: Any = None) -> "Fault":
+    def status(cls, code: int, retry_after: float | int | str | None = None, body: Any = None,
+               echo_headers: bool = False) -> "Fault":
         """An HTTP error response with status ``code`` (typically 429, 500, 502, 503).
 
         ``retry_after`` (seconds, or a preformatted string) is sent as the
         ``Retry-After`` header when given. ``body`` is the JSON error body
         (a dict/list, JSON-encoded) or raw text/bytes; by default an
         OpenAI-style ``{"error": {"message", "type", "param", "code"}}``.
+        ``echo_headers`` appends the request's headers (``Authorization``
+        included) to the default error message, as careless proxies do: for
+        testing that API keys are redacted from errors.
         """
         if not 100 <= int(code) <= 599:
             raise ValueError(f"HTTP status out of range: {code}")
-        return cls("status", code=int(code), retry_after=retry_after, body=body)
+        return cls("status", code=int(code), retry_after=retry_after, body=body, echo_headers=echo_headers)
 
     @classmethod
     def reset(cls) -> "Fault":
@@ -395,6 +400,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if fault.retry_after is not None:
                 headers["Retry-After"] = str(fault.retry_after)
             body = fault.body if fault.body is not None else _error_body(fault.code)
+            if fault.echo_headers and fault.body is None:
+                echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+                body["error"]["message"] += f" Request headers: {echoed}"
             if isinstance(body, (dict, list)):
                 self._send_json(fault.code, body, headers=headers)
             else:
