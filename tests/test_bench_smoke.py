@@ -19,7 +19,7 @@ EXPECTED_MEASURES = [
     "textual difference: ms per pair, 2,000 chars",
     "textual difference: peak RSS MB, 2,000 chars",
     "engine overhead ms/item: answer_similarity (3 judge calls, instant judge)",
-    "engine overhead ms/item: faithfulness (2 judge calls, instant judge)",
+    "engine overhead ms/item: faithfulness (4 judge calls, instant judge)",  # 3 claims: 1 + 3 calls
     "engine overhead ms/item: textual_difference (rule spec)",
     "faithfulness items/s at concurrency 1 (share of ideal), 50 ms server",
     "faithfulness items/s at concurrency 8 (share of ideal), 50 ms server",
@@ -53,5 +53,5 @@ def test_quick_bench_prints_the_whole_table_beside_the_reference():
     for measure in EXPECTED_MEASURES[:3] + EXPECTED_MEASURES[6:8]:  # measured beside the reference
         assert NUMBER.match(cells[measure][3]), (measure, cells[measure])
         assert cells[measure][5].endswith(("faster", "less")), cells[measure]
-    assert cells["judge calls per item: faithfulness"][2:4] == ["2", "3"]
+    assert cells["judge calls per item: faithfulness"][2:4] == ["4", "3"]  # one verify call per claim
     assert cells["judge calls per item: answer_similarity"][2:4] == ["3", "3 (issue 8)"]

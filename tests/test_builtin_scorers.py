@@ -228,10 +228,13 @@ def test_c04_shipped_faithfulness_no_context(options, item_context):
 
 
 def test_faithfulness_scale_option():
-    scorer, _ = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
-                              "analyze": {"verdicts": [{"verdict": v, "reason": "r"} for v in ("yes", "yes", "no")]},
-                              "reason": REASON}, scale=10)
-    assert scorer.run(output="A. B. C.", context=["ctx"]).score == 6.67
+    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
+                                  "analyze": [{"verdict": v, "reason": "r"} for v in ("yes", "yes", "no")],
+                                  "reason": REASON}, scale=10)
+    result = scorer.run(output="A. B. C.", context=["ctx"])
+    assert result.score == 6.67
+    assert result.reason.startswith("The score is 6.67 of 10: 2 of 3 claims supported.")
+    assert [c.stage for c in judge.calls] == ["preprocess"] + ["analyze"] * 3  # one call per claim
 
 
 # --- prompt snapshots ------------------------------------------------------------------------------------------
@@ -244,10 +247,8 @@ SNAPSHOT_CASES = {
         answers={
             "preprocess": {"claims": ["The Eiffel Tower is in Paris.", "The Eiffel Tower was finished in 1889.",
                                       "The Eiffel Tower is 500 m tall."]},
-            "analyze": {"verdicts": [
-                {"claim": "The Eiffel Tower is in Paris.", "verdict": "yes", "reason": "Passage 1 says so."},
-                {"claim": "The Eiffel Tower was finished in 1889.", "verdict": "yes", "reason": "Passage 1."},
-                {"claim": "The Eiffel Tower is 500 m tall.", "verdict": "no", "reason": "Passage 2: 330 m."}]},
+            # one claim per call: `render` gives this answer to each claim's call
+            "analyze": {"verdict": "yes", "reason": "Passage 1 says so."},
         }),
     "answer_similarity": dict(
         run=dict(output="Paris is France's capital; about 2 million people live there.",
@@ -276,7 +277,8 @@ def render_all(scorer_id: str) -> str:
 @pytest.mark.parametrize("scorer_id", sorted(SNAPSHOT_CASES))
 def test_prompt_snapshot(scorer_id):
     text = render_all(scorer_id)
-    stages = ["preprocess", "analyze"] + (["reason"] if scorer_id == "answer_similarity" else [])
+    stages = (["preprocess", "analyze", "analyze", "analyze"] if scorer_id == "faithfulness"  # a call per claim
+              else ["preprocess", "analyze", "reason"])
     assert [line for line in text.splitlines() if line.startswith("===== ")] == [f"===== {s} =====" for s in stages]
     for value in SNAPSHOT_CASES[scorer_id]["run"].values():
         for passage in value if isinstance(value, list) else [value]:

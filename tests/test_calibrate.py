@@ -94,10 +94,14 @@ def _claims(call):
     return {"claims": re.findall(r"\b(?:ok|bad)-\d+\b", text.split("TEXT")[-1])}
 
 
+def _claim(prompt: str) -> str:
+    """The one claim a faithfulness verify prompt asks about."""
+    return re.search(r"CLAIM:\n<<<\n(.*?)\n>>>", prompt).group(1)
+
+
 def _verdicts(call):
-    claims = re.findall(r"^\d+\. (.*)$", call.messages[-1]["content"], re.M)
-    return {"verdicts": [{"reason": f"checked {c}", "verdict": "yes" if c.startswith("ok") else "no"}
-                         for c in claims]}
+    claim = _claim(call.messages[-1]["content"])
+    return {"verdict": "yes" if claim.startswith("ok") else "no", "reason": f"checked {claim}"}
 
 
 DATA = [
@@ -160,7 +164,7 @@ def test_calibrate_resume_uses_earlier_results(tmp_path):
     second = calibrate(load_scorer("faithfulness", judge=judge), DATA[:4], positive=["faithful"], out=out,
                        resume=True, store=False)
     assert first.run_id == second.run_id
-    assert len(judge.calls) == calls + 4  # c and d only, two stages each
+    assert len(judge.calls) == calls + 4  # c and d only: one claim each, so one extract and one verify call
     assert second.scored == 4 and second.balanced_accuracy == pytest.approx(0.75)
 
 
@@ -174,11 +178,10 @@ def test_no_usable_label():
 
 def test_calibrate_command_end_to_end(fake_server, tmp_path):
     def reply(request):
-        text = json.dumps(request)
-        if "verdicts" in text:
-            claims = re.findall(r"\\n\d+\. ((?:ok|bad)-\d+)", text)
-            return {"verdicts": [{"reason": "r", "verdict": "yes" if c.startswith("ok") else "no"} for c in claims]}
-        body = request["messages"][-1]["content"].split("TEXT")[-1]
+        content = request["messages"][-1]["content"]
+        if "CLAIM:\n<<<\n" in content:  # one claim per verify call
+            return {"verdict": "yes" if _claim(content).startswith("ok") else "no", "reason": "r"}
+        body = content.split("TEXT")[-1]
         return {"claims": re.findall(r"\b(?:ok|bad)-\d+\b", body)}
 
     fake_server.reply = reply
@@ -197,3 +200,18 @@ def test_calibrate_command_end_to_end(fake_server, tmp_path):
     assert figures["model"] == "openai/x"
     assert "balanced accuracy (score ≥ 0.5)" in result.stderr
     assert "largest disagreements:" in result.stderr and "d: label 'hallucinated', score 1" in result.stderr
+
+
+def test_calibrations_command_lists_stored_figures(tmp_path):
+    store = tmp_path / "s.sqlite"
+    report = calibrate(load_scorer("faithfulness", judge=_judge()), DATA, positive=["faithful"],
+                       negative=["hallucinated"], store=store)
+    env = {"COLUMNS": "250"}
+    listed = CliRunner().invoke(app, ["calibrations", "faithfulness", "--store", str(store), "--json"], env=env)
+    assert listed.exit_code == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["run_id"] == report.run_id and row["figures"]["rocAuc"] == pytest.approx(0.625)
+    table = CliRunner().invoke(app, ["calibrations", "--store", str(store)], env=env)
+    assert report.run_id in table.stdout and "0.75" in table.stdout and "fake/judge" in table.stdout
+    empty = CliRunner().invoke(app, ["calibrations", "other", "--store", str(store)], env=env)
+    assert empty.exit_code == 0 and "no calibration stored for other" in empty.stderr

@@ -173,7 +173,22 @@ def test_render_later_stages_with_answers():
                     "--answer", f"preprocess={answer}")
     assert result.exit_code == 0, result.stderr
     assert "===== analyze =====" in result.stdout
-    assert "[1] Passage one." in result.stdout and "1. The tower is in Paris." in result.stdout
+    assert "[1] Passage one." in result.stdout and "CLAIM:\n<<<\nThe tower is in Paris.\n>>>" in result.stdout
+
+
+def test_render_for_each_stage_shows_its_first_element_without_an_answer():
+    answer = json.dumps({"claims": ["The tower is in Paris.", "It is tall."]})
+    result = invoke("render", "faithfulness", "--output", "x", "--context", "Passage one.",
+                    "--answer", f"preprocess={answer}")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("===== analyze =====") == 1  # it stops at the first answer it needs
+    assert "CLAIM:\n<<<\nThe tower is in Paris.\n>>>" in result.stdout and "It is tall." not in result.stdout
+    verdict = json.dumps({"verdict": "yes", "reason": "r"})
+    result = invoke("render", "faithfulness", "--output", "x", "--context", "Passage one.",
+                    "--answer", f"preprocess={answer}", "--answer", f"analyze={verdict}")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("===== analyze =====") == 2  # one prompt per claim, the answer given to each
+    assert "CLAIM:\n<<<\nIt is tall.\n>>>" in result.stdout
 
 
 def test_render_rule_only_scorer_sends_nothing():

@@ -51,7 +51,8 @@ def marker(request: dict) -> str:
 
 def faithfulness_reply(failing: set[str] = frozenset(), half: set[str] = frozenset()):
     """A fake provider for faithfulness: 2 claims per item, both supported (items in `half`:
-    one), HTTP 500 on every call for items in `failing`."""
+    the first only), HTTP 500 on every call for items in `failing`. Each verify call is about
+    one claim."""
 
     def reply(request: dict):
         item = marker(request)
@@ -61,9 +62,8 @@ def faithfulness_reply(failing: set[str] = frozenset(), half: set[str] = frozens
         if stage == "preprocess":
             return {"claims": [f"{item}: the sky is blue", f"{item}: grass is green"]}
         if stage == "analyze":
-            second = "no" if item in half else "yes"
-            return {"verdicts": [{"claim": "a", "verdict": "yes", "reason": "stated"},
-                                 {"claim": "b", "verdict": second, "reason": "checked"}]}
+            second = "grass is green\n>>>" in request["messages"][-1]["content"]
+            return {"verdict": "no" if second and item in half else "yes", "reason": "checked"}
         return {"reason": f"{item} explained"}
 
     return reply
@@ -241,7 +241,7 @@ def test_items_and_scorers_run_concurrently_within_the_bound():
     assert elapsed < 12 * 0.05 * 0.6  # sequential would take 0.6 s
     assert summary.scores == {"claims": 0.5, "numeric": 0.5}
 
-    both = SlowJudge({"preprocess": {"claims": ["a"]}, "analyze": {"verdicts": [{"verdict": "yes", "reason": "r"}]},
+    both = SlowJudge({"preprocess": {"claims": ["a"]}, "analyze": {"verdict": "yes", "reason": "r"},
                       "reason": {"reason": "fine"}})
     run_evals([{"output": "x", "context": "y"}], [load_scorer(CLAIMS, judge=both),
                                                  load_scorer("faithfulness", judge=both)], store=False)

@@ -11,7 +11,7 @@ from engine.compile import compile_file
 from engine.scorer import Scorer, load_scorer
 from engine.testing.fake_openai import Fault
 
-from conftest import fast_judge, verdicts
+from conftest import SPEC_FIXTURES, fast_judge, verdicts
 
 CLAIMS = {"claims": ["A", "B"]}
 REASON = {"reason": "Two claims, one supported."}
@@ -19,8 +19,14 @@ JINJA_TEXT = "{{ 7*7 }} {% for x in range(3) %}x{% endfor %} {#"
 CANARY = "sk-canary-7f3a9c2e51d84b06"
 
 
-def v(*values: str) -> dict:
-    return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
+def v(*values: str) -> list[dict]:
+    """Faithfulness asks one claim per call: the answers to script, one per claim, in order."""
+    return [{"verdict": x, "reason": "r"} for x in values]
+
+
+def claim_of(request: dict) -> str:
+    """The claim a faithfulness verify request asks about."""
+    return user_text(request).split("CLAIM:\n<<<\n", 1)[1].split("\n>>>", 1)[0]
 
 
 def user_text(request: dict) -> str:
@@ -46,44 +52,56 @@ def faithfulness(http_judge):
 
 
 def test_scored_faithfulness_run_with_usage(fake_server, faithfulness):
-    answers = [{"claims": ["A", "B", "C"]}, v("yes", "no", "unsure")]
+    answers = [{"claims": ["A", "B", "C"]}, *v("yes", "no", "unsure")]
     fake_server.script(*answers)
     result = faithfulness.run(output="A. B. C.", context=["A holds."])
     assert result.status == "scored"
     assert result.score == 0.33
     assert result.reason.startswith("The score is 0.33 of 1: 1 of 3 claims supported.")
     assert result.model == "openai/test-model"
-    assert len(fake_server.requests) == 2  # the reason is written from the verdicts, no third call
+    assert len(fake_server.requests) == 4  # one call per claim; the reason is written from the verdicts
     assert all(r["model"] == "test-model" and r["temperature"] == 0 for r in fake_server.requests)
-    assert [r["tools"][0]["function"]["name"] for r in fake_server.requests] == ["preprocess", "analyze"]
-    assert result.usage.calls == 2
+    assert [r["tools"][0]["function"]["name"] for r in fake_server.requests] == ["preprocess"] + ["analyze"] * 3
+    assert [claim_of(r) for r in fake_server.requests[1:]] == ["A", "B", "C"]
+    assert result.usage.calls == 4
+    assert result.stages["analyze"].usage.calls == result.stages["analyze"].attempts == 3
     assert (result.usage.reasks, result.usage.transport_retries) == (0, 0)
     assert result.usage.tokens_in == expected_prompt_tokens(fake_server)
     assert result.usage.tokens_out == sum(max(1, len(json.dumps(a)) // 4) for a in answers)
     assert result.stages["preprocess"].usage.tokens_in > 0
     assert result.usage.seconds > 0
-    assert json.loads(result.stages["analyze"].raw_answer) == v("yes", "no", "unsure")
+    assert [json.loads(raw) for raw in json.loads(result.stages["analyze"].raw_answer)] == v("yes", "no", "unsure")
 
 
-def test_per_item_schema_bounds_are_sent_to_the_provider(fake_server, faithfulness):
-    fake_server.script({"claims": ["A", "B", "C"]}, v("yes", "yes", "yes"), REASON)
-    assert faithfulness.run(output="x", context=["ctx"]).score == 1
+def test_per_item_schema_bounds_are_sent_to_the_provider(fake_server):
+    scorer = Scorer(compile_file(SPEC_FIXTURES / "stages" / "verdict_list.yaml"), judge=fast_judge(fake_server))
+    fake_server.script({"claims": ["A", "B", "C"]}, {"verdicts": [{"verdict": "yes", "reason": "r"}] * 3})
+    assert scorer.run(output="x").score == 1
     params = fake_server.requests[1]["tools"][0]["function"]["parameters"]
     assert params["properties"]["verdicts"]["minItems"] == params["properties"]["verdicts"]["maxItems"] == 3
 
 
+def test_faithfulness_verdict_schema_sent_per_claim(fake_server, faithfulness):
+    fake_server.script(CLAIMS, *v("yes", "no"))
+    assert faithfulness.run(output="A. B.", context=["ctx"]).score == 0.5
+    for request in fake_server.requests[1:]:
+        params = request["tools"][0]["function"]["parameters"]
+        assert list(params["properties"]) == ["verdict", "reason"]  # the verdict before its reason
+        assert sorted(params["required"]) == ["reason", "verdict"]
+
+
 def test_c02_verdict_case_over_http(fake_server, faithfulness):
-    fake_server.script(CLAIMS, v("Yes", " no "), REASON)
+    fake_server.script(CLAIMS, *v("Yes", " no "), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
-    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no"]
+    assert [x["verdict"] for x in result.analyze_step_result] == ["yes", "no"]
 
 
 @pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])
 def test_c07_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
     """Nothing on the way (the engine's templates, instructor's message templating) renders
     user text or the judge's answers as a template."""
-    fake_server.script({"claims": [text]}, v("yes"), REASON)
+    fake_server.script({"claims": [text]}, *v("yes"), REASON)
     result = faithfulness.run(output=text, context=[text])
     assert result.status == "scored", result.error
     assert result.score == 1
@@ -104,7 +122,7 @@ def test_c14_out_of_range_formula_over_http(fake_server, verdict_spec):
 
 
 def test_c19_rate_limited_twice_then_scored(fake_server, faithfulness):
-    fake_server.script(Fault.status(429), Fault.status(429), CLAIMS, v("yes", "no"), REASON)
+    fake_server.script(Fault.status(429), Fault.status(429), CLAIMS, *v("yes", "no"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.status == "scored"
     assert result.score == 0.5
@@ -112,11 +130,11 @@ def test_c19_rate_limited_twice_then_scored(fake_server, faithfulness):
     assert result.usage.reasks == 0
     assert result.stages["preprocess"].usage.transport_retries == 2
     assert result.stages["preprocess"].usage.calls == 3
-    assert len(fake_server.requests) == 4
+    assert len(fake_server.requests) == 5
 
 
 def test_retry_after_is_honoured(fake_server, faithfulness):
-    fake_server.script(Fault.status(429, retry_after=0.4), CLAIMS, v("yes", "yes"), REASON)
+    fake_server.script(Fault.status(429, retry_after=0.4), CLAIMS, *v("yes", "yes"), REASON)
     started = time.perf_counter()
     result = faithfulness.run(output="A. B.", context=["ctx"])
     elapsed = time.perf_counter() - started
@@ -174,30 +192,32 @@ def test_server_error_on_every_call_is_a_transport_failure(fake_server, faithful
 
 
 def test_connection_reset_is_retried(fake_server, faithfulness):
-    fake_server.script(Fault.reset(), CLAIMS, v("yes", "yes"), REASON)
+    fake_server.script(Fault.reset(), CLAIMS, *v("yes", "yes"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 1
     assert result.usage.transport_retries == 1
 
 
 def test_unreadable_response_body_is_a_counted_transport_retry(fake_server, faithfulness):
-    fake_server.script(Fault.malformed_body(), CLAIMS, v("yes", "yes"), REASON)
+    fake_server.script(Fault.malformed_body(), CLAIMS, *v("yes", "yes"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 1
     assert result.usage.transport_retries == 1
     assert result.usage.reasks == 0
-    assert result.usage.calls == len(fake_server.requests) == 3
+    assert result.usage.calls == len(fake_server.requests) == 4
 
 
 def test_truncated_answer_fails_never_a_partial_score(fake_server, faithfulness):
-    fake_server.script(CLAIMS, Fault.truncated(v("yes", "yes")))
+    (first, second) = v("yes", "yes")
+    fake_server.script(CLAIMS, first, Fault.truncated(second))
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.status == "failed"
     assert result.score is None
     assert (result.error.stage, result.error.kind) == ("analyze", "truncated")
+    assert result.error.message.startswith("element 1: ")
     assert "cut off at max_tokens=1024" in result.error.message
-    assert result.error.raw_answer == json.dumps(v("yes", "yes"))[: len(json.dumps(v("yes", "yes"))) // 2]
-    assert len(fake_server.requests) == 2
+    assert result.error.raw_answer == json.dumps(second)[: len(json.dumps(second)) // 2]
+    assert len(fake_server.requests) == 3
 
 
 @pytest.mark.parametrize("mode", ["tools", "json_schema", "md_json"])
@@ -215,7 +235,7 @@ def test_cut_off_answer_is_never_parsed_even_when_its_first_half_is_valid_json(f
 
 
 def test_malformed_json_answer_is_reasked(fake_server, faithfulness):
-    fake_server.script('{"claims": [', CLAIMS, v("yes", "no"), REASON)
+    fake_server.script('{"claims": [', CLAIMS, *v("yes", "no"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
     assert result.stages["preprocess"].usage.reasks == 1
@@ -240,7 +260,7 @@ def test_api_key_never_in_results_or_errors(fake_server):
     leaky = {"error": {"message": f"Incorrect API key provided: {CANARY}.", "type": "invalid_request_error",
                        "param": None, "code": "invalid_api_key"}}
     fake_server.script(Fault.status(401, body=leaky), *[Fault.status(500, body={"error": {"message": CANARY}})] * 4,
-                       CLAIMS, v("yes", "no"), REASON)
+                       CLAIMS, *v("yes", "no"), REASON)
     scorer = load_scorer("faithfulness", judge=fast_judge(fake_server, api_key=CANARY))
     failed_auth = scorer.run(output="A. B.", context=["ctx"])
     failed_transport = scorer.run(output="A. B.", context=["ctx"])
@@ -269,7 +289,9 @@ def test_concurrent_items_share_one_judge(fake_server, faithfulness):
 
     def reply(request):
         name = request["tools"][0]["function"]["name"]
-        return {"preprocess": CLAIMS, "analyze": v("yes", "no"), "reason": REASON}[name]
+        if name == "analyze":  # one claim per call: A is supported, B is not
+            return v("yes" if claim_of(request) == "A" else "no")[0]
+        return {"preprocess": CLAIMS, "reason": REASON}[name]
 
     fake_server.reply = reply
 
@@ -278,4 +300,4 @@ def test_concurrent_items_share_one_judge(fake_server, faithfulness):
 
     results = asyncio.run(main())
     assert [r.score for r in results] == [0.5] * 6
-    assert len(fake_server.requests) == 12
+    assert len(fake_server.requests) == 18

@@ -15,14 +15,20 @@ from engine.errors import ScorerRunError
 from engine.scorer import OptionError, Scorer, load_scorer, normalize_answer, round_half_away
 from engine.testing import FakeJudge
 
-from conftest import verdicts
+from conftest import SPEC_FIXTURES, verdicts
 
 REASON = {"reason": "Because of the verdicts."}
 JINJA_TEXT = "{{ 7*7 }} {% for x in range(3) %}x{% endfor %} {#"
 
 
-def v(*values: str) -> dict:
-    return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
+def v(*values: str) -> list[dict]:
+    """Faithfulness asks one claim per judge call: one answer per claim, in order."""
+    return [{"verdict": x, "reason": "r"} for x in values]
+
+
+def claim_of(prompt: str) -> str:
+    """The claim a faithfulness verify prompt asks about."""
+    return prompt.split("CLAIM:\n<<<\n", 1)[1].split("\n>>>", 1)[0]
 
 
 def faithfulness(script: dict, **options):
@@ -45,10 +51,15 @@ def test_c01_share_of_supported_claims():
     assert result.score == 0.33
     assert result.reason == ('The score is 0.33 of 1: 1 of 3 claims supported. Supported by the context: "A". '
                              'Contradicted by the context: "B". Not verifiable from the context: "C".')
-    assert len(judge.calls) == 2  # the reason is written from the verdicts
+    assert len(judge.calls) == 4  # one call per claim; the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
-    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no", "unsure"]
-    assert stages_called(judge) == ["preprocess", "analyze"]
+    assert result.analyze_step_result == v("yes", "no", "unsure")
+    assert stages_called(judge) == ["preprocess", "analyze", "analyze", "analyze"]
+    assert [claim_of(p) for p in judge.prompts("analyze")] == ["A", "B", "C"]
+    assert all("[1] A is true." in p for p in judge.prompts("analyze"))
+    assert result.stages["analyze"].attempts == result.stages["analyze"].usage.calls == 3
+    assert result.analyze_prompt == "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(judge.prompts("analyze")))
+    assert [json.loads(raw) for raw in json.loads(result.stages["analyze"].raw_answer)] == v("yes", "no", "unsure")
     assert result.generate_reason_prompt is None
 
 
@@ -58,8 +69,8 @@ def test_c02_verdict_case_and_spaces_never_change_meaning(first, second):
                               "reason": REASON})
     result = scorer.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
-    assert result.analyze_step_result["verdicts"][0]["verdict"] == "yes"
-    assert result.analyze_step_result["verdicts"][1]["verdict"] in ("no", "unsure")
+    assert result.analyze_step_result[0]["verdict"] == "yes"
+    assert result.analyze_step_result[1]["verdict"] in ("no", "unsure")
     assert result.usage.reasks == 0
 
 
@@ -94,10 +105,20 @@ def test_c04_no_context_and_no_claims_is_c03():
     assert stages_called(judge) == ["preprocess"]
 
 
+def verdict_list(script: dict):
+    """The test spec asking every claim's verdict in one call, with a verdict-count check."""
+    judge = FakeJudge(script)
+    return Scorer(compile_file(SPEC_FIXTURES / "stages" / "verdict_list.yaml"), judge=judge), judge
+
+
+def listed(*values: str) -> dict:
+    return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
+
+
 def test_c05_wrong_verdict_count_is_reasked_then_scored():
-    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
-                                  "analyze": [v("yes", "yes"), v("yes", "yes", "no")], "reason": REASON})
-    result = scorer.run(output="A. B. C.", context=["ctx"])
+    scorer, judge = verdict_list({"preprocess": {"claims": ["A", "B", "C"]},
+                                  "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
+    result = scorer.run(output="A. B. C.")
     assert result.score == 0.67
     analyze_calls = [c for c in judge.calls if c.stage == "analyze"]
     assert len(analyze_calls) == 2
@@ -112,8 +133,8 @@ def test_c05_wrong_verdict_count_is_reasked_then_scored():
 
 
 def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
-    scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]}, "analyze": v("yes", "yes")})
-    result = scorer.run(output="A. B. C.", context=["ctx"])
+    scorer, judge = verdict_list({"preprocess": {"claims": ["A", "B", "C"]}, "analyze": listed("yes", "yes")})
+    result = scorer.run(output="A. B. C.")
     assert result.status == "failed"
     assert result.score is None
     assert result.error.stage == "analyze"
@@ -121,7 +142,7 @@ def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
     assert "answer.verdicts | length == preprocess | length" in result.error.message
     assert "Give exactly one verdict per claim" in result.error.message
     assert result.error.attempts == 3  # max_reasks 2 + the first ask
-    assert json.loads(result.error.raw_answer) == v("yes", "yes")
+    assert json.loads(result.error.raw_answer) == listed("yes", "yes")
     assert stages_called(judge) == ["preprocess"] + ["analyze"] * 3
     assert result.stages["analyze"].usage.calls == 3
     assert result.stages["analyze"].usage.reasks == 2
@@ -150,7 +171,7 @@ def test_c20_japanese_without_full_stops():
     assert result.score == 1
     assert result.preprocess_step_result == claims
     assert output in judge.prompts("preprocess")[0]
-    assert all(claim in judge.prompts("analyze")[0] for claim in claims)
+    assert [claim_of(p) for p in judge.prompts("analyze")] == claims
 
 
 def test_missing_required_output_fails_before_any_judge_call():
@@ -171,9 +192,8 @@ def test_transport_failure_from_the_judge_fails_the_item():
 
 def test_per_item_schema_bounds_reach_the_judge_call():
     for claims in (["A"], ["A", "B", "C"]):
-        scorer, judge = faithfulness({"preprocess": {"claims": claims}, "analyze": v(*["yes"] * len(claims)),
-                                      "reason": REASON})
-        assert scorer.run(output="x", context=["ctx"]).score == 1
+        scorer, judge = verdict_list({"preprocess": {"claims": claims}, "analyze": listed(*["yes"] * len(claims))})
+        assert scorer.run(output="x").score == 1
         (call,) = [c for c in judge.calls if c.stage == "analyze"]
         items = call.schema["properties"]["verdicts"]
         assert items["minItems"] == items["maxItems"] == len(claims)
@@ -314,6 +334,136 @@ def test_rule_function_raising_fails_the_item(write_spec, monkeypatch):
     result = Scorer(compile_file(path)).run(output="x")
     assert (result.status, result.error.kind, result.error.stage) == ("failed", "function", "analyze")
     assert result.error.message == "explode raised ValueError: no good"
+
+
+# --- for_each: one judge call per element ------------------------------------------------------------
+
+
+def claim_each(script: dict):
+    """The test spec asking the judge once per claim (tests/specs/stages/claim_each.yaml)."""
+    judge = FakeJudge(script)
+    return Scorer(compile_file(SPEC_FIXTURES / "stages" / "claim_each.yaml"), judge=judge), judge
+
+
+CLAIMS = ["red apple", "the sky is blue"]
+
+
+def test_for_each_asks_once_per_element_with_each_and_each_index():
+    scorer, judge = claim_each({"preprocess": {"claims": CLAIMS},
+                                "analyze": [{"verdict": "yes", "words": ["red"]}, {"verdict": "no", "words": []}]})
+    result = scorer.run(output="x")
+    assert (result.status, result.score, result.reason) == ("scored", 0.5, "1 of 2 claims supported")
+    assert stages_called(judge) == ["preprocess", "analyze", "analyze"]
+    assert judge.prompts("analyze") == [
+        "Claim 1 of 2:\n<<<\nred apple\n>>>\nIs it true? Quote at most 2 of its words.",
+        "Claim 2 of 2:\n<<<\nthe sky is blue\n>>>\nIs it true? Quote at most 4 of its words."]
+    # the {$expr} schema values are computed per element; the compiled schema keeps its placeholder
+    assert [c.schema["properties"]["words"]["maxItems"] for c in judge.calls[1:]] == [2, 4]
+    assert scorer.compiled.stages[1].schema["properties"]["words"]["maxItems"] == 1
+    # `result` per element (it sees each and each_index); the stage's result is their list
+    assert result.analyze_step_result == [{"claim": "red apple", "position": 0, "supported": True},
+                                          {"claim": "the sky is blue", "position": 1, "supported": False}]
+    record = result.stages["analyze"]
+    assert (record.attempts, record.usage.calls, record.usage.reasks) == (2, 2, 0)
+    assert result.usage.calls == 3
+    assert record.prompt == result.analyze_prompt == "\n\n".join(
+        f"[{i}]\n{p}" for i, p in enumerate(judge.prompts("analyze")))
+    assert json.loads(record.raw_answer) == [json.dumps({"verdict": "yes", "words": ["red"]}),
+                                             json.dumps({"verdict": "no", "words": []})]
+
+
+def test_for_each_reasks_per_element_and_sums_attempts():
+    scorer, judge = claim_each({"preprocess": {"claims": CLAIMS}, "analyze": [
+        {"verdict": "yes", "words": ["red", "apple", "pie"]},  # element 0: 3 words, its bound is 2
+        {"verdict": "yes", "words": ["red"]},
+        {"verdict": "yes", "words": ["cloud"]},  # element 1: the check wants a word of its own claim
+        {"verdict": "yes", "words": ["sky"]}]})
+    result = scorer.run(output="x")
+    assert result.score == 1
+    calls = [c for c in judge.calls if c.stage == "analyze"]
+    assert len(calls) == 4
+    assert "words has 3 items; at most 2" in calls[1].messages[-1]["content"]  # element 0's own bound
+    assert "A yes must quote a word of the claim." in calls[3].messages[-1]["content"]
+    assert "the sky is blue" in calls[3].messages[0]["content"]  # the re-ask keeps element 1's prompt
+    record = result.stages["analyze"]
+    assert (record.attempts, record.usage.calls, record.usage.reasks) == (4, 4, 2)
+    assert result.usage.reasks == 2
+    assert [x["supported"] for x in result.analyze_step_result] == [True, True]
+
+
+def test_for_each_failure_names_the_element_and_the_stage():
+    scorer, judge = claim_each({"preprocess": {"claims": CLAIMS}, "analyze": [
+        {"verdict": "no", "words": []}, {"verdict": "yes", "words": ["cloud"]}]})  # the last repeats
+    result = scorer.run(output="x")
+    assert (result.status, result.score) == ("failed", None)
+    assert (result.error.stage, result.error.kind) == ("analyze", "check")
+    assert result.error.message.startswith("element 1: check ")
+    assert "A yes must quote a word of the claim." in result.error.message
+    assert result.error.attempts == 2  # element 1's own attempts (max_reasks 1)
+    assert json.loads(result.error.raw_answer) == {"verdict": "yes", "words": ["cloud"]}
+    record = result.stages["analyze"]
+    assert record.result is None and result.analyze_step_result is None
+    assert (record.attempts, record.usage.calls) == (3, 3)  # element 0's call counts too
+    assert result.usage.calls == 4
+    assert record.prompt.startswith("[0]\nClaim 1 of 2:") and "\n\n[1]\nClaim 2 of 2:" in record.prompt
+    assert len(json.loads(record.raw_answer)) == 2
+
+
+def test_for_each_transport_failure_names_the_element():
+    scorer, _ = claim_each({"preprocess": {"claims": CLAIMS}, "analyze": [
+        {"verdict": "no", "words": []}, ScorerRunError("transport", "HTTP 503 five times", attempts=5)]})
+    result = scorer.run(output="x")
+    assert (result.status, result.error.stage, result.error.kind) == ("failed", "analyze", "transport")
+    assert result.error.message == "element 1: HTTP 503 five times"
+    assert result.stages["analyze"].attempts == 6
+
+
+EACH_INPUT_SPEC = """
+    format: 1
+    id: each_input
+    name: Each input
+    description: One call per element of the item's input.
+    version: 1
+    stages:
+      - id: analyze
+        for_each: run.input
+        prompt: e/ask.j2
+        output_schema: {type: object, required: [verdict], properties: {verdict: {type: string}}}
+    score:
+      formula: "analyze | count('verdict', 'yes') / 10"
+"""
+
+
+@pytest.fixture
+def each_input(write_spec):
+    return compile_file(write_spec("each_input", EACH_INPUT_SPEC, {"e/ask.j2": "{{ each_index }}: {{ each }}"}))
+
+
+@pytest.mark.parametrize("value, kind", [("abc", "str"), (3, "int"), ({"a": 1}, "dict"), (None, "str")])
+def test_for_each_not_giving_a_list_fails_with_kind_expression(each_input, value, kind):
+    judge = FakeJudge({"analyze": {"verdict": "yes"}})
+    result = Scorer(each_input, judge=judge).run(output="x", input=value)
+    assert (result.status, result.error.stage, result.error.kind) == ("failed", "analyze", "expression")
+    assert result.error.message == f"analyze.for_each: 'run.input' gave {kind}, expected a list"
+    assert judge.calls == []
+
+
+def test_for_each_over_an_empty_list_makes_no_call(each_input):
+    judge = FakeJudge({"analyze": {"verdict": "yes"}})
+    result = Scorer(each_input, judge=judge).run(output="x", input=[])
+    assert (result.status, result.score) == ("scored", 0)
+    assert result.analyze_step_result == []
+    record = result.stages["analyze"]
+    assert (record.skipped, record.prompt, record.raw_answer, record.attempts) == (False, None, None, 0)
+    assert judge.calls == [] and result.usage.calls == 0
+
+
+def test_for_each_without_result_gives_the_answers(each_input):
+    judge = FakeJudge({"analyze": [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]})
+    result = Scorer(each_input, judge=judge).run(output="x", input=["a", {"k": 1}, 7])
+    assert result.analyze_step_result == [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]
+    assert result.score == 0.2
+    assert judge.prompts("analyze") == ["0: a", "1: {'k': 1}", "2: 7"]
 
 
 # --- verdict normalisation ------------------------------------------------------------------------------
@@ -501,7 +651,8 @@ def test_result_json_is_camel_case():
     assert set(data["usage"]) == {"calls", "tokensIn", "tokensOut", "reasks", "transportRetries", "seconds"}
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
-    assert data["analyzeStepResult"]["verdicts"][0]["verdict"] == "yes"
+    assert data["analyzeStepResult"] == [{"verdict": "yes", "reason": "r"}]
+    assert data["analyzePrompt"].startswith("[0]\n") and data["stages"]["analyze"]["attempts"] == 1
     assert data["generateReasonPrompt"] is None  # faithfulness explains from its verdicts, no reason prompt
     assert json.loads(json.dumps(data)) == data
 

@@ -1,7 +1,7 @@
 """End to end through a real embedded model: the shipped specs, the engine, instructor and
 llama.cpp, with no fakes. `local-tiny` (SmolLM2-135M) judges at about chance, so its tests
 assert what the engine guarantees whatever the model says (shapes enforced by grammar, one
-verdict per claim, scores in range, usage recorded); the `local` test asserts a verdict on an
+verdict per claim, asked one claim per call, scores in range, usage recorded); the `local` test asserts a verdict on an
 unmistakable case.
 
 Without the models these tests skip, unless SCORESPEC_REQUIRE_LOCAL=1 (as CI sets it), which
@@ -61,13 +61,15 @@ def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
     assert result.stages["preprocess"].usage.tokens_in > 0
     if result.status == "scored":
         claims = result.preprocess_step_result
-        verdicts = result.analyze_step_result["verdicts"]
+        verdicts = result.analyze_step_result  # a list of {verdict, reason}, one per claim
         assert len(verdicts) == len(claims) > 0
+        assert all(list(v) == ["verdict", "reason"] for v in verdicts)  # the grammar: verdict first
         assert {v["verdict"] for v in verdicts} <= {"yes", "no", "unsure"}
         assert 0 <= result.score <= 1 and result.score == round(result.score, 2)
         supported = sum(v["verdict"] == "yes" for v in verdicts)
         assert result.score == round(supported / len(claims) + 1e-12, 2)
-        assert result.usage.calls == 2
+        assert result.usage.calls == 1 + len(claims)  # one extract call, then one call per claim
+        assert result.stages["analyze"].usage.calls == len(claims)
 
 
 @pytest.mark.local
@@ -112,5 +114,5 @@ def test_local_judges_an_unmistakable_item():
                         context=["Paris is the capital and largest city of France."])
     assert result.model == "local"
     assert result.status == "scored", result.error
-    assert result.analyze_step_result["verdicts"][0]["verdict"] == "yes"
+    assert [v["verdict"] for v in result.analyze_step_result] == ["yes"] * len(result.preprocess_step_result)
     assert result.score == 1

@@ -55,6 +55,9 @@ EXPECTED_CODES = {
     "sandbox_expression": ["expression-syntax"],
     "many_problems": ["missing-template", "invalid-schema", "invalid-schema", "expression-syntax",
                       "undefined-name", "undefined-name", "undefined-name"],
+    # `each` and `each_index` are defined only inside a for_each stage (not in its for_each itself)
+    "each_outside_for_each": ["undefined-name"] * 5,
+    "each_stage_id": ["reserved-name", "reserved-name"],
 }
 
 
@@ -167,6 +170,69 @@ def test_duplicate_key_names_both_lines(monkeypatch):
     (problem,) = compile_broken("duplicate_key", monkeypatch).problems
     assert (problem.line, problem.key_path) == (5, "name")
     assert problem.hint == "first defined on line 3; keep one"
+
+
+# --- for_each -------------------------------------------------------------------------------------
+
+
+def test_each_names_are_unknown_outside_a_for_each_stage(monkeypatch):
+    problems = compile_broken("each_outside_for_each", monkeypatch).problems
+    assert [(p.key_path, p.message.split(" uses ")[1].split(",")[0]) for p in problems] == [
+        ("stages[0].prompt", "'each'"), ("stages[0].prompt", "'each_index'"),
+        ("stages[0].result", "'each_index'"), ("stages[1].for_each", "'each'"), ("score.formula", "'each'")]
+    # inside the for_each stage (its result) each_index is known: no problem at stages[1].result
+    assert "stages[1].result" not in {p.key_path for p in problems}
+
+
+def test_each_is_a_reserved_name(monkeypatch):
+    problems = compile_broken("each_stage_id", monkeypatch).problems
+    assert [(p.key_path, p.code) for p in problems] == [("vars.each_index", "reserved-name"),
+                                                      ("stages[0].id", "reserved-name")]
+    assert "stage id 'each' clashes with a reserved or vars name" in problems[1].message
+
+
+FOR_EACH_SPEC = """
+    format: 1
+    id: each_schema
+    name: Each schema
+    description: d
+    version: 1
+    stages:
+      - id: analyze
+        {for_each}
+        prompt: e/ask.j2
+        output_schema:
+          type: object
+          required: [words]
+          properties:
+            words: {{type: array, maxItems: {{$expr: "each | wordcount"}}}}
+        checks:
+          - expect: "answer.words | length <= each_index + 1"
+            message: "at most as many words as the position"
+    score:
+      formula: "1"
+"""
+
+
+def test_each_in_schema_expr_and_checks_needs_for_each(write_spec):
+    prompts = {"e/ask.j2": "Words of {{ run.output }}"}
+    compiled = compile_file(write_spec("each_schema", FOR_EACH_SPEC.format(for_each="for_each: run.input"), prompts))
+    assert compiled.stages[0].for_each.source == "run.input"
+    with pytest.raises(SpecError) as info:
+        compile_file(write_spec("each_schema", FOR_EACH_SPEC.format(for_each=""), prompts))
+    assert [(p.code, p.key_path) for p in info.value.problems] == [
+        ("undefined-name", "stages[0].output_schema.properties.words.maxItems"),
+        ("undefined-name", "stages[0].checks[0].expect")]
+
+
+def test_for_each_is_a_prompt_stage_key_only(tmp_path):
+    source = (SPEC_FIXTURES / "broken" / "id_mismatch.yaml").read_text().replace("id: id_mismatched", "id: spec")
+    source = source.replace("    args:", "    for_each: run.input\n    args:")
+    with pytest.raises(SpecError) as info:
+        compile_text(source, tmp_path / "spec.yaml")
+    assert [(p.code, p.key_path) for p in info.value.problems] == [("unknown-key", "stages[0].for_each")]
+    prompt_stage = spec_json_schema()["$defs"]["PromptStage"]["properties"]
+    assert prompt_stage["for_each"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
 
 
 def test_several_problems_reported_together(monkeypatch):
@@ -489,7 +555,7 @@ def test_templates_resolve_beside_the_spec_first_then_builtin(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     compiled = load_spec("faithfulness")
     assert compiled.stages[0].template.file == str(own.resolve())
-    assert compiled.stages[1].template.file == str((builtin_prompts_dir() / "faithfulness/verify_claims.j2").resolve())
+    assert compiled.stages[1].template.file == str((builtin_prompts_dir() / "faithfulness/verify_claim.j2").resolve())
     shown = Scorer(compiled, judge=FakeJudge()).render(output="Paris is in France.")
     assert shown[0][0] == "preprocess"
     assert "TEAM PROMPT: claims of <<<Paris is in France.>>>" in shown[0][1]

@@ -39,14 +39,22 @@ class InstantJudge:
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
         self.calls += 1
-        data = call.validate(self.answers[call.stage])
+        answer = self.answers[call.stage]
+        data = call.validate(answer(call) if callable(answer) else answer)
         return JudgeAnswer(data, "", 1, Usage(calls=1))
 
 
-# Canned judge answers per LLM spec, by stage id (a new LLM spec needs an entry here).
+def _verify_claim(call: JudgeCall) -> dict:
+    """Faithfulness asks one claim per call: "yes" to the first two claims, "unsure" to the third."""
+    claim = call.messages[-1]["content"].split("CLAIM:", 1)[-1]
+    return {"verdict": "unsure" if "330 m" in claim else "yes", "reason": "r"}
+
+
+# Canned judge answers per LLM spec, by stage id (a new LLM spec needs an entry here); an answer
+# may be a function of the call (a for_each stage asks once per element).
 FAITHFULNESS = {
     "preprocess": {"claims": ["The tower is in Paris.", "It opened in 1889.", "It is 330 m tall."]},
-    "analyze": {"verdicts": [{"verdict": v, "reason": "r"} for v in ("yes", "yes", "unsure")]},
+    "analyze": _verify_claim,
     "reason": {"reason": "Two of three claims are supported."},
 }
 UNITS = ["Paris", "capital of France", "on the Seine"]

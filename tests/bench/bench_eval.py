@@ -8,10 +8,11 @@ with ``--profile 32`` where the CPU of a judge call goes:
 
 The fake server runs in a child process (this script, ``--serve``), so the CPU measured here is
 the engine's own: prompt rendering, the openai client and instructor, validation, the store and
-the out file. Each faithfulness item makes 2 judge calls (preprocess, analyze; the reason is
-written from the verdicts; the server answers by the tool name instructor sends, which is the
-stage id), so the ideal rate at concurrency c is c / (2 × 0.05 s) items/s (the calls per item
-are measured, not assumed). Prints a markdown table.
+the out file. Each faithfulness item makes 3 judge calls (preprocess, then analyze once per
+claim for its 2 claims; the reason is written from the verdicts; the server answers by the tool
+name instructor sends, which is the stage id, and an analyze call by the claim it asks about),
+so the ideal rate at concurrency c is c / (3 × 0.05 s) items/s (the calls per item are
+measured, not assumed). Prints a markdown table.
 
 Columns: items/s; share of ideal = items/s ÷ (c / (calls per item × 0.05 s)); CPU ms per judge call = process CPU
 time (user + system, this process only) ÷ judge calls. Peak RSS: VmHWM of a child process
@@ -42,15 +43,17 @@ LATENCY_S = 0.05
 
 
 def reply(request: dict) -> dict:
-    """The judge's answer, chosen by the stage (the tool's name)."""
+    """The judge's answer, chosen by the stage (the tool's name) and, for analyze (one claim per
+    call), by the claim asked about."""
     tools = request.get("tools") or [{}]
     stage = tools[0].get("function", {}).get("name", "")
     if stage == "preprocess":
         return {"claims": ["The Eiffel Tower is in Paris.", "It was completed in 1889."]}
     if stage == "analyze":
-        return {"verdicts": [
-            {"claim": "The Eiffel Tower is in Paris.", "verdict": "yes", "reason": "The context says so."},
-            {"claim": "It was completed in 1889.", "verdict": "unsure", "reason": "No date in the context."}]}
+        claim = request["messages"][-1]["content"].split("CLAIM:", 1)[-1]
+        if "1889" in claim:
+            return {"verdict": "unsure", "reason": "No date in the context."}
+        return {"verdict": "yes", "reason": "The context says so."}
     return {"reason": "One of the two claims is supported by the context; the date cannot be verified."}
 
 

@@ -90,10 +90,12 @@ def make_items(n: int) -> list[dict[str, Any]]:
 
 
 _MARKER = re.compile(r"ITEM-(\d{4})")
+_CLAIM = re.compile(r"CLAIM:\s*<<<\s*ITEM-\d{4} claim (\d+)")
 
 
 def answer(request: dict) -> dict:
-    """The healthy judge: the designed claims or verdicts of the item the request is about."""
+    """The healthy judge: the designed claims of the item the request is about, or the designed
+    verdict of the one claim an analyze request asks about (claim c is supported when c < supported)."""
     text = " ".join(m["content"] for m in request["messages"] if isinstance(m.get("content"), str))
     i = int(_MARKER.search(text).group(1))  # type: ignore[union-attr]
     claims, supported = design(i)
@@ -101,8 +103,8 @@ def answer(request: dict) -> dict:
     if stage == "preprocess":
         return {"claims": [f"ITEM-{i:04d} claim {c}" for c in range(claims)]}
     if stage == "analyze":
-        return {"verdicts": [{"claim": f"claim {c}", "verdict": "yes" if c < supported else "no",
-                              "reason": "checked"} for c in range(claims)]}
+        c = int(_CLAIM.search(text).group(1))  # type: ignore[union-attr]
+        return {"verdict": "yes" if c < supported else "no", "reason": "checked"}
     raise ValueError(f"unexpected stage {stage!r}")
 
 
