@@ -24,11 +24,11 @@ CANARY = "sk-canary-7f3a9c2e5b1d4f608e9a7c3b2d1e0f4a5b6c7d8e"
 SECRET_PART = CANARY[len("sk-canary-"):][:10]  # a truncated key would still leak this
 
 CLAIMS = {"claims": ["The sky is blue."]}
-VERDICTS = {"verdicts": [{"verdict": "yes", "reason": "stated"}]}
+VERDICT = {"verdict": "yes", "reason": "stated"}  # faithfulness verifies one claim per call
 
 
 def _answer(request: dict) -> dict:
-    return CLAIMS if "claims" in json.dumps(request.get("tools")) else VERDICTS
+    return CLAIMS if "claims" in json.dumps(request.get("tools")) else VERDICT
 
 
 def _faults() -> list:
