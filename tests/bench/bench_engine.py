@@ -100,15 +100,23 @@ def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, in
     return elapsed / n * 1e6, judge.calls // n if answers else 0
 
 
+#: Child processes run as on a user's machine: bytecode cached (pip compiles installed packages;
+#: an editable checkout's modules are cached on first import), even where the calling
+#: environment sets PYTHONDONTWRITEBYTECODE, which would recompile every module on every start.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def whole_process(args: list[str], runs: int) -> dict[str, float]:
-    """Run a command `runs` times from this checkout; the medians of its wall time (s) and peak
-    RSS (MiB, from the child's own rusage via os.wait4, as ``/usr/bin/time -v`` reports it).
-    Raises if the command fails."""
+    """Run a command `runs` times from this checkout, after one untimed warm-up run (which
+    writes the bytecode cache); the medians of its wall time (s) and peak RSS (MiB, from the
+    child's own rusage via os.wait4, as ``/usr/bin/time -v`` reports it). Raises if the command
+    fails."""
+    subprocess.run(args, cwd=ROOT, env=CHILD_ENV, capture_output=True)
     walls, peaks = [], []
     for _ in range(runs):
         with tempfile.TemporaryFile() as err:
             start = time.perf_counter()
-            proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(args, cwd=ROOT, env=CHILD_ENV, stdout=subprocess.DEVNULL, stderr=err)
             _pid, status, usage = os.wait4(proc.pid, 0)
             walls.append(time.perf_counter() - start)
             if os.waitstatus_to_exitcode(status) != 0:
@@ -126,8 +134,9 @@ def cli(*args: str) -> list[str]:
 def load_compile_s(runs: int) -> tuple[float, int]:
     """Median seconds to import the engine and compile every shipped spec, in a fresh process
     each run; and the number of specs."""
+    subprocess.run([sys.executable, "-c", LOAD_SNIPPET], check=True, capture_output=True, cwd=ROOT, env=CHILD_ENV)
     loads = [json.loads(subprocess.run([sys.executable, "-c", LOAD_SNIPPET], check=True, capture_output=True,
-                                       text=True, cwd=ROOT).stdout) for _ in range(runs)]
+                                       text=True, cwd=ROOT, env=CHILD_ENV).stdout) for _ in range(runs)]
     return statistics.median(x["s"] for x in loads), loads[0]["n"]
 
 
