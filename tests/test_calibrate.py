@@ -215,3 +215,10 @@ def test_calibrations_command_lists_stored_figures(tmp_path):
     assert report.run_id in table.stdout and "0.75" in table.stdout and "fake/judge" in table.stdout
     empty = CliRunner().invoke(app, ["calibrations", "other", "--store", str(store)], env=env)
     assert empty.exit_code == 0 and "no calibration stored for other" in empty.stderr
+
+
+def test_calibrate_is_exported_from_engine():
+    import engine
+
+    assert engine.calibrate is calibrate
+    assert engine.Calibration.__name__ == "Calibration"
