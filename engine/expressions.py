@@ -33,7 +33,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
+from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.parser import Parser
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 from jinja2.utils import consume
 
@@ -199,24 +201,69 @@ def prepare(variables: dict[str, Any]) -> dict[str, Any]:
 _DUNDER = re.compile(r"__\w+__|\b(mro|func_globals|f_globals|gi_frame|cr_frame)\b")
 
 
+class _TrackingCodeGenerator(CodeGenerator):
+    """Jinja's code generator that also records the names the template reads from its
+    context: what ``jinja2.meta.find_undeclared_variables`` learns in a second, discarded
+    code-generation pass, collected here during the one that compiles."""
+
+    def __init__(self, environment: ImmutableSandboxedEnvironment, filename: str):
+        super().__init__(environment, None, filename, optimized=environment.optimized)
+        self.undeclared: set[str] = set()
+
+    def enter_frame(self, frame: Frame) -> None:
+        super().enter_frame(frame)
+        for action, param in frame.symbols.loads.values():
+            if action == "resolve":
+                self.undeclared.add(param)
+
+
+_Compiled = tuple[Any, frozenset[str], frozenset[tuple[str, str]]]
+
+
+def _compile(env: ImmutableSandboxedEnvironment, ast: nodes.Template, filename: str) -> _Compiled:
+    """`ast` compiled with one code generation: the Jinja template, the free names it reads and
+    its attribute uses. Raises `TemplateSyntaxError` (`_reject_unsafe`) before any code runs."""
+    generator = _TrackingCodeGenerator(env, filename)
+    generator.visit(ast)
+    found = list(ast.find_all(nodes.Node))  # after code generation, whose optimizer folds constants
+    _reject_unsafe(found)  # ('__cla' ~ 'ss__' is '__class__' by now)
+    code = compile(generator.stream.getvalue(), filename, "exec")
+    template = env.template_class.from_code(env, code, env.make_globals(None))
+    return template, frozenset(generator.undeclared) - set(env.globals), _attribute_uses(found)
+
+
+@lru_cache(maxsize=4096)
+def _expression(source: str) -> _Compiled:
+    env = environment()
+    parser = Parser(env, source, state="variable")
+    expr = parser.parse_expression()
+    if not parser.stream.eos:
+        raise TemplateSyntaxError("chunk after expression", parser.stream.current.lineno)
+    ast = nodes.Template([nodes.Assign(nodes.Name("result", "store"), expr, lineno=1)], lineno=1)
+    ast.set_environment(env)
+    return _compile(env, ast, "<expression>")
+
+
+@lru_cache(maxsize=1024)
+def _template(source: str, file: str, prompt: bool) -> _Compiled:
+    env = environment(prompt)
+    return _compile(env, env.parse(source, filename=file), file)
+
+
 class Expression:
     """A compiled expression. `names` are the free variables it reads; `attrs` the
-    ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``."""
+    ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``. The same
+    source compiles once per process. Raises `TemplateSyntaxError`."""
 
-    __slots__ = ("source", "names", "attrs", "_fn")
+    __slots__ = ("source", "names", "attrs", "_template")
 
     def __init__(self, source: str):
-        env = environment()
         self.source = source
-        ast = env.parse("{{ (" + source + "\n) }}")
-        self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
-        _reject_unsafe(ast)  # after the analysis above, which folds constants ('__cla' ~ 'ss__')
-        self.attrs = _attribute_uses(ast)
-        self._fn = env.compile_expression(source, undefined_to_none=False)
+        self._template, self.names, self.attrs = _expression(source)
 
     def __call__(self, namespace: dict[str, Any]) -> Any:
         """Evaluate over `namespace` (a `prepare` result is used as is, without a copy)."""
-        template = self._fn._template
+        template = self._template
         context = template.new_context(namespace if _PREPARED in namespace else prepare(namespace), shared=True)
         consume(template.root_render_func(context))
         return context.vars["result"]
@@ -224,19 +271,15 @@ class Expression:
 
 class Template:
     """A compiled template. `names` are the free variables it reads; `attrs` as for
-    `Expression`. `prompt=True` for text the judge reads (see `environment`)."""
+    `Expression`. `prompt=True` for text the judge reads (see `environment`). The same
+    source, file and kind compile once per process. Raises `TemplateSyntaxError`."""
 
     __slots__ = ("source", "names", "attrs", "_template", "file")
 
     def __init__(self, source: str, file: str = "<template>", *, prompt: bool = False):
-        env = environment(prompt)
         self.source = source
         self.file = file
-        ast = env.parse(source, filename=file)
-        self.names = frozenset(meta.find_undeclared_variables(ast)) - set(env.globals)
-        _reject_unsafe(ast)  # after the analysis above, which folds constants ('__cla' ~ 'ss__')
-        self.attrs = _attribute_uses(ast)
-        self._template = env.from_string(ast)
+        self._template, self.names, self.attrs = _template(source, file, prompt)
 
     def render(self, namespace: dict[str, Any]) -> str:
         """Render over `namespace` (a `prepare` result is used as is, without a copy)."""
@@ -248,33 +291,38 @@ class Template:
             return template.environment.handle_exception()
 
 
-def _attribute_uses(ast: nodes.Node) -> frozenset[tuple[str, str]]:
+def _attribute_uses(found: list[nodes.Node]) -> frozenset[tuple[str, str]]:
     """``(variable, key)`` for each ``variable.key`` / ``variable['key']`` read (method calls
     such as ``options.get(...)`` excluded), so the compiler can check keys of known mappings."""
-    called = {id(call.node) for call in ast.find_all(nodes.Call)}
-    found = set()
-    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
-        if id(node) in called or not isinstance(node.node, nodes.Name):
+    called = {id(call.node) for call in found if isinstance(call, nodes.Call)}
+    uses = set()
+    for node in found:
+        if not isinstance(node, (nodes.Getattr, nodes.Getitem)) or id(node) in called \
+                or not isinstance(node.node, nodes.Name):
             continue
         if isinstance(node, nodes.Getattr):
             key = node.attr
         else:
             key = node.arg.value if isinstance(node.arg, nodes.Const) else None
         if isinstance(key, str):
-            found.add((node.node.name, key))
-    return frozenset(found)
+            uses.add((node.node.name, key))
+    return frozenset(uses)
 
 
-def _reject_unsafe(ast: nodes.Node) -> None:
+def _reject_unsafe(found: list[nodes.Node]) -> None:
     """Refuse at load time: dunder, private and frame attribute walks (the sandbox refuses them
     anyway), ``|attr('_…')``, ``.format``/``.format_map``, sizes written as constants that
     exceed the limits (``range(10**9)``, ``'a' * 10**9``, ``x|center(10**9)``), and
     `include`/`import`/`extends`, which cannot work here: templates are self-contained."""
-    for node in ast.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+    for node in found:
+        if not isinstance(node, (nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+            continue
         tag = {"Include": "include", "Import": "import", "FromImport": "from … import", "Extends": "extends"}
         raise TemplateSyntaxError(f"'{tag[type(node).__name__]}' is not supported: a template is self-contained",
                                   node.lineno)
-    for node in ast.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+    for node in found:
+        if not isinstance(node, (nodes.Getattr, nodes.Getitem, nodes.Filter)):
+            continue
         if isinstance(node, nodes.Filter):
             name = _constant(node.args[0]) if node.name == "attr" and node.args else None
         else:
@@ -284,7 +332,9 @@ def _reject_unsafe(ast: nodes.Node) -> None:
         if isinstance(node, nodes.Getattr) and node.attr in ("format", "format_map"):
             raise TemplateSyntaxError(f"'.{node.attr}' is not allowed (format strings can reach attributes); "
                                       "use the format filter: '%s' | format(value)", node.lineno)
-    for node in ast.find_all((nodes.Mul, nodes.Pow, nodes.Call, nodes.Filter)):
+    for node in found:
+        if not isinstance(node, (nodes.Mul, nodes.Pow, nodes.Call, nodes.Filter)):
+            continue
         try:
             if isinstance(node, (nodes.Mul, nodes.Pow)):
                 _constant(node)

@@ -85,8 +85,9 @@ def _schema_message(errors: list[Any]) -> str:
         where = "/".join(str(p) for p in error.instance_path) or "the answer"
         kind = type(error.kind).__name__
         if kind in ("MinItems", "MaxItems") and isinstance(error.instance, list):
-            bound = "at least" if kind == "MinItems" else "at most"
-            text = f"{where} has {len(error.instance)} items; {bound} {error.kind.limit} are required"
+            need = f"at least {error.kind.limit} are required" if kind == "MinItems" \
+                else f"at most {error.kind.limit} are allowed"
+            text = f"{where} has {len(error.instance)} items; {need}"
         else:
             text = f"at {where}: {error.message[:200]}"
         parts.append(text)

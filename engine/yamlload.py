@@ -20,10 +20,12 @@ import yaml
 
 from .errors import Problem
 
-try:  # the C parser when libyaml is present; the resolver stays in Python either way
-    from yaml import CParser as _Parser
+try:  # libyaml's scanner and parser when PyYAML was built with it; composer and resolver stay in Python
+    from yaml.cyaml import CParser as _Parser  # not re-exported as yaml.CParser
+
+    _WITH_LIBYAML = True
 except ImportError:  # pragma: no cover - depends on the PyYAML build
-    from yaml.parser import Parser as _Parser  # type: ignore[assignment]
+    _WITH_LIBYAML = False
 
 MAX_NODES = 200_000  # guards against alias bombs ("billion laughs")
 
@@ -47,22 +49,27 @@ for _tag, _regexp, _first in (
     _CoreResolver.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
 
 
-if hasattr(yaml, "CParser"):
+if _WITH_LIBYAML:
 
-    class _Loader(_Parser, yaml.composer.Composer, _CoreResolver):  # type: ignore[misc]
+    class _Loader(yaml.composer.Composer, _Parser, _CoreResolver):  # type: ignore[misc]
+        """libyaml scans and parses; PyYAML's composer (first in the MRO) builds the nodes:
+        libyaml's own composer recurses in C and crashes the process on deep nesting, where
+        Python's raises `RecursionError`."""
+
         def __init__(self, stream: str):
             _Parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
             _CoreResolver.__init__(self)
 
 else:  # pragma: no cover
 
     class _Loader(  # type: ignore[no-redef]
-        yaml.reader.Reader, yaml.scanner.Scanner, _Parser, yaml.composer.Composer, _CoreResolver
+        yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _CoreResolver
     ):
         def __init__(self, stream: str):
             yaml.reader.Reader.__init__(self, stream)
             yaml.scanner.Scanner.__init__(self)
-            _Parser.__init__(self)
+            yaml.parser.Parser.__init__(self)
             yaml.composer.Composer.__init__(self)
             _CoreResolver.__init__(self)
 
@@ -157,7 +164,10 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
         message = " ".join(s for s in (exc.context, exc.problem) if s) or "invalid YAML"
         out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {message}", file, line, col))
         return out
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+    except RecursionError:
+        out.problems.append(Problem("yaml-too-large", "the document is nested too deeply", file, 1, 1))
+        return out
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
         out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {exc}", file, 1, 1))
         return out
     if root is None:
@@ -177,7 +187,7 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
                 line, col = _pos(node)
                 out.problems.append(Problem("yaml-tag", str(exc), file, line, col, path, "remove the tag"))
                 return node.value
-            if isinstance(value, str) and node.style is None and value.lower() in _BOOL_1_1:
+            if isinstance(value, str) and not node.style and value.lower() in _BOOL_1_1:  # plain: None, or "" from libyaml
                 out.bool_like.add(path)
             return value
         if isinstance(node, yaml.SequenceNode):

@@ -382,7 +382,7 @@ def test_for_each_reasks_per_element_and_sums_attempts():
     assert result.score == 1
     calls = [c for c in judge.calls if c.stage == "analyze"]
     assert len(calls) == 4
-    assert "words has 3 items; at most 2" in calls[1].messages[-1]["content"]  # element 0's own bound
+    assert "words has 3 items; at most 2 are allowed" in calls[1].messages[-1]["content"]  # element 0's own bound
     assert "A yes must quote a word of the claim." in calls[3].messages[-1]["content"]
     assert "the sky is blue" in calls[3].messages[0]["content"]  # the re-ask keeps element 1's prompt
     record = result.stages["analyze"]
@@ -577,7 +577,7 @@ def test_entry_point_functions_are_found(registry, monkeypatch, write_spec):
         groups.append(group)
         return [_EntryPoint("shout", shout)] if group == "scorespec.functions" else []
 
-    monkeypatch.setattr(functions, "entry_points", fake_entry_points)
+    monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)  # read when first needed
     assert "shout" in registry.names()
     assert groups == ["scorespec.functions"]
     path = write_spec("loud", """
@@ -600,7 +600,7 @@ def test_entry_point_functions_are_found(registry, monkeypatch, write_spec):
 
 def test_entry_point_never_replaces_builtin(registry, monkeypatch):
     builtin = registry.lookup("textual_difference")
-    monkeypatch.setattr(functions, "entry_points",
+    monkeypatch.setattr("importlib.metadata.entry_points",
                         lambda group: [_EntryPoint("textual_difference", lambda **kw: {})])
     assert registry.names() == ["textual_difference"]
     assert registry.lookup("textual_difference") is builtin

@@ -351,10 +351,17 @@ def test_pathological_expressions_are_spec_errors(tmp_path, formula):
     assert [p.code for p in info.value.problems] == ["expression-syntax"]
 
 
-def test_deeply_nested_yaml_is_a_spec_error(tmp_path):
+@pytest.mark.parametrize("text", [
+    "a: " + "[" * 5000 + "]" * 5000,
+    "a: " + "[" * 200_000 + "]" * 200_000,  # deep enough to crash a composer that recurses in C
+    "- " * 200_000 + "x",
+    "{a: " * 200_000 + "x" + "}" * 200_000,
+], ids=["flow-5k", "flow-200k", "block-200k", "mapping-200k"])
+def test_deeply_nested_yaml_is_a_spec_error(tmp_path, text):
     with pytest.raises(SpecError) as info:
-        compile_text("a: " + "[" * 5000 + "]" * 5000, tmp_path / "spec.yaml")
-    assert [p.code for p in info.value.problems] == ["yaml-syntax"]
+        compile_text(text, tmp_path / "spec.yaml")
+    assert [(p.code, p.message) for p in info.value.problems] == [
+        ("yaml-too-large", "the document is nested too deeply")]
 
 
 def test_alias_bomb_is_a_spec_error(tmp_path):
