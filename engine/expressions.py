@@ -250,6 +250,15 @@ def _template(source: str, file: str, prompt: bool) -> _Compiled:
     return _compile(env, env.parse(source, filename=file), file)
 
 
+def _context(template: Any, namespace: dict[str, Any]) -> Any:
+    """A render context over `namespace` itself (what ``template.new_context(namespace,
+    shared=True)`` makes, minus the copy of the globals' keys Jinja keeps for templates used as
+    modules — templates here are not: `_reject_unsafe` refuses import and include)."""
+    env = template.environment
+    return env.context_class(env, namespace if _PREPARED in namespace else prepare(namespace), template.name,
+                             template.blocks)
+
+
 class Expression:
     """A compiled expression. `names` are the free variables it reads; `attrs` the
     ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``. The same
@@ -264,7 +273,7 @@ class Expression:
     def __call__(self, namespace: dict[str, Any]) -> Any:
         """Evaluate over `namespace` (a `prepare` result is used as is, without a copy)."""
         template = self._template
-        context = template.new_context(namespace if _PREPARED in namespace else prepare(namespace), shared=True)
+        context = _context(template, namespace)
         consume(template.root_render_func(context))
         return context.vars["result"]
 
@@ -284,7 +293,7 @@ class Template:
     def render(self, namespace: dict[str, Any]) -> str:
         """Render over `namespace` (a `prepare` result is used as is, without a copy)."""
         template = self._template
-        context = template.new_context(namespace if _PREPARED in namespace else prepare(namespace), shared=True)
+        context = _context(template, namespace)
         try:
             return template.environment.concat(template.root_render_func(context))  # type: ignore[attr-defined]
         except Exception:
