@@ -1,12 +1,14 @@
 """Tests for engine.functions.text.textual_difference."""
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
+from engine.functions import text
 from engine.functions.text import textual_difference
 
 
@@ -114,3 +116,82 @@ def test_properties(a, b):
     # A change region holds at least one edit operation, at most all of them.
     n_ops = len(a) + len(b) - round(r["ratio"] * (len(a) + len(b)))
     assert r["changes"] <= max(n_ops, 0)
+
+
+# --- long pairs: aligned piecewise at proven cuts -------------------------------------------------
+
+WORDS = "the quick brown fox jumps over lazy dog while agents evaluate scores across inputs".split()
+
+
+def word_pair(n_words: int, seed: int, edit_rate: float = 0.1) -> tuple[str, str]:
+    """A random word text and a copy with about `edit_rate` of its words replaced, dropped or doubled."""
+    rng = random.Random(seed)
+    a = [rng.choice(WORDS) for _ in range(n_words)]
+    b = []
+    for word in a:
+        roll = rng.random()
+        if roll < edit_rate / 3:
+            b.append(rng.choice(WORDS))
+        elif roll < 2 * edit_rate / 3:
+            continue
+        elif roll < edit_rate:
+            b += [word, rng.choice(WORDS)]
+        else:
+            b.append(word)
+    return " ".join(a), " ".join(b)
+
+
+def assert_optimal_alignment(a: str, b: str, blocks: list) -> None:
+    """`blocks` are in order, do not overlap, match character for character, and together hold
+    a longest common subsequence."""
+    end_a = end_b = 0
+    for x, y, size in blocks:
+        assert size > 0 and x >= end_a and y >= end_b
+        assert a[x:x + size] == b[y:y + size]
+        end_a, end_b = x + size, y + size
+    assert 2 * sum(size for _, _, size in blocks) == len(a) + len(b) - Indel.distance(a, b)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n_words", [500, 1800, 6000])
+def test_long_pairs_are_cut_into_an_optimal_alignment(n_words, seed):
+    a, b = word_pair(n_words, seed)
+    assert len(a) * len(b) > text.SPLIT_CELLS
+    distance = text._distance(a, b)
+    assert distance == Indel.distance(a, b)
+    blocks = text._blocks(a, b, distance, 0, 0, [])
+    assert_optimal_alignment(a, b, blocks)
+    r = textual_difference(a, b)
+    assert r["ratio"] == pytest.approx(Indel.normalized_similarity(a, b), abs=1e-12)
+    # the count is the gaps of those blocks, touching blocks (across a cut) being one
+    gaps, end_a, end_b = 0, 0, 0
+    for x, y, size in blocks:
+        gaps += (x, y) != (end_a, end_b)
+        end_a, end_b = x + size, y + size
+    assert r["changes"] == gaps + ((end_a, end_b) != (len(a), len(b)))
+
+
+def test_a_cut_is_used_for_texts_that_mostly_agree():
+    a, b = word_pair(1800, 1)
+    assert text._cut(a, b, Indel.distance(a, b)) is not None
+
+
+def test_separated_edits_in_long_texts_are_each_one_change():
+    # 60,000 characters each: aligned whole this would need ~430 MB, over the limit; cut, it fits
+    a = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 1072
+    parts = a.split("dolor")
+    b = "".join(p + ("dolour" if i % 4 == 0 else "dolor") for i, p in enumerate(parts[:-1])) + parts[-1]
+    assert len(a) * len(b) > text.MAX_ALIGNMENT_CELLS
+    r = textual_difference(a, b)
+    assert r["changes"] == len(range(0, len(parts) - 1, 4)) == 268
+    assert r["ratio"] == pytest.approx(Indel.normalized_similarity(a, b), abs=1e-12)
+
+
+def test_unrelated_long_texts_are_refused_naming_both_lengths():
+    with pytest.raises(ValueError, match=r"^texts of 60,000 and 59,000 characters are too long to align: a part of "
+                                         r"60,000 × 59,000 characters has no common run to cut it at, and aligning it "
+                                         r"whole would need about 422 MB \(the limit is 298 MB"):
+        textual_difference("a" * 60_000, "b" * 59_000)
+    with pytest.raises(ValueError, match=r"^texts of 300,000 and 300,000 characters are too long to align: they "
+                                         r"differ by more than 33,333 insertions and deletions"):
+        textual_difference("a" * 300_000, "b" * 300_000)
