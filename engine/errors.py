@@ -60,7 +60,8 @@ class ScorerRunError(Exception):
     """Raised by the engine's internals when an item fails; turned into `ItemError` in results.
 
     kind: ``input`` (a missing required field), ``judge`` (no valid answer after the allowed
-    re-asks), ``truncated`` (the judge's answer was cut off by its token limit: never parsed,
+    re-asks), ``auth`` (the provider refused the credentials or the model's access: HTTP 401/403,
+    not retried), ``truncated`` (the judge's answer was cut off by its token limit: never parsed,
     never a partial score), ``check`` (a stage check never passed), ``transport`` (the provider
     could not be reached after retries), ``expression`` (an expression raised), ``formula`` (NaN, infinite or
     out-of-range score), ``function`` (a rule function raised), ``target`` (the system under test

@@ -202,6 +202,16 @@ def _is_transport(exc: BaseException) -> bool:
     )
 
 
+def _is_auth(exc: BaseException) -> bool:
+    """The provider refused the credentials or the model's access (HTTP 401 or 403)."""
+    return getattr(exc, "status_code", None) in (401, 403)
+
+
+def _auth_message(exc: BaseException, redact: Callable[[str], str]) -> str:
+    return (f"the provider refused the request's credentials ({_describe(exc, redact)}); check the API key "
+            "(api_key=, or the provider's variable such as OPENAI_API_KEY) and the key's access to the model")
+
+
 def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -363,6 +373,10 @@ class InstructorJudge:
                         "transport", f"the judge could not be reached after {transport_retries + 1} tries: {_describe(cause, self._redact)}",
                         stage=call.stage, attempts=attempts_total,
                     ), usage, transport_retries) from None
+                if _is_auth(cause):
+                    raise self._failure(ScorerRunError(
+                        "auth", _auth_message(cause, self._redact), stage=call.stage, attempts=attempts_total,
+                    ), usage, transport_retries) from None
                 last_raw = _raw(getattr(exc, "last_completion", None))
                 raise self._failure(ScorerRunError(
                     "judge",
@@ -376,8 +390,11 @@ class InstructorJudge:
                     await asyncio.sleep(self.retry.wait(transport_retries, exc))
                     transport_retries += 1
                     continue
-                kind = "transport" if _is_transport(exc) else "judge"
-                raise self._failure(ScorerRunError(kind, _describe(exc, self._redact), stage=call.stage, attempts=attempts_total),
+                if _is_auth(exc):
+                    kind, message = "auth", _auth_message(exc, self._redact)
+                else:
+                    kind, message = "transport" if _is_transport(exc) else "judge", _describe(exc, self._redact)
+                raise self._failure(ScorerRunError(kind, message, stage=call.stage, attempts=attempts_total),
                                     usage, transport_retries) from None
             finally:
                 _CALL_VALIDATE.reset(token)
