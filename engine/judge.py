@@ -526,6 +526,14 @@ def make_judge(
         def build() -> Any:
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
-        return InstructorJudge(build(), model, retry=retry, secrets=(api_key,), client_factory=build, window=window)
-    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key,), client_factory=build,
-                           window=window)
+        return InstructorJudge(build(), model, retry=retry, secrets=(api_key, *_environment_keys()),
+                               client_factory=build, window=window)
+    return InstructorJudge(build(), model, retry=retry, model_name=name, secrets=(key, *_environment_keys()),
+                           client_factory=build, window=window)
+
+
+def _environment_keys() -> tuple[str, ...]:
+    """Values of the environment's ``*_API_KEY`` variables: providers reached through
+    instructor's `from_provider` read their own (``GROQ_API_KEY``, ``MISTRAL_API_KEY``…), so
+    every such key is redacted, not only the one this judge was given."""
+    return tuple(value for name, value in os.environ.items() if name.upper().endswith("_API_KEY") and value)

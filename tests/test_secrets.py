@@ -138,3 +138,16 @@ def test_canary_key_never_leaks_from_the_cli(tmp_path):
                         ("run stdout", single.stdout), ("run stderr", single.stderr),
                         ("the out file", out.read_text()), ("the store", _files_text(store))):
         _no_canary(where, text)
+
+
+def test_every_api_key_in_the_environment_is_redacted(monkeypatch):
+    """Providers reached through instructor's from_provider read their own variables
+    (GROQ_API_KEY, MISTRAL_API_KEY…): any *_API_KEY value is redacted, whichever judge is made."""
+    other = "gsk-canary-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    monkeypatch.setenv("GROQ_API_KEY", other)
+    monkeypatch.setenv("Mistral_Api_Key", CANARY)
+    judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="sk-given-0123456789")
+    text = f"echo: Bearer {other} / {CANARY} / sk-given-0123456789"
+    assert judge._redact(text) == "echo: Bearer *** / *** / ***"
+    made = logging.getLogRecordFactory()("httpx", logging.ERROR, __file__, 1, "body %s", (other,), None)
+    assert made.getMessage() == "body ***"
