@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - depends on the PyYAML build
     _WITH_LIBYAML = False
 
 MAX_NODES = 200_000  # guards against alias bombs ("billion laughs")
+_TOO_DEEP = "the document is nested too deeply"
 
 
 class _CoreResolver(yaml.resolver.BaseResolver):
@@ -161,11 +162,14 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        if "nesting depth" in (exc.problem or ""):  # libyaml ≥ 0.2.6 bounds nesting itself
+            out.problems.append(Problem("yaml-too-large", _TOO_DEEP, file, line, col))
+            return out
         message = " ".join(s for s in (exc.context, exc.problem) if s) or "invalid YAML"
         out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {message}", file, line, col))
         return out
     except RecursionError:
-        out.problems.append(Problem("yaml-too-large", "the document is nested too deeply", file, 1, 1))
+        out.problems.append(Problem("yaml-too-large", _TOO_DEEP, file, 1, 1))
         return out
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {exc}", file, 1, 1))
@@ -226,6 +230,6 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
         )
         out.data = None
     except RecursionError:
-        out.problems.append(Problem("yaml-too-large", "the document is nested too deeply", file, 1, 1))
+        out.problems.append(Problem("yaml-too-large", _TOO_DEEP, file, 1, 1))
         out.data = None
     return out

@@ -144,7 +144,7 @@ def test_missing_file():
 
 
 def test_dataframe():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # a test dependency: run_evals accepts a DataFrame
     frame = pd.DataFrame({"answer": ["A", "B"], "passages": [["p"], None], "n": [1.0, float("nan")]})
     items = list(iter_items(frame, {"output": "answer", "context": "passages"}))
     assert [(i["id"], i["output"], i["context"], i["n"]) for i in items] == [(1, "A", ["p"], 1.0),
