@@ -177,14 +177,32 @@ def test_a_cut_is_used_for_texts_that_mostly_agree():
 
 
 def test_separated_edits_in_long_texts_are_each_one_change():
-    # 60,000 characters each: aligned whole this would need ~430 MB, over the limit; cut, it fits
-    a = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 1072
+    a = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 180
     parts = a.split("dolor")
     b = "".join(p + ("dolour" if i % 4 == 0 else "dolor") for i, p in enumerate(parts[:-1])) + parts[-1]
+    assert len(a) * len(b) > text.SPLIT_CELLS
+    r = textual_difference(a, b)
+    assert r["changes"] == len(range(0, len(parts) - 1, 4)) == 45
+    assert r["ratio"] == pytest.approx(Indel.normalized_similarity(a, b), abs=1e-12)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("a" * 40_000, "a" * 39_983),  # 17 deletions of one repeated character
+    ("lorem ipsum dolor sit amet, consectetur " * 1000, ("lorem ipsum dolor sit amet, consectetur " * 1000)[:-1000]),
+    ("lorem ipsum dolor sit amet, consectetur " * 1000,
+     ("lorem ipsum dolor sit amet, consectetur " * 1000)[:20_000] + ("lorem ipsum dolor sit amet, consectetur " * 1000)[20_200:]),
+], ids=["one-character", "cut-off-end", "cut-out-middle"])
+def test_one_change_in_repetitive_long_text_stays_one_change(a, b):
+    # a repeated run is never a cut: it could put one deleted stretch on both sides of it
+    assert textual_difference(a, b)["changes"] == 1
+
+
+def test_long_texts_that_mostly_agree_fit_where_one_alignment_would_not():
+    a, b = word_pair(12_000, 3)  # about 70,000 characters each: aligned whole ~600 MB, over the limit
     assert len(a) * len(b) > text.MAX_ALIGNMENT_CELLS
     r = textual_difference(a, b)
-    assert r["changes"] == len(range(0, len(parts) - 1, 4)) == 268
     assert r["ratio"] == pytest.approx(Indel.normalized_similarity(a, b), abs=1e-12)
+    assert r["changes"] > 100
 
 
 def test_unrelated_long_texts_are_refused_naming_both_lengths():

@@ -19,7 +19,7 @@ MAX_ALIGNMENT_CELLS = 2_500_000_000
 #: optimal alignment is proven to pass (see `_cut`).
 SPLIT_CELLS = 4_000_000
 _ANCHOR = 16  # characters of the exact common run a cut is placed at
-_TRIES = 8  # anchors tried per split (each at its 4 likeliest places) before a piece is aligned whole
+_TRIES = 8  # anchors tried per split before a piece is aligned whole
 
 
 def textual_difference(reference: str, candidate: str) -> dict:
@@ -174,26 +174,24 @@ def _cut(a: str, b: str, distance: int) -> tuple[int, int, int, int] | None:
     """``(i, j, d1, d2)`` with ``d1 = d(a[:i], b[:j])``, ``d2 = d(a[i:], b[j:])`` and
     ``d1 + d2 == distance`` (Indel distances): optimal alignments of the two halves make an
     optimal alignment of the whole. Tried at exact `_ANCHOR`-character runs near the middle
-    of `a`, at their occurrences in `b` within `distance` of the same diagonal (nearest to
-    the proportional position first); None when none proves optimal."""
+    of `a` that occur once in `b` within `distance` of the same diagonal (a run repeated there,
+    as in repetitive text, could put one change on both sides of the cut); None when none
+    proves optimal."""
     la, lb = len(a), len(b)
     for k in range(_TRIES):
         i = la // 2 + (k - _TRIES // 2) * 2 * _ANCHOR
         if i <= 0 or i + _ANCHOR > la:
             continue
-        anchor, end = a[i:i + _ANCHOR], min(lb, i + (lb - la) + distance + _ANCHOR)
-        found, j = [], b.find(anchor, max(1, i - distance), end)
-        while j != -1 and len(found) < 64:
-            found.append(j)
-            j = b.find(anchor, j + 1, end)
-        expected = i * lb // la
-        for j in sorted(found, key=lambda j: abs(j - expected))[:4]:
-            d1 = Indel.distance(a[:i], b[:j], score_cutoff=distance)
-            if d1 > distance:
-                continue
-            d2 = Indel.distance(a[i:], b[j:], score_cutoff=distance - d1)
-            if d1 + d2 == distance:
-                return i, j, d1, d2
+        anchor, start, end = a[i:i + _ANCHOR], max(1, i - distance), min(lb, i + (lb - la) + distance + _ANCHOR)
+        j = b.find(anchor, start, end)
+        if j == -1 or b.find(anchor, j + 1, end) != -1:
+            continue  # absent, or repeated: in repetitive text a cut could split one change in two
+        d1 = Indel.distance(a[:i], b[:j], score_cutoff=distance)
+        if d1 > distance:
+            continue
+        d2 = Indel.distance(a[i:], b[j:], score_cutoff=distance - d1)
+        if d1 + d2 == distance:
+            return i, j, d1, d2
     return None
 
 
