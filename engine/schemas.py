@@ -29,6 +29,8 @@ def schema_error(schema: Any) -> Any:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return exc
+    except RecursionError:  # jsonschema-rs gave up on the depth too ("Recursion limit reached")
+        return jsonschema.SchemaError("the schema is nested too deeply to check (keep it under about 200 levels)")
     return None
 
 

@@ -604,3 +604,14 @@ def test_wheel_ships_builtins_and_loads_them_from_any_folder(tmp_path):
     assert Path(module).is_relative_to(tmp_path / "site")
     assert Path(spec_path).is_relative_to(builtin)
     assert Path(template).is_relative_to(builtin)
+
+
+def test_option_schema_nested_too_deeply_is_a_problem_not_a_crash(tmp_path):
+    text = (ROOT / "scorer_specs" / "textual_difference.yaml").read_text(encoding="utf-8")
+    deep = "{items: " * 300 + "{type: string}" + "}" * 300
+    text = text.replace("options:\n", f"options:\n  deep: {deep}\n", 1)
+    with pytest.raises(SpecError) as info:
+        compile_text(text, tmp_path / "textual_difference.yaml")
+    [problem] = [p for p in info.value.problems if p.key_path == "options.deep"]
+    assert problem.code == "option-schema"
+    assert "nested too deeply to check" in problem.message
