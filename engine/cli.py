@@ -76,6 +76,7 @@ def parse_options(pairs: list[str], compiled: Any, prefix: str | None = None) ->
 @app.command("list")
 def list_cmd() -> None:
     """List the built-in and local scorer specs (a local spec shadows a built-in of the same id)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from .catalog import list_specs
@@ -88,8 +89,8 @@ def list_cmd() -> None:
         try:
             compiled = compile_file(entry.path)
             spec = compiled.spec
-            table.add_row(entry.id, spec.name, entry.origin + (" (shadows built-in)" if entry.shadows_builtin else ""),
-                          "yes" if compiled.uses_judge else "no", spec.description)
+            table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
+                          "yes" if compiled.uses_judge else "no", escape(spec.description))
         except SpecError as exc:
             table.add_row(entry.id, "?", entry.origin, "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
     console = _stdout()
@@ -172,13 +173,16 @@ def run_cmd(
 
 
 def print_result(result: Any, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
+    # messages and reasons quote user text and spec expressions: never read them as rich markup
     if result.error is not None:
         e = result.error
-        console.print(f"[red]failed[/red] at stage {e.stage or '-'} ({e.kind}): {e.message}", soft_wrap=True)
+        console.print(f"[red]failed[/red] at stage {escape(e.stage or '-')} ({e.kind}): {escape(e.message)}",
+                      soft_wrap=True)
     elif result.not_scorable is not None:
-        console.print(f"[yellow]not scorable[/yellow]: {result.not_scorable.reason}", soft_wrap=True)
+        console.print(f"[yellow]not scorable[/yellow]: {escape(result.not_scorable.reason)}", soft_wrap=True)
     else:
         console.print(f"[bold]score[/bold] {result.score:g}", soft_wrap=True)
         if result.reason:
@@ -193,7 +197,7 @@ def print_result(result: Any, console: Any) -> None:
                       f"{u.tokens_in}/{u.tokens_out}" if u.calls else "", f"{u.seconds:.2f}" if u.calls else "")
     console.print(table)
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim")
+                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False)
 
 
 @app.command("render")

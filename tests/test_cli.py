@@ -196,3 +196,21 @@ def test_render_rule_only_scorer_sends_nothing():
     assert result.exit_code == 0
     assert result.stdout == ""
     assert "sends no prompt" in result.stderr
+
+
+@pytest.mark.parametrize("when, shown", [
+    ("run.output != ''", "not scorable: nothing to say about oops [/i] [bold]x[/bold]"),
+    ("false", "failed at stage - (formula): "),  # 2 is out of [0, scale]
+])
+def test_run_prints_user_text_and_expressions_verbatim(tmp_path, when, shown):
+    text = (builtin_specs_dir() / "textual_difference.yaml").read_text(encoding="utf-8")
+    text = text.replace('  formula: "analyze.ratio * analyze.confidence * options.scale"',
+                        f'  not_scorable:\n    when: "{when}"\n    reason: "nothing to say about {{{{ run.output }}}}"\n'
+                        '  formula: "[analyze.ratio, 2] | max"')
+    spec = tmp_path / "textual_difference.yaml"
+    spec.write_text(text, encoding="utf-8")
+    result = invoke("run", str(spec), "--output", "oops [/i] [bold]x[/bold]", "--ground-truth", "a")
+    assert "internal error" not in result.output
+    assert shown in result.output
+    if when == "false":
+        assert "[analyze.ratio, 2] | max" in result.output  # the formula, brackets included
