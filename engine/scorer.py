@@ -40,6 +40,38 @@ def round_half_away(value: float, places: int) -> float:
     return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
 
 
+def _json_problem(value: Any, path: str = "") -> str | None:
+    """Where `value` stops being JSON data (null, booleans, numbers, text, lists, objects with
+    text keys), as ``"<type> at <path>"``; None when it is JSON data throughout."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _json_problem(item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a {type(key).__name__} key at {path or 'the top'}"
+            found = _json_problem(item, f"{path}.{key}" if path else key)
+            if found:
+                return found
+        return None
+    return f"a {type(value).__name__} at {path or 'the top'}"
+
+
+def _require_json(value: Any, stage: str) -> None:
+    """Raise `ScorerRunError` (kind ``expression``) when a stage's result is not JSON data: it
+    is written to results, so one such value would otherwise stop a whole eval at writing."""
+    problem = _json_problem(value)
+    if problem:
+        raise ScorerRunError("expression", f"{stage}: the stage's result is not JSON data ({problem}); make it "
+                             "numbers, texts, lists and objects (a dict method such as answer.items is not a key: "
+                             "write answer['items'])", stage=stage)
+
+
 def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
     """Make verdict-like strings canonical: a string whose schema has an `enum` of strings is
     stripped and matched case-insensitively to the enum's own spelling (case C02: " Yes" →
@@ -281,6 +313,8 @@ class Scorer:
                                              stage=stage.id) from None
                 else:
                     record.result = yield from self._prompt_stage(stage, ns, record)
+                if stage.kind == "rule" or stage.result is not None:
+                    _require_json(record.result, stage.id)
                 ns[stage.id] = record.result
             stage_id = None
             self._mirror_seed_fields(result)

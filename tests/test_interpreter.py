@@ -681,3 +681,33 @@ def test_score_is_never_nan():
     scorer, _ = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("unsure"), "reason": REASON})
     result = scorer.run(output="A.", context=["ctx"])
     assert result.score == 0 and not math.isnan(result.score)
+
+
+def test_a_stage_result_that_is_not_json_fails_that_item_only(registry, write_spec, tmp_path):
+    """A result that cannot be written (a set, a range, a dict method) fails its item with a
+    clear error instead of stopping a whole eval when the results are written."""
+    from engine import run_evals
+
+    registry.register("odd", lambda text: {"tags": {"a", "b"}} if text == "bad" else {"ratio": 1.0})
+    path = write_spec("odd_spec", """
+        format: 1
+        id: odd_spec
+        name: Odd
+        description: d
+        version: 1
+        stages:
+          - id: analyze
+            function: odd
+            args: {text: "run.output"}
+        score:
+          formula: "analyze.ratio"
+    """)
+    scorer = Scorer(compile_file(path))
+    bad = scorer.run(output="bad")
+    assert (bad.status, bad.error.kind, bad.error.stage) == ("failed", "expression", "analyze")
+    assert "the stage's result is not JSON data (a set at tags)" in bad.error.message
+    out = tmp_path / "results.jsonl"
+    summary = run_evals([{"output": "bad"}, {"output": "good"}], [scorer], out=out)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(line["status"], line["score"]) for line in lines] == [("failed", None), ("scored", 1.0)]
+    assert (summary.scorers["odd_spec"].scored, summary.scorers["odd_spec"].failed) == (1, 1)
