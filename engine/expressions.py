@@ -97,9 +97,14 @@ def _is_int(value: Any) -> bool:
 _PRINTF_SIZES = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
+MAX_JSON_INDENT = 100  # spaces `tojson(indent)` may indent by: the output grows with indent × depth
+
+
 def _bounded(name: str, fn: Any) -> Any:
     """`fn` (a Jinja filter) refusing to build more than `MAX_SIZE`: numeric arguments (widths,
-    counts) above it, printf widths above it, `replace` results above it."""
+    counts) above it; printf widths adding up to more; `replace` and `indent` results that
+    would be longer (computed before building them); `tojson` indents above `MAX_JSON_INDENT`
+    or results above `MAX_SIZE`."""
 
     skip = 1 if getattr(fn, "jinja_pass_arg", None) else 0  # Jinja passes a context or environment first
 
@@ -112,15 +117,33 @@ def _bounded(name: str, fn: Any) -> Any:
             if _is_int(number) and number > MAX_SIZE:
                 raise _too_big(f"|{name}({number})", number)
         if name == "format" and values and isinstance(values[0], str):
+            total = 0
             for match in _PRINTF_SIZES.finditer(values[0]):
                 for size in match.groups():
-                    if size == "*" or (size and int(size) > MAX_SIZE):
-                        raise _too_big(f"|format width {size!r}", MAX_SIZE + 1)
-        if name == "replace" and len(values) >= 3 and all(isinstance(v, str) for v in values[:3]):
-            text, old, new = values[:3]
+                    if size == "*":
+                        raise _too_big("|format width '*'", MAX_SIZE + 1)
+                    total += int(size) if size else 0
+            if total > MAX_SIZE:
+                raise _too_big("|format widths", total)
+        elif name == "replace" and len(values) >= 3:
+            text, old, new = (v if isinstance(v, str) else str(v) for v in values[:3])  # as Jinja makes them
             grown = len(text) + (text.count(old) if old else len(text) + 1) * (len(new) - len(old))
             if grown > MAX_SIZE:
                 raise _too_big("|replace", grown)
+        elif name == "indent":
+            text = values[0] if isinstance(values[0], str) else str(values[0])
+            width = values[1] if len(values) > 1 else kwargs.get("width", 4)
+            grown = len(text) + (len(width) if isinstance(width, str) else int(width)) * (text.count("\n") + 1)
+            if grown > MAX_SIZE:
+                raise _too_big("|indent", grown)
+        elif name == "tojson":
+            indent = values[1] if len(values) > 1 else kwargs.get("indent")
+            if _is_int(indent) and indent > MAX_JSON_INDENT:
+                raise OverflowError(f"|tojson(indent={indent}): at most {MAX_JSON_INDENT} spaces")
+            result = fn(*args, **kwargs)
+            if len(result) > MAX_SIZE:
+                raise _too_big("|tojson", len(result))
+            return result
         return fn(*args, **kwargs)
 
     return wrapper

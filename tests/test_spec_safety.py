@@ -147,6 +147,10 @@ RUNTIME = {
     "replace": ("(run.output * 1000) | replace('', run.output * 1000) | length", "|replace would build"),
     "replace-method": ("run.output.replace('', run.output * 100000) | length", "|replace would build"),
     "range": ("range(run.input | int) | list | length", "Range too big"),
+    "indent": ("((run.output ~ '\\n') * 100000) | indent(999999) | length", "|indent would build"),
+    "tojson-indent": ("run.context | tojson(999999)", "|tojson(indent=999999): at most 100 spaces"),
+    "replace-non-text": ("(run.context * 1000) | replace('a', run.output * 100000) | length", "|replace would build"),
+    "printf-widths": ("('%999999s' * 3) | format(1, 2, 3) | length", "|format widths would build 2,999,997"),
     "mutate": ("run.context.append('x')", "access to attribute 'append' of 'list' object is unsafe"),
     "dynamic-dunder": ("run | attr('_' ~ run.output) | string", "access to attribute '__class__' of 'dict'"),
 }
@@ -183,6 +187,8 @@ def test_sizes_within_the_limits_still_work():
     assert Expression("('ab' * 3) ~ ('x' | center(5)) ~ ('%05.1f' | format(2.25))")({}) == "ababab  x  002.2"
     assert Expression("2 ** 10 + (range(5) | list | length) + (([0] * 3) | length)")({}) == 1032
     assert Expression("(big * 1) | length")({"big": "y" * MAX_SIZE}) == MAX_SIZE
+    assert Expression("('a\\nb' | indent(2)) ~ ([1] | tojson(2)) ~ ('%3s%3s' | format(1, 2))")({}) \
+        == "a\n  b[\n  1\n]  1  2"
     assert Expression("0.5 ** 2 * 4")({}) == 1.0
 
 
