@@ -197,7 +197,7 @@ def print_result(result: Any, console: Any) -> None:
                       f"{u.tokens_in}/{u.tokens_out}" if u.calls else "", f"{u.seconds:.2f}" if u.calls else "")
     console.print(table)
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False)
+                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False, soft_wrap=True)
 
 
 @app.command("render")
