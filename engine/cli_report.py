@@ -37,7 +37,8 @@ def out_console() -> Any:
 
 
 def fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "—"
+    """A figure for the terminal: up to 4 decimals, trailing zeros dropped (0.9997, not 1)."""
+    return "—" if value is None else f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "—"
 
 
 def _result_text(result: ScoreResult) -> str:
