@@ -435,6 +435,7 @@ def test_scan_out_file_keeps_a_whole_last_line_without_newline(tmp_path):
     assert out.read_text("utf-8").endswith('0.5}\n')
 
 
+@pytest.mark.slow  # three engine processes: about 12 s
 def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     n = 45
     data = write_jsonl(tmp_path / "data.jsonl", [

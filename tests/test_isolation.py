@@ -10,12 +10,13 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import engine.cli_eval  # noqa: F401  (registers eval)
-from conftest import ROOT, SPEC_FIXTURES, USER_MODEL_CACHE
 from engine import local, run_evals
 from engine.cli import app
 from engine.store import Store, default_store_path
 
-NUMERIC = str(SPEC_FIXTURES / "numeric.yaml")
+from conftest import ROOT, SPEC_FIXTURES, USER_MODEL_CACHE
+
+NUMERIC = str(SPEC_FIXTURES / "numeric.yaml")  # rule-only: score = the output read as a number
 
 
 def test_a_run_without_a_store_goes_to_the_tests_store_not_the_folders(tmp_path, monkeypatch):
@@ -39,15 +40,12 @@ def test_the_eval_command_without_a_store_writes_none_in_the_folder(tmp_path, mo
         assert [run["scorers"] for run in db.list_runs()] == [["numeric"]]
 
 
-def test_each_test_has_a_store_of_its_own():
-    with Store() as db:  # the first test above left a run in its store, not in this one
-        assert db.list_runs() == []
-
-
-def test_home_and_model_cache_are_temporary(isolated_environment):
-    home = isolated_environment
-    assert Path.home() == home and Path("~").expanduser() == home
+def test_store_home_and_model_cache_are_temporary(isolated_environment, tmp_path_factory):
+    home, base = isolated_environment, tmp_path_factory.getbasetemp()
+    store = Path(os.environ["SCORESPEC_STORE"])
+    assert store.is_relative_to(base) and not store.exists()  # a store of this test's own, still empty
+    assert home.is_relative_to(base) and Path.home() == home and Path("~").expanduser() == home
     assert os.environ["XDG_CACHE_HOME"] == str(home / ".cache")
     assert local.cache_dir() != USER_MODEL_CACHE
     assert local.cache_dir().name.startswith("scorespec-test-cache-")
-    assert not Path(os.environ["SCORESPEC_STORE"]).is_relative_to(ROOT)
+    assert not store.is_relative_to(ROOT) and not home.is_relative_to(ROOT)
