@@ -1,19 +1,100 @@
-"""Shared fixtures: a fake OpenAI-compatible server, a fast judge against it, spec writers."""
+"""Shared fixtures: every test's own store, home and caches; a fake OpenAI-compatible server,
+a fast judge against it, spec writers. Tests that load an embedded model are `slow` too."""
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from engine.judge import RetryPolicy, make_judge
+from engine.local import cache_dir
 from engine.testing.fake_openai import FakeOpenAIServer
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 SPEC_FIXTURES = TESTS / "specs"
+
+# Taken before any test changes the environment. The joined default model (1.1 GB, about 20 s
+# to join) is the one thing tests take from the user's cache: linked, read only (see below).
+USER_MODEL_CACHE = cache_dir()
+
+# The user's settings must not change what a test does (a test that needs one sets it itself).
+USER_SETTINGS = ("SCORESPEC_MODEL", "SCORESPEC_MODE", "SCORESPEC_CONTEXT_WINDOW", "OPENAI_API_KEY",
+                 "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
+
+# Speed is no part of a property test's verdict: no deadline, no "generation too slow" failure.
+settings.register_profile("scorespec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("scorespec")
+
+
+# A model test's work is bounded (items, claims, tokens: the specs' maxItems and max_tokens), not
+# its time: on a busy machine it may run ten times its quiet 1 minute.
+MODEL_TEST_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that runs an embedded model (marked `local` or `local_big`) is `slow` as well, so
+    ``-m "not slow"`` leaves every model load out, and has `MODEL_TEST_TIMEOUT_S` unless it sets
+    its own ``@pytest.mark.timeout``."""
+    for item in items:
+        if item.get_closest_marker("local") or item.get_closest_marker("local_big"):
+            item.add_marker(pytest.mark.slow)
+            if not item.get_closest_marker("timeout"):
+                item.add_marker(pytest.mark.timeout(MODEL_TEST_TIMEOUT_S))
+
+
+def _store_files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Size and modification time of each file in ``folder/.scorespec`` (the default store)."""
+    return {path.name: (path.stat().st_size, path.stat().st_mtime_ns)
+            for path in (folder / ".scorespec").glob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def users_store_untouched() -> Iterator[None]:
+    """Fails the session if a test wrote to the store of the folder pytest was started in or of
+    the checkout (``.scorespec/``): every test has its own (see `isolated_environment`)."""
+    folders = {Path.cwd(), ROOT}
+    before = {folder: _store_files(folder) for folder in folders}
+    yield
+    changed = [str(folder / ".scorespec") for folder in sorted(folders) if _store_files(folder) != before[folder]]
+    if changed:
+        pytest.fail(f"tests wrote to the user's store: {', '.join(changed)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def model_cache() -> Iterator[Path]:
+    """The session's model cache (``$SCORESPEC_CACHE``), removed at the end. A model file the user
+    already joined (``*.gguf`` in their cache) is linked in and only read: the engine reuses a
+    joined file of the right size and, if it ever rejoins, replaces the link, never its target."""
+    with tempfile.TemporaryDirectory(prefix="scorespec-test-cache-") as name:
+        cache = Path(name)
+        if USER_MODEL_CACHE.is_dir():
+            for joined in USER_MODEL_CACHE.glob("*.gguf"):
+                if joined.is_file() and not joined.name.startswith("."):
+                    (cache / joined.name).symlink_to(joined)
+        yield cache
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch, tmp_path_factory, model_cache) -> Path:
+    """Point every test at places of its own: the default store (``$SCORESPEC_STORE``), home
+    (``$HOME`` and the XDG folders: anything written to ``~`` lands there) and the model cache.
+    Subprocesses inherit them. Returns the test's home."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for variable, folder in (("XDG_CACHE_HOME", ".cache"), ("XDG_CONFIG_HOME", ".config"),
+                             ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state")):
+        monkeypatch.setenv(variable, str(home / folder))
+    monkeypatch.setenv("SCORESPEC_STORE", str(tmp_path_factory.mktemp("store") / "store.sqlite"))
+    monkeypatch.setenv("SCORESPEC_CACHE", str(model_cache))
+    for variable in USER_SETTINGS:
+        monkeypatch.delenv(variable, raising=False)
+    return home
 
 
 @pytest.fixture

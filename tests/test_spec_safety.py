@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -161,9 +160,15 @@ def test_blow_up_from_data_fails_the_item_not_the_process(tmp_path, source, mess
     path = tmp_path / "hostile.yaml"
     path.write_text(SPEC.format(probe=source.replace('"', "'"), reason="ok"), encoding="utf-8")
     scorer = Scorer(compile_file(path))
-    started = time.perf_counter()
-    result = scorer.run(output="_class__", input="1000000000", ground_truth="x", context=["a"])
-    assert time.perf_counter() - started < 2
+    tracemalloc.start()
+    try:
+        result = scorer.run(output="_class__", input="1000000000", ground_truth="x", context=["a"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # refused before it is built (each would take a GB or more): what is built before the
+    # refusal stays within MAX_SIZE characters, under 1 MB here
+    assert peak < 10 * 2**20, peak
     assert result.status == "failed" and result.score is None
     assert (result.error.kind, result.error.stage) == ("expression", None)
     assert result.error.message.startswith("vars.probe: ")
@@ -204,20 +209,17 @@ def _laughs(levels: int, width: int = 10) -> str:
 
 @pytest.mark.parametrize("levels", [6, 9, 30])
 def test_billion_laughs_is_refused_quickly_and_small(tmp_path, levels):
-    """10^levels nodes once expanded (10^30 for the last): refused before anything is built, in
-    well under a second (here under tracemalloc, which slows it) and a few MB."""
+    """10^levels nodes once expanded (10^30 for the last): refused before anything is built,
+    in a few MB."""
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         with pytest.raises(SpecError) as info:
             compile_text(_laughs(levels), tmp_path / "spec.yaml")
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert [p.code for p in info.value.problems] == ["yaml-too-large"]
     assert f"more than {MAX_NODES} nodes" in info.value.problems[0].message
-    assert elapsed < 1, elapsed
     assert peak < 20 * 2**20, peak
 
 
