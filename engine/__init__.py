@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "load_spec": "compile",
-    "CompiledSpec": "compile",
+    "ScorerPlan": "plans",
+    "ErrorKind": "errors",
     "load_scorer": "scorer",
     "Scorer": "scorer",
     "OptionError": "scorer",

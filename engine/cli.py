@@ -69,7 +69,7 @@ def parse_options(pairs: list[str], compiled: Any, prefix: str | None = None) ->
             scorer_id, key = key.split(".", 1)
             if scorer_id != prefix:
                 continue
-        out[key] = parse_option_value(value, compiled.spec.options.get(key))
+        out[key] = parse_option_value(value, compiled.options.schemas.get(key))
     return out
 
 
@@ -87,10 +87,9 @@ def list_cmd() -> None:
     table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
     for entry in list_specs():
         try:
-            compiled = compile_file(entry.path)
-            spec = compiled.spec
+            spec = compile_file(entry.path)
             table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
-                          "yes" if compiled.uses_judge else "no", escape(spec.description))
+                          "yes" if spec.uses_judge else "no", escape(spec.description))
         except SpecError as exc:
             table.add_row(entry.id, "?", entry.origin, "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
     console = _stdout()

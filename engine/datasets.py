@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RUN_FIELDS = ("input", "output", "ground_truth", "context")
+from .run_fields import RUN_FIELDS
+
 MAPPABLE = ("id",) + RUN_FIELDS
 ALIASES = {"ground_truth": ("groundTruth",)}
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")

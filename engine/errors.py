@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 
 @dataclass(frozen=True)
@@ -56,22 +56,37 @@ class SpecError(Exception):
         return "\n".join(p.render() for p in self.problems)
 
 
+ErrorKind = Literal[
+    "input", "judge", "auth", "truncated", "check", "transport", "expression", "formula", "function", "target",
+    "prompt_too_long", "internal",
+]
+"""Why an item failed — a closed set:
+
+- ``input``: a required field is missing (no judge call was made);
+- ``judge``: no valid answer after the allowed re-asks;
+- ``auth``: the provider refused the credentials or the model's access (HTTP 401/403, not retried);
+- ``truncated``: the answer was cut off by its token limit (never parsed, never a partial score);
+- ``check``: a stage check never passed;
+- ``transport``: the provider could not be reached after retries;
+- ``expression``: an expression or template raised;
+- ``formula``: the score is NaN, infinite, not a number or outside [0, scale];
+- ``function``: a rule function raised;
+- ``target``: the system under test raised (batch runs with a target);
+- ``prompt_too_long``: the prompt cannot fit the model's context window (no call made; `engine.window`);
+- ``internal``: a fault of the engine itself (a bug: please report it).
+"""
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
+
+
 class ScorerRunError(Exception):
     """Raised by the engine's internals when an item fails; turned into `ItemError` in results.
 
-    kind: ``input`` (a missing required field), ``judge`` (no valid answer after the allowed
-    re-asks), ``auth`` (the provider refused the credentials or the model's access: HTTP 401/403,
-    not retried), ``truncated`` (the judge's answer was cut off by its token limit: never parsed,
-    never a partial score), ``check`` (a stage check never passed), ``transport`` (the provider
-    could not be reached after retries), ``expression`` (an expression raised), ``formula`` (NaN, infinite or
-    out-of-range score), ``function`` (a rule function raised), ``target`` (the system under test
-    raised), ``prompt_too_long`` (a prompt cannot fit the model's context window; no call was
-    made, see `engine.window`).
+    kind: one of `ErrorKind` (a `ValueError` for any other).
     """
 
     def __init__(
         self,
-        kind: str,
+        kind: ErrorKind,
         message: str,
         *,
         stage: str | None = None,
@@ -79,8 +94,10 @@ class ScorerRunError(Exception):
         attempts: int = 0,
         usage: Any = None,
     ):
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {kind!r}; expected one of {', '.join(ERROR_KINDS)}")
         super().__init__(message)
-        self.kind = kind
+        self.kind: ErrorKind = kind
         self.message = message
         self.stage = stage
         self.raw_answer = raw_answer
@@ -97,27 +114,3 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     if candidates and len(candidates) <= 12:
         return "expected one of: " + ", ".join(candidates)
     return ""
-
-
-@dataclass
-class ProblemList:
-    """Collects problems for one file with its position index."""
-
-    file: str
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, code: str, key_path: str, message: str, hint: str = "", *, at: str | None = None) -> None:
-        line, col = self.locate(at if at is not None else key_path)
-        self.problems.append(Problem(code, message, self.file, line, col, key_path, hint))
-
-    def locate(self, key_path: str) -> tuple[int, int]:
-        """Line and column of the nearest indexed ancestor of `key_path`."""
-        path = key_path
-        while True:
-            if path in self.positions:
-                return self.positions[path]
-            if not path:
-                return (0, 0)
-            cut = max(path.rfind("."), path.rfind("["))
-            path = path[:cut] if cut > 0 else ""

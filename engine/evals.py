@@ -367,10 +367,10 @@ def _resolve_scorers(scorers: Any) -> list[Any]:
 
 
 def _failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreResult:
-    compiled = getattr(scorer, "compiled", None)
+    plan = getattr(scorer, "plan", None)
     return ScoreResult(run_id=run_id, scorer=scorer.id,
-                       spec_version=compiled.spec.version if compiled is not None else 0,
-                       spec_hash=compiled.hash if compiled is not None else "",
+                       spec_version=plan.version if plan is not None else 0,
+                       spec_hash=plan.hash if plan is not None else "",
                        model=getattr(scorer, "model", None),
                        error=ItemError(kind=kind, message=message))
 
@@ -389,8 +389,8 @@ def default_concurrency(scorers: list[Any]) -> int:
 
 
 def _uses_judge(scorer: Any) -> bool:
-    compiled = getattr(scorer, "compiled", None)
-    return bool(getattr(compiled, "uses_judge", True))
+    plan = getattr(scorer, "plan", None)
+    return bool(getattr(plan, "uses_judge", True))
 
 
 def _is_async_callable(fn: Any) -> bool:

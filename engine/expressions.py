@@ -258,19 +258,28 @@ class _TrackingCodeGenerator(CodeGenerator):
                 self.undeclared.add(param)
 
 
-_Compiled = tuple[Any, frozenset[str], frozenset[tuple[str, str]]]
+_Compiled = tuple[Any, frozenset[str], frozenset[tuple[str, str]], dict[Any, int]]
 
 
 def _compile(env: ImmutableSandboxedEnvironment, ast: nodes.Template, filename: str) -> _Compiled:
-    """`ast` compiled with one code generation: the Jinja template, the free names it reads and
-    its attribute uses. Raises `TemplateSyntaxError` (`_reject_unsafe`) before any code runs."""
+    """`ast` compiled with one code generation: the Jinja template, the free names it reads, its
+    attribute uses and the first line of each (name or (name, key) → line). Raises
+    `TemplateSyntaxError` (`_reject_unsafe`) before any code runs."""
     generator = _TrackingCodeGenerator(env, filename)
     generator.visit(ast)
     found = list(ast.find_all(nodes.Node))  # after code generation, whose optimizer folds constants
     _reject_unsafe(found)  # ('__cla' ~ 'ss__' is '__class__' by now)
     code = compile(generator.stream.getvalue(), filename, "exec")
     template = env.template_class.from_code(env, code, env.make_globals(None))
-    return template, frozenset(generator.undeclared) - set(env.globals), _attribute_uses(found)
+    names = frozenset(generator.undeclared) - set(env.globals)
+    uses = _attribute_uses(found)
+    lines: dict[Any, int] = {}
+    for node in found:
+        if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in names:
+            lines.setdefault(node.name, node.lineno)
+    for key, line in uses.items():
+        lines.setdefault(key, line)
+    return template, names, frozenset(uses), lines
 
 
 @lru_cache(maxsize=4096)
@@ -302,14 +311,15 @@ def _context(template: Any, namespace: dict[str, Any]) -> Any:
 
 class Expression:
     """A compiled expression. `names` are the free variables it reads; `attrs` the
-    ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``. The same
-    source compiles once per process. Raises `TemplateSyntaxError`."""
+    ``(variable, key)`` pairs it reads as ``variable.key`` or ``variable['key']``; `lines` the
+    first line of each name and pair. The same source compiles once per process. Raises
+    `TemplateSyntaxError`."""
 
-    __slots__ = ("source", "names", "attrs", "_template")
+    __slots__ = ("source", "names", "attrs", "lines", "_template")
 
     def __init__(self, source: str):
         self.source = source
-        self._template, self.names, self.attrs = _expression(source)
+        self._template, self.names, self.attrs, self.lines = _expression(source)
 
     def __call__(self, namespace: dict[str, Any]) -> Any:
         """Evaluate over `namespace` (a `prepare` result is used as is, without a copy)."""
@@ -320,16 +330,16 @@ class Expression:
 
 
 class Template:
-    """A compiled template. `names` are the free variables it reads; `attrs` as for
-    `Expression`. `prompt=True` for text the judge reads (see `environment`). The same
-    source, file and kind compile once per process. Raises `TemplateSyntaxError`."""
+    """A compiled template. `names`, `attrs` and `lines` as for `Expression`. `prompt=True` for
+    text the judge reads (see `environment`). The same source, file and kind compile once per
+    process. Raises `TemplateSyntaxError`."""
 
-    __slots__ = ("source", "names", "attrs", "_template", "file")
+    __slots__ = ("source", "names", "attrs", "lines", "_template", "file")
 
     def __init__(self, source: str, file: str = "<template>", *, prompt: bool = False):
         self.source = source
         self.file = file
-        self._template, self.names, self.attrs = _template(source, file, prompt)
+        self._template, self.names, self.attrs, self.lines = _template(source, file, prompt)
 
     def render(self, namespace: dict[str, Any]) -> str:
         """Render over `namespace` (a `prepare` result is used as is, without a copy)."""
@@ -341,11 +351,12 @@ class Template:
             return template.environment.handle_exception()
 
 
-def _attribute_uses(found: list[nodes.Node]) -> frozenset[tuple[str, str]]:
-    """``(variable, key)`` for each ``variable.key`` / ``variable['key']`` read (method calls
-    such as ``options.get(...)`` excluded), so the compiler can check keys of known mappings."""
+def _attribute_uses(found: list[nodes.Node]) -> dict[tuple[str, str], int]:
+    """``(variable, key)`` → first line, for each ``variable.key`` / ``variable['key']`` read
+    (method calls such as ``options.get(...)`` excluded), so the compiler can check keys of
+    known mappings."""
     called = {id(call.node) for call in found if isinstance(call, nodes.Call)}
-    uses = set()
+    uses: dict[tuple[str, str], int] = {}
     for node in found:
         if not isinstance(node, (nodes.Getattr, nodes.Getitem)) or id(node) in called \
                 or not isinstance(node.node, nodes.Name):
@@ -355,8 +366,8 @@ def _attribute_uses(found: list[nodes.Node]) -> frozenset[tuple[str, str]]:
         else:
             key = node.arg.value if isinstance(node.arg, nodes.Const) else None
         if isinstance(key, str):
-            uses.add((node.node.name, key))
-    return frozenset(uses)
+            uses.setdefault((node.node.name, key), node.lineno)
+    return uses
 
 
 def _reject_unsafe(found: list[nodes.Node]) -> None:

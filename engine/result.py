@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pydantic.alias_generators import to_camel
 
+from .errors import ErrorKind
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
@@ -53,11 +55,10 @@ class NotScorableInfo(_Out):
 
 
 class ItemError(_Out):
-    """Why an item failed: the stage (None before any stage), the kind (see
-    `engine.errors.ScorerRunError`), a message, the judge's last raw answer, attempts made."""
+    """Why an item failed: the stage (None before any stage), the kind (`engine.errors.ErrorKind`), a message, the judge's last raw answer, attempts made."""
 
     stage: str | None = None
-    kind: str
+    kind: ErrorKind
     message: str
     raw_answer: str | None = None
     attempts: int = 0

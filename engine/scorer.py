@@ -22,11 +22,13 @@ from typing import Any
 
 import jsonschema_rs
 
-from .compile import REASON_SCHEMA, CompiledSpec, CompiledStage, load_spec, resolve_schema
+from .compile import load_spec
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
 from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, resolve_model
+from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
+from .run_fields import run_namespace
 from .window import configured_window
 
 SCALE_TOLERANCE = 1e-9
@@ -130,30 +132,20 @@ class OptionError(ValueError):
     """An option a caller gave is unknown or fails its schema; the message names it."""
 
 
-def _coerce_context(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return ["" if v is None else str(v) for v in value]
-    return [str(value)]
-
-
 class Scorer:
-    """A compiled spec bound to options and a judge.
+    """A scorer plan bound to options and a judge.
 
     Build one with `load_scorer`. `run(...)` / `await arun(...)` score one item and return a
     `ScoreResult` (scored, not scorable, or failed — never raising for a failed item). Scores
     are in [0, scale].
     """
 
-    def __init__(self, compiled: CompiledSpec, *, judge: Judge | None = None, model: str | None = None,
+    def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
                  options: Mapping[str, Any] | None = None, judge_factory: Any = None):
-        self.compiled = compiled
-        self.id = compiled.id
+        self.plan = plan
+        self.id = plan.id
         self.options = self._merge_options(options or {})
-        self.model = resolve_model(model, compiled.spec.judge.model) if compiled.uses_judge else None
+        self.model = resolve_model(model, plan.model) if plan.uses_judge else None
         if judge is not None:
             self.model = getattr(judge, "model", self.model)
         self._judge = judge
@@ -163,11 +155,12 @@ class Scorer:
     # -- options -------------------------------------------------------------------------
 
     def _merge_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        merged = dict(self.compiled.option_defaults)
+        validators = self.plan.options.validators
+        merged = dict(self.plan.options.defaults)
         for name, value in given.items():
-            validator = self.compiled.option_validators.get(name)
+            validator = validators.get(name)
             if validator is None:
-                hint = did_you_mean(name, self.compiled.option_validators)
+                hint = did_you_mean(name, validators)
                 raise OptionError(f"{self.id}: unknown option {name!r}" + (f" ({hint})" if hint else ""))
             error = validator.error(value)
             if error is not None:
@@ -187,7 +180,7 @@ class Scorer:
     @property
     def scale(self) -> float:
         """The score's upper bound for these options (scores lie in [0, scale])."""
-        return float(self.compiled.scale({"options": self.options, "run": {}}))
+        return float(self.plan.score.scale({"options": self.options, "run": {}}))
 
     # -- running ---------------------------------------------------------------------------
 
@@ -196,7 +189,7 @@ class Scorer:
         """Score one item synchronously. Rule-only scorers start no event loop; others run
         `arun` on a private loop (in a worker thread when called from inside a running loop)."""
         gen = self._interpret(output, input, ground_truth, context, run_id)
-        if not self.compiled.uses_judge:
+        if not self.plan.uses_judge:
             try:
                 next(gen)
             except StopIteration as stop:
@@ -270,79 +263,47 @@ class Scorer:
 
     def _interpret(self, output: Any, input: Any, ground_truth: Any, context: Any,
                    run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
-        c = self.compiled
-        result = ScoreResult(scorer=c.id, spec_version=c.spec.version, spec_hash=c.hash, model=self.model)
+        plan = self.plan
+        result = ScoreResult(scorer=plan.id, spec_version=plan.version, spec_hash=plan.hash, model=self.model)
         if run_id:
             result.run_id = run_id
-        given = {name for name, value in (("input", input), ("output", output), ("ground_truth", ground_truth),
-                                          ("context", context)) if value is not None}
-        run = {
-            "input": "" if input is None else input,
-            "output": "" if output is None else output,
-            "ground_truth": "" if ground_truth is None else ground_truth,
-            "context": _coerce_context(context),
-            "given": sorted(given),
-        }
+        run = run_namespace({"input": input, "output": output, "ground_truth": ground_truth, "context": context})
         ns: dict[str, Any] = prepare({"run": run, "options": self.options})
         stage_id: str | None = None
         try:
-            for name, required in c.required.items():
-                needed = required if isinstance(required, bool) else bool(
-                    self._eval(required, {"options": self.options}, f"fields.{name}.required"))
-                # required means given (not None); an empty text is a value the spec decides about
-                if needed and name not in given:
-                    raise ScorerRunError("input", f"{c.id} needs '{name}' and the item has none"
-                                         + (" (set requireGroundTruth=false to score it 0)" if name == "ground_truth"
-                                            and "requireGroundTruth" in self.options else ""))
-            for name, expression in c.vars:
+            self._check_required(run["given"])
+            for name, expression in plan.vars:
                 ns[name] = self._eval(expression, ns, f"vars.{name}")
-            for stage in c.stages:
+            for stage in plan.stages:
                 stage_id = stage.id
-                record = StageRecord(kind=stage.kind)
+                record = StageRecord(kind="rule" if isinstance(stage, RuleStagePlan) else "prompt")
                 result.stages[stage.id] = record
                 if stage.when is not None and not self._eval(stage.when, ns, f"{stage.id}.when"):
                     record.skipped = True
                     ns[stage.id] = None
                     continue
-                if stage.kind == "rule":
-                    args = {k: self._eval(e, ns, f"{stage.id}.args.{k}") for k, e in stage.args.items()}
-                    try:
-                        record.result = stage.function(**args)
-                    except Exception as exc:
-                        raise ScorerRunError("function", f"{stage.function_name} raised {type(exc).__name__}: {exc}",
-                                             stage=stage.id) from None
+                if isinstance(stage, RuleStagePlan):
+                    record.result = self._rule_stage(stage, ns)
                 else:
                     record.result = yield from self._prompt_stage(stage, ns, record)
-                if stage.kind == "rule" or stage.result is not None:
+                if isinstance(stage, RuleStagePlan) or stage.result is not None:
                     _require_json(record.result, stage.id)
                 ns[stage.id] = record.result
             stage_id = None
             self._mirror_seed_fields(result)
-            if c.not_scorable is not None and self._eval(c.not_scorable[0], ns, "score.not_scorable.when"):
-                why = self._render(c.not_scorable[1], ns, "score.not_scorable.reason")
+            score = plan.score
+            if score.not_scorable is not None and self._eval(score.not_scorable[0], ns, "score.not_scorable.when"):
+                why = self._render(score.not_scorable[1], ns, "score.not_scorable.reason")
                 result.not_scorable = NotScorableInfo(reason=why)
                 result.reason = why
                 return result
-            for name, expression in c.let:
+            for name, expression in score.let:
                 ns[name] = self._eval(expression, ns, f"score.let.{name}")
             result.score = self._score(ns)
             ns["score"] = result.score
             ns["scale"] = self._scale(ns)
             stage_id = "reason"
-            for case in c.reasons:
-                if case.when is not None and not self._eval(case.when, ns, "reason.when"):
-                    continue
-                if case.template is not None:
-                    result.reason = self._render(case.template, ns, "reason.template").strip()
-                else:
-                    record = StageRecord(kind="prompt")
-                    result.stages["reason"] = record
-                    answer = yield from self._ask(
-                        "reason", case.prompt, REASON_SCHEMA, [], ns, record, self.compiled.spec.judge.max_tokens, None)
-                    result.reason = answer["reason"].strip()
-                    record.result = result.reason
-                    result.generate_reason_prompt = record.prompt
-                break
+            result.reason = yield from self._reason(ns, result)
         except ScorerRunError as exc:
             result.score = None
             result.error = ItemError(stage=exc.stage or stage_id, kind=exc.kind, message=exc.message,
@@ -353,19 +314,54 @@ class Scorer:
                 result.usage.add(record.usage)
         return result
 
-    def _prompt_stage(self, stage: CompiledStage, ns: dict[str, Any], record: StageRecord):
+    def _check_required(self, given: list[str]) -> None:
+        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give
+        (required means given, not None; an empty text is a value the spec decides about)."""
+        for name, required in self.plan.required.items():
+            needed = required if isinstance(required, bool) else bool(
+                self._eval(required, {"options": self.options}, f"fields.{name}.required"))
+            if needed and name not in given:
+                hint = " (set requireGroundTruth=false to score it 0)" if name == "ground_truth" \
+                    and "requireGroundTruth" in self.options else ""
+                raise ScorerRunError("input", f"{self.id} needs '{name}' and the item has none{hint}")
+
+    def _rule_stage(self, stage: RuleStagePlan, ns: dict[str, Any]) -> Any:
+        args = {name: self._eval(expression, ns, f"{stage.id}.args.{name}") for name, expression in stage.args.items()}
+        try:
+            return stage.function(**args)
+        except Exception as exc:
+            raise ScorerRunError("function", f"{stage.function_name} raised {type(exc).__name__}: {exc}",
+                                 stage=stage.id) from None
+
+    def _reason(self, ns: dict[str, Any], result: ScoreResult):
+        """The first reason case whose `when` holds, rendered or asked of the judge; None
+        when no case applies."""
+        for case in self.plan.reasons:
+            if case.when is not None and not self._eval(case.when, ns, "reason.when"):
+                continue
+            if case.template is not None:
+                return self._render(case.template, ns, "reason.template").strip()
+            assert case.prompt is not None
+            record = StageRecord(kind="prompt")
+            result.stages["reason"] = record
+            answer = yield from self._ask(case.prompt, case.prompt.schema, ns, record)
+            record.result = answer["reason"].strip()
+            result.generate_reason_prompt = record.prompt
+            return record.result
+        return None
+
+    def _prompt_stage(self, stage: PromptStagePlan, ns: dict[str, Any], record: StageRecord):
         if stage.for_each is not None:
             return (yield from self._prompt_stage_each(stage, ns, record))
-        schema = resolve_schema(stage, ns) if stage.schema_exprs else stage.schema
-        answer = yield from self._ask(stage.id, stage.template, schema, stage.checks, ns, record,
-                                      stage.max_tokens or self.compiled.spec.judge.max_tokens, stage.temperature)
+        answer = yield from self._ask(stage, stage.schema_for(ns), ns, record)
         if stage.result is None:
             return answer
         return self._eval(stage.result, {**ns, "answer": answer}, f"{stage.id}.result")
 
-    def _prompt_stage_each(self, stage: CompiledStage, ns: dict[str, Any], record: StageRecord):
+    def _prompt_stage_each(self, stage: PromptStagePlan, ns: dict[str, Any], record: StageRecord):
         """A `for_each` stage: one judge call per element, in order; the record sums the calls'
         usage and attempts and joins their prompts and raw answers (element by element)."""
+        assert stage.for_each is not None
         elements = self._eval(stage.for_each, ns, f"{stage.id}.for_each")
         if isinstance(elements, (str, bytes)) or not isinstance(elements, (list, tuple)):
             raise ScorerRunError("expression", f"{stage.id}.for_each: {stage.for_each.source!r} gave "
@@ -374,12 +370,9 @@ class Scorer:
         try:
             for index, element in enumerate(elements):
                 scope = {**ns, "each": element, "each_index": index}
-                schema = resolve_schema(stage, scope) if stage.schema_exprs else stage.schema
                 part = StageRecord(kind="prompt")
                 try:
-                    answer = yield from self._ask(stage.id, stage.template, schema, stage.checks, scope, part,
-                                                  stage.max_tokens or self.compiled.spec.judge.max_tokens,
-                                                  stage.temperature)
+                    answer = yield from self._ask(stage, stage.schema_for(scope), scope, part)
                 except ScorerRunError as exc:
                     exc.message = f"element {index}: {exc.message}"
                     raise
@@ -395,14 +388,13 @@ class Scorer:
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
         return results
 
-    def _ask(self, stage_id: str, template: Any, schema: dict[str, Any], checks: list, ns: dict[str, Any],
-             record: StageRecord, max_tokens: int, temperature: float | None):
-        c = self.compiled
-        prompt = self._render(template, ns, f"{stage_id}.prompt")
+    def _ask(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord):
+        stage_id, checks = stage.id, [(check.expect, check.message) for check in stage.checks]
+        prompt = self._render(stage.template, ns, f"{stage_id}.prompt")
         record.prompt = prompt
         messages = []
-        if c.instructions is not None:
-            messages.append({"role": "system", "content": self._render(c.instructions, ns, "judge.instructions")})
+        if self.plan.instructions is not None:
+            messages.append({"role": "system", "content": self._render(self.plan.instructions, ns, "judge.instructions")})
         messages.append({"role": "user", "content": prompt})
         validator = _validator(schema)
         state: dict[str, Any] = {"check": None}
@@ -428,8 +420,7 @@ class Scorer:
                 raise AnswerInvalid(state["check"][1])
             return data
 
-        call = JudgeCall(stage_id, messages, schema, validate, c.spec.judge.max_reasks,
-                         c.spec.judge.temperature if temperature is None else temperature, max_tokens)
+        call = JudgeCall(stage_id, messages, schema, validate, stage.max_reasks, stage.temperature, stage.max_tokens)
         try:
             reply = yield call
         except ScorerRunError as exc:
@@ -465,14 +456,14 @@ class Scorer:
             raise ScorerRunError("expression", f"{where}: rendering failed: {type(exc).__name__}: {exc}") from None
 
     def _scale(self, ns: dict[str, Any]) -> float:
-        scale = self._eval(self.compiled.scale, ns, "score.scale")
+        scale = self._eval(self.plan.score.scale, ns, "score.scale")
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-            raise ScorerRunError("formula", f"score.scale {self.compiled.scale.source!r} gave {scale!r}, "
+            raise ScorerRunError("formula", f"score.scale {self.plan.score.scale.source!r} gave {scale!r}, "
                                  "not a positive finite number")
         return float(scale)
 
     def _score(self, ns: dict[str, Any]) -> float:
-        formula = self.compiled.formula
+        formula = self.plan.score.formula
         value = self._eval(formula, ns, "score.formula")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, not a number")
@@ -481,7 +472,7 @@ class Scorer:
         if not math.isfinite(value) or value < -SCALE_TOLERANCE or value > scale + SCALE_TOLERANCE:
             raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, outside [0, {scale:g}]")
         value = min(max(value, 0.0), scale)
-        places = self.compiled.spec.score.round
+        places = self.plan.score.round
         return round_half_away(value, places) if places is not None else value
 
     @staticmethod

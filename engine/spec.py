@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from .run_fields import RunField
+
 FORMAT_VERSION = 1
-RUN_FIELDS = ("input", "output", "ground_truth", "context")
 
 
 class _Model(BaseModel):
@@ -148,7 +149,7 @@ class Spec(_Model):
     name: str = Field(description="Human-readable name.")
     description: str = Field(description="One sentence: what the score measures.")
     version: Union[int, str] = Field(description="The scorer's own version; bump when behaviour changes.")
-    fields: dict[Literal["input", "output", "ground_truth", "context"], FieldSpec] = Field(
+    fields: dict[RunField, FieldSpec] = Field(
         default_factory=dict,
         description="Run fields the scorer reads. Every run provides all four (empty when not given).",
     )

@@ -198,7 +198,7 @@ def test_per_item_schema_bounds_reach_the_judge_call():
         items = call.schema["properties"]["verdicts"]
         assert items["minItems"] == items["maxItems"] == len(claims)
     # the compiled schema itself is not changed by an item
-    stage = scorer.compiled.stages[1]
+    stage = scorer.plan.stages[1]
     assert stage.schema["properties"]["verdicts"]["minItems"] == 1  # the load-time placeholder
 
 
@@ -359,7 +359,7 @@ def test_for_each_asks_once_per_element_with_each_and_each_index():
         "Claim 2 of 2:\n<<<\nthe sky is blue\n>>>\nIs it true? Quote at most 4 of its words."]
     # the {$expr} schema values are computed per element; the compiled schema keeps its placeholder
     assert [c.schema["properties"]["words"]["maxItems"] for c in judge.calls[1:]] == [2, 4]
-    assert scorer.compiled.stages[1].schema["properties"]["words"]["maxItems"] == 1
+    assert scorer.plan.stages[1].schema["properties"]["words"]["maxItems"] == 1
     # `result` per element (it sees each and each_index); the stage's result is their list
     assert result.analyze_step_result == [{"claim": "red apple", "position": 0, "supported": True},
                                           {"claim": "the sky is blue", "position": 1, "supported": False}]

@@ -88,7 +88,7 @@ def test_canary_key_never_leaks_in_an_eval_with_faults(tmp_path, monkeypatch, ca
     _no_canary("the logs", "\n".join(r.getMessage() for r in caplog.records) + caplog.text)
     captured = capsys.readouterr()
     _no_canary("stdout/stderr", captured.out + captured.err)
-    for obj in (scorer, judge, judge.client, getattr(judge.client, "client", None), scorer.compiled,
+    for obj in (scorer, judge, judge.client, getattr(judge.client, "client", None), scorer.plan,
                 getattr(judge, "window", None)):
         _no_canary(f"repr({type(obj).__name__})", repr(obj) + str(obj))
 

@@ -542,7 +542,7 @@ def test_local_spec_shadows_builtin(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     compiled = load_spec("textual_difference")
     assert compiled.path == Path.cwd() / "scorer_specs" / "textual_difference.yaml"
-    assert compiled.spec.name == "Local textual difference"
+    assert compiled.name == "Local textual difference"
     assert engine.load_spec("faithfulness").path.resolve() == (ROOT / "scorer_specs" / "faithfulness.yaml").resolve()
     entries = {e.id: e for e in list_specs()}
     assert (entries["textual_difference"].origin, entries["textual_difference"].shadows_builtin) == ("local", True)
