@@ -122,7 +122,7 @@ def test_escape_in_a_prompt_file_names_the_template_file_and_line(write_spec):
     (problem,) = info.value.problems
     assert problem.code == "template-syntax"
     assert problem.file.endswith("prompts/h/ask.j2") and problem.line == 5
-    assert "used by stages[0].prompt" in problem.hint
+    assert problem.key_path == "stages[0].prompt"
 
 
 @pytest.mark.parametrize("name", ["lipsum", "cycler", "joiner"])
