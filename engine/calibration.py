@@ -381,7 +381,7 @@ def _store_figures(report: Calibration, eval_options: Mapping[str, Any]) -> None
 
 def calibrate(scorer: Any, data: Any, **kwargs: Any) -> Calibration:
     """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
-    from .evals import run_sync
+    from .sync import run_sync
 
-    return run_sync(acalibrate(scorer, data, **kwargs))
+    return run_sync(acalibrate(scorer, data, **kwargs), thread_name="scorespec-calibrate")
 
