@@ -206,7 +206,7 @@ def test_c03_shipped_faithfulness_no_claims(claims):
     result = scorer.run(output="I don't know.")
     assert result.status == "not_scorable"
     assert result.score is None
-    assert result.not_scorable.reason == ("Not scorable: the output makes no claims that could be checked "
+    assert result.not_scorable.reason == ("The output makes no claims that could be checked "
                                           "against the context.")
     assert [c.stage for c in judge.calls] == ["preprocess"]
 
