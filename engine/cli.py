@@ -121,12 +121,14 @@ def schema_cmd() -> None:
 
 
 @app.command("validate")
-def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: the built-ins).")) -> None:
+def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: what `scorespec "
+                                                   "list` shows: the local scorer_specs/ and the built-ins).")) -> None:
     """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
-    from .catalog import builtin_specs_dir
+    from .catalog import list_specs
     from .compile import validate_directory
 
-    targets = list(paths or [builtin_specs_dir()])
+    # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
+    targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
@@ -140,6 +142,15 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
         typer.echo(f"{len(problems)} problem(s) in {files} of {count} spec(s)", err=True)
         raise typer.Exit(EXIT_ERROR)
     typer.echo(f"ok: {count} spec(s) valid", err=True)
+
+
+def _relative(path: Path) -> Path:
+    """`path` relative to the current directory when it lies under it (local specs read as
+    ``scorer_specs/x.yaml``), else as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
