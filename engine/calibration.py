@@ -13,7 +13,8 @@ its scores with the labels:
   one half) and the confusion matrix at ``threshold``.
 - **Graded labels** (numbers, no ``positive``): Spearman's and Pearson's correlation between
   score and label.
-- **Counts**: labelled items, items left out for their label, scored, not scorable and failed
+- **Counts**: labelled items, items left out (no label, or — with ``negative`` — a label that
+  is neither a positive nor a negative value), scored, not scorable and failed
   items. Figures are computed over scored items only, unless ``not_scorable_score`` gives not
   scorable items a score (e.g. 1 for faithfulness: no claim, nothing unsupported); failed items
   never enter the figures and are always reported.
@@ -65,7 +66,9 @@ class Disagreement:
 class Calibration:
     """Agreement between a scorer and human labels; see the module docstring.
 
-    kind: ``binary`` or ``graded``. Rates, AUC and correlations are floats (rates and AUC in
+    kind: ``binary`` or ``graded``. `left_out` = `unlabelled` (items with no label) + the
+    counts of `other_labels` (label text → items whose label is neither a positive nor a negative
+    value; only with ``negative``). Rates, AUC and correlations are floats (rates and AUC in
     [0, 1], correlations in [-1, 1]) or None when undefined (see `notes`). `confusion` is
     ``{"tp", "fp", "tn", "fn"}`` at `threshold`. Scores and thresholds are on the scorer's scale.
     """
@@ -74,6 +77,8 @@ class Calibration:
     kind: str
     labelled: int = 0
     left_out: int = 0
+    unlabelled: int = 0
+    other_labels: dict[str, int] = field(default_factory=dict)
     scored: int = 0
     not_scorable: int = 0
     failed: int = 0
@@ -253,12 +258,15 @@ async def acalibrate(
     problems: list[DatasetProblem] = []
     items: list[dict[str, Any]] = []
     labels: dict[str, Any] = {}
-    left_out = 0
+    unlabelled = 0
+    other_labels: dict[str, int] = {}
     for item in iter_items(data, field_map, problems.append):
         label = _label_of(item, label_field)
-        if label is None or (wanted_neg is not None and not (_matches(label, wanted_pos or set())
-                                                              or _matches(label, wanted_neg))):
-            left_out += 1
+        if label is None:
+            unlabelled += 1
+            continue
+        if wanted_neg is not None and not (_matches(label, wanted_pos or set()) or _matches(label, wanted_neg)):
+            other_labels[str(label)] = other_labels.get(str(label), 0) + 1
             continue
         if limit is not None and len(items) >= limit:
             break
@@ -283,7 +291,8 @@ async def acalibrate(
     for key, line in _earlier_results(summary, resolved.id).items():  # a resumed run's earlier attempts
         results.setdefault(key, line)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
-                         labelled=len(items), left_out=left_out, run_id=summary.run_id,
+                         labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
+                         unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
                          not_scorable_score=not_scorable_score, seconds=summary.seconds,
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
     if problems:
@@ -381,7 +390,7 @@ def _store_figures(report: Calibration, eval_options: Mapping[str, Any]) -> None
 
 def calibrate(scorer: Any, data: Any, **kwargs: Any) -> Calibration:
     """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
-    from .evals import run_sync
+    from .sync import run_sync
 
-    return run_sync(acalibrate(scorer, data, **kwargs))
+    return run_sync(acalibrate(scorer, data, **kwargs), thread_name="scorespec-calibrate")
 

@@ -56,20 +56,34 @@ def parse_option_value(raw: str, schema: dict[str, Any] | None) -> Any:
         return raw
 
 
-def parse_options(pairs: list[str], compiled: Any, prefix: str | None = None) -> dict[str, Any]:
-    """``key=value`` pairs (or ``scorer.key=value`` when `prefix` is the scorer id) → options."""
-    out: dict[str, Any] = {}
+def parse_options(pairs: list[str], compiled_list: list[Any]) -> dict[str, dict[str, Any]]:
+    """``--option`` values → options per scorer id, the same on every command.
+
+    ``ID.key=value`` sets scorer ID's option; plain ``key=value`` is accepted when one scorer
+    runs (an option whose own name holds a dot is plain too). Values are typed by the option's
+    schema (`parse_option_value`). Exits with an error naming the flag's value when a pair has
+    no ``=``, names a scorer that is not running, or is plain while several scorers run.
+    """
+    by_id = {c.id: c for c in compiled_list}
+    ids = list(by_id)
+    out: dict[str, dict[str, Any]] = {sid: {} for sid in ids}
+    example = f"{ids[0]}.scale=10" if ids else "faithfulness.scale=10"
     for pair in pairs:
-        if "=" not in pair:
-            fail(f"--option {pair!r}: expected key=value")
-        key, value = pair.split("=", 1)
-        if prefix is not None:
-            if "." not in key:
-                fail(f"--option {pair!r}: expected scorer.key=value (e.g. faithfulness.scale=10)")
-            scorer_id, key = key.split(".", 1)
-            if scorer_id != prefix:
-                continue
-        out[key] = parse_option_value(value, compiled.options.schemas.get(key))
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"--option {pair!r}: expected key=value or ID.key=value (e.g. {example})")
+        head, dot, rest = key.partition(".")
+        if dot and head in by_id and rest:
+            target, key = head, rest
+        elif len(ids) == 1 and (not dot or key in by_id[ids[0]].options.schemas):
+            target = ids[0]
+        elif dot:
+            fail(f"--option {pair!r}: {head!r} is not among the scorers ({', '.join(ids)}); "
+                 f"write ID.key=value (e.g. {example})")
+        else:
+            fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
+                 f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
+        out[target][key] = parse_option_value(value, by_id[target].options.schemas.get(key))
     return out
 
 
@@ -106,12 +120,14 @@ def schema_cmd() -> None:
 
 
 @app.command("validate")
-def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: the built-ins).")) -> None:
+def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: what `scorespec "
+                                                   "list` shows: the local scorer_specs/ and the built-ins).")) -> None:
     """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
-    from .catalog import builtin_specs_dir
+    from .catalog import list_specs
     from .compile import validate_directory
 
-    targets = list(paths or [builtin_specs_dir()])
+    # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
+    targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
@@ -125,6 +141,15 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
         typer.echo(f"{len(problems)} problem(s) in {files} of {count} spec(s)", err=True)
         raise typer.Exit(EXIT_ERROR)
     typer.echo(f"ok: {count} spec(s) valid", err=True)
+
+
+def _relative(path: Path) -> Path:
+    """`path` relative to the current directory when it lies under it (local specs read as
+    ``scorer_specs/x.yaml``), else as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
@@ -141,7 +166,8 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
     try:
         factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
-        return Scorer(compiled, model=model, options=parse_options(options, compiled), judge_factory=factory)
+        return Scorer(compiled, model=model, options=parse_options(options, [compiled])[compiled.id],
+                      judge_factory=factory)
     except OptionError as exc:
         fail(str(exc))
 
@@ -155,7 +181,8 @@ def run_cmd(
     context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
-    option: list[str] = typer.Option([], "--option", help="key=value, typed by the option's schema (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
+                                     "(repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
@@ -171,6 +198,16 @@ def run_cmd(
         raise typer.Exit(EXIT_ERROR)
 
 
+def not_scorable_why(reason: str) -> str:
+    """A not-scorable reason to print after ``not scorable:``, without a ``Not scorable:`` of its
+    own (older or user specs may start their reason with one)."""
+    text = reason.strip()
+    head = "not scorable"
+    if text[:len(head)].casefold() == head and text[len(head):len(head) + 1] in (":", " ", "-", "—", ""):
+        text = text[len(head):].lstrip(" :-—")
+    return text or reason
+
+
 def print_result(result: Any, console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -181,19 +218,25 @@ def print_result(result: Any, console: Any) -> None:
         console.print(f"[red]failed[/red] at stage {escape(e.stage or '-')} ({e.kind}): {escape(e.message)}",
                       soft_wrap=True)
     elif result.not_scorable is not None:
-        console.print(f"[yellow]not scorable[/yellow]: {escape(result.not_scorable.reason)}", soft_wrap=True)
+        console.print(f"[yellow]not scorable[/yellow]: {escape(not_scorable_why(result.not_scorable.reason))}",
+                      soft_wrap=True)
     else:
         console.print(f"[bold]score[/bold] {result.score:g}", soft_wrap=True)
         if result.reason:
             console.print("reason: " + result.reason, soft_wrap=True, markup=False)
-    table = Table("stage", "kind", "status", "attempts", "tokens in/out", "seconds", box=None, pad_edge=False)
+    # judge requests apart from why some were repeated: a `for_each` stage's 25 calls are one per
+    # element, not 25 retries
+    table = Table("stage", "kind", "status", "calls", "re-asks", "retries", "tokens in/out", "seconds", box=None,
+                  pad_edge=False)
     for sid, record in result.stages.items():
         status = "skipped" if record.skipped else ("ok" if record.result is not None else "-")
         if result.error is not None and result.error.stage == sid:
             status = "failed"
         u = record.usage
-        table.add_row(sid, record.kind, status, str(record.attempts or ""),
-                      f"{u.tokens_in}/{u.tokens_out}" if u.calls else "", f"{u.seconds:.2f}" if u.calls else "")
+        asked = bool(u.calls)
+        table.add_row(sid, record.kind, status, str(u.calls) if asked else "", str(u.reasks) if asked else "",
+                      str(u.transport_retries) if asked else "", f"{u.tokens_in}/{u.tokens_out}" if asked else "",
+                      f"{u.seconds:.2f}" if asked else "")
     console.print(table)
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
                   f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False, soft_wrap=True)
@@ -206,7 +249,7 @@ def render_cmd(
     input: Optional[str] = typer.Option(None, "--input"),
     ground_truth: Optional[str] = typer.Option(None, "--ground-truth"),
     context: Optional[list[str]] = typer.Option(None, "--context"),
-    option: list[str] = typer.Option([], "--option", help="key=value (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value (repeatable)."),
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
 ) -> None:
     """Print the prompts that would be sent to the judge, without calling any model."""

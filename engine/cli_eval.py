@@ -33,10 +33,9 @@ def _open_store(path: Optional[Path]) -> Any:
     return Store(path)
 
 
-def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
-                  *, plain_options: bool = False) -> list[Any]:
-    """Compiled `Scorer`s for `names`; options are ``scorer.key=value`` (``key=value`` with
-    `plain_options`, for commands taking one scorer). Exits with a message on bad input."""
+def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str]) -> list[Any]:
+    """Compiled `Scorer`s for `names`; options are ``ID.key=value``, or ``key=value`` when one
+    scorer runs (`engine.cli.parse_options`). Exits with a message on bad input."""
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
@@ -50,18 +49,12 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
             fail(f"{name}: the spec has problems:\n" + exc.render())
         except FileNotFoundError as exc:
             fail(str(exc))
-    ids = [c.id for c in compiled_list]
-    for pair in [] if plain_options else options:
-        key = pair.split("=", 1)[0]
-        if "." in key and key.split(".", 1)[0] not in ids:
-            fail(f"--option {pair!r}: {key.split('.', 1)[0]!r} is not among the scorers ({', '.join(ids)})")
+    by_id = parse_options(options, compiled_list)
     factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
     scorers = []
     for compiled in compiled_list:
         try:
-            scorers.append(Scorer(compiled, model=model, options=parse_options(options, compiled,
-                                                                              prefix=None if plain_options else compiled.id),
-                                  judge_factory=factory))
+            scorers.append(Scorer(compiled, model=model, options=by_id[compiled.id], judge_factory=factory))
         except OptionError as exc:
             fail(str(exc))
     return scorers
@@ -80,7 +73,8 @@ def eval_cmd(
                                               "once [default: 8; 1 on an embedded model]."),
     rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
     threshold: list[str] = typer.Option([], "--threshold", help="ID=min (mean ≥ min) or ID=min:max (repeatable)."),
-    option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable); key=value "
+                                     "when one scorer runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and scorer."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run of --out (or of --run-id)."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="The run's id (to resume a run without --out)."),
@@ -161,7 +155,7 @@ def runs_cmd(
     limit: int = typer.Option(50, "--limit", min=1, help="Show the newest N runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON on stdout."),
 ) -> None:
-    """List stored eval runs, newest first."""
+    """List stored eval runs, newest first: items, and results (one per item and scorer) by status."""
     from rich.table import Table
 
     from .cli_report import err_console, out_console
@@ -178,13 +172,14 @@ def runs_cmd(
     if as_json:
         sys.stdout.write(json.dumps([_run_json(r) for r in runs], ensure_ascii=False) + "\n")
         return
-    table = Table("run", "started", "status", "verdict", "scorers", "items", "scored", "not scorable", "failed",
-                  "out", box=None, pad_edge=False)
+    # one result per item and scorer: the status columns count results, not items
+    table = Table("run", "started", "status", "verdict", "scorers", "items", "results", "scored", "not scorable",
+                  "failed", "out", box=None, pad_edge=False)
     for r in runs:
         c = r["counts"]
         table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["status"], r["verdict"] or "",
-                      ", ".join(r["scorers"] or []), str(r["items"]), str(c["scored"]), str(c["not_scorable"]),
-                      str(c["failed"]), r["out"] or "")
+                      ", ".join(r["scorers"] or []), str(r["items"]), str(sum(c.values())), str(c["scored"]),
+                      str(c["not_scorable"]), str(c["failed"]), r["out"] or "")
     out_console().print(table)
 
 
@@ -207,7 +202,8 @@ def _default_store() -> Path:
 
 def _run_json(run: dict[str, Any]) -> dict[str, Any]:
     return {"runId": run["run_id"], "status": run["status"], "verdict": run["verdict"], "data": run["data"],
-            "out": run["out"], "scorers": run["scorers"], "items": run["items"], "counts": run["counts"],
+            "out": run["out"], "scorers": run["scorers"], "items": run["items"],
+            "results": sum(run["counts"].values()), "counts": run["counts"],
             "createdAt": run["created_at"], "updatedAt": run["updated_at"], "summary": run["summary"]}
 
 
@@ -282,8 +278,10 @@ def calibrate_cmd(
                                        "high (repeatable). Without it, labels are graded numbers."),
     negative: list[str] = typer.Option([], "--negative", help="A label value of the other class (repeatable); "
                                        "items with other labels are left out. Default: every other label."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Predict positive when score ≥ this "
-                                              "[default: half the scale]."),
+    cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Predict positive when score ≥ this "
+                                           "[default: half the scale]."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Deprecated: the old name of --cutoff "
+                                              "(eval's --threshold bounds a mean instead)."),
     not_scorable_score: Optional[float] = typer.Option(None, "--not-scorable-score", help="Score given to not "
                                                        "scorable items [default: left out of the figures]."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use only the first N labelled items."),
@@ -293,7 +291,8 @@ def calibrate_cmd(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs at once "
                                               "[default: 8; 1 on an embedded model]."),
-    option: list[str] = typer.Option([], "--option", help="key=value, a scorer option (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, a scorer option "
+                                     "(repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run of --out."),
     store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
@@ -317,13 +316,20 @@ def calibrate_cmd(
         fail("--negative needs --positive too")
     if resume and out is None:
         fail("--resume needs --out FILE")
+    if threshold is not None:
+        if cutoff is not None:
+            fail("--threshold is the old name of --cutoff: give only --cutoff")
+        err_console().print(f"warning: calibrate --threshold is deprecated and will be removed: use --cutoff "
+                            f"{threshold:g} (a score cut-off; eval's --threshold bounds a mean)", markup=False,
+                            highlight=False, soft_wrap=True, style="yellow")
+        cutoff = threshold
     db = _open_store(store)
     try:
-        (loaded,) = _load_scorers([scorer], model, base_url, option, plain_options=True)
+        (loaded,) = _load_scorers([scorer], model, base_url, option)
         try:
             report = asyncio.run(acalibrate(
                 loaded, data, label_field=label_field, positive=positive or None, negative=negative or None,
-                threshold=threshold, not_scorable_score=not_scorable_score, top=top, limit=limit, fields=field,
+                threshold=cutoff, not_scorable_score=not_scorable_score, top=top, limit=limit, fields=field,
                 concurrency=concurrency, out=out, resume=resume, store=db,
                 progress=ConsoleReporter(quiet=quiet, per_item=False),
                 config={"cli": {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()),

@@ -182,13 +182,28 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
     console.print("results: " + " · ".join(where), markup=False, highlight=False, soft_wrap=True)
 
 
+def left_out_text(report: Any) -> str:
+    """Why items were left out of a calibration, e.g. `` · 3 left out: 1 with no label, 2 with a
+    label neither positive nor negative ('generic' 2)``; empty when none was."""
+    if not report.left_out:
+        return ""
+    parts = []
+    if report.unlabelled:
+        parts.append(f"{report.unlabelled} with no label")
+    if report.other_labels:
+        shown = sorted(report.other_labels.items(), key=lambda kv: (-kv[1], kv[0]))
+        labels = ", ".join(f"{label!r} {n}" for label, n in shown[:5]) + (", …" if len(shown) > 5 else "")
+        parts.append(f"{sum(report.other_labels.values())} with a label neither positive nor negative ({labels})")
+    return f" · {report.left_out} left out: " + ", ".join(parts)
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.calibration.Calibration` as a rich table."""
     from rich.table import Table
 
     table = Table("figure", "value", box=None, pad_edge=False)
     table.add_row("items", f"{report.labelled} labelled · {report.scored} scored · {report.not_scorable} not "
-                  f"scorable · {report.failed} failed" + (f" · {report.left_out} left out" if report.left_out else ""))
+                  f"scorable · {report.failed} failed" + left_out_text(report))
     table.add_row("used in the figures", str(report.used))
     if report.kind == "binary":
         table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
@@ -199,7 +214,7 @@ def calibration_table(report: Any) -> Any:
             table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
         table.add_row("ROC AUC", fmt(report.roc_auc))
         if report.best_threshold is not None:
-            table.add_row(f"best threshold (fitted on this data) ≥ {fmt(report.best_threshold)}",
+            table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_threshold)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
     else:

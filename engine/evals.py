@@ -46,7 +46,6 @@ import itertools
 import os
 import secrets
 import sys
-import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -60,6 +59,7 @@ from typing import Any
 from .datasets import DatasetProblem, Item, data_len, item_key, iter_items, parse_fields
 from .result import ItemError, ScoreResult
 from .store import OutWriter, PriorResults, Store, compact_out_file, iter_out_lines, scan_out_file
+from .sync import run_sync
 
 MAX_PROBLEMS_KEPT = 100
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
@@ -764,30 +764,8 @@ class _Runner:
 def run_evals(data: Any, scorers: Any, **kwargs: Any) -> EvalSummary:
     """Synchronous `arun_evals` (same arguments). Inside a running event loop (a notebook) the
     run happens on a private loop in a worker thread."""
-    return run_sync(arun_evals(data, scorers, **kwargs))
+    return run_sync(arun_evals(data, scorers, **kwargs), thread_name="scorespec-run-evals")
 
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code; inside a running event loop (a notebook)
-    on a private loop in a worker thread. Its exception is re-raised in the caller."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="scorespec-run-evals")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 __all__ = ["run_evals", "arun_evals", "EvalSummary", "ScorerSummary", "Threshold", "parse_thresholds",
            "RateLimiter", "EvalReporter", "RunState", "new_run_id", "VERDICT_EXIT"]

@@ -12,7 +12,6 @@ same code runs under asyncio (`arun`) and, for specs without judge stages, synch
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import threading
@@ -29,6 +28,7 @@ from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, res
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
 from .run_fields import run_namespace
+from .sync import run_sync
 from .window import configured_window
 
 SCALE_TOLERANCE = 1e-9
@@ -195,16 +195,7 @@ class Scorer:
             except StopIteration as stop:
                 return stop.value
             raise RuntimeError("a rule-only scorer asked the judge")  # pragma: no cover
-        coro = self._drive_and_close(gen)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        box: dict[str, Any] = {}
-        thread = threading.Thread(target=lambda: box.setdefault("r", asyncio.run(coro)))
-        thread.start()
-        thread.join()
-        return box["r"]
+        return run_sync(self._drive_and_close(gen), thread_name=f"scorespec-{self.id}")
 
     async def arun(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
                    *, run_id: str | None = None) -> ScoreResult:
@@ -484,24 +475,37 @@ class Scorer:
                 setattr(result, f"{name}_prompt", record.prompt)
 
 
-def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | None = None,
-                base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
-                timeout_s: float | None = None, context_window: int | None = None, **options: Any) -> Scorer:
+def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping[str, Any] | None = None,
+                judge: Judge | None = None, base_url: str | None = None, api_key: str | None = None,
+                mode: str | None = None, timeout_s: float | None = None, context_window: int | None = None,
+                **option_shorthand: Any) -> Scorer:
     """Load a spec and bind it to options and a judge.
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
     ``local``, ``local-tiny`` or ``llamacpp/PATH.gguf`` (precedence: this argument >
-    ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). base_url/api_key: for an
-    OpenAI-compatible server. mode: instructor's structured-output mode (``tools``,
-    ``json_schema``, ``json``, …; default chosen per provider). timeout_s: per-call timeout in
-    seconds (default 120). context_window: the model's context in tokens, checked before each
-    call so an item whose prompt cannot fit fails (kind ``prompt_too_long``) without a call;
-    default ``$SCORESPEC_CONTEXT_WINDOW``, else known per model, else no check; 0 = no check
-    (see `engine.window`). judge: an explicit judge object (e.g. `engine.testing.FakeJudge`).
-    options: the spec's options; unknown names or invalid values raise `OptionError`.
-    Raises `SpecError` for a broken spec, `FileNotFoundError` for an unknown id.
+    ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). options: the spec's options by
+    name, e.g. ``options={"context": ["Paris is in France."], "scale": 10}``; merged over the
+    spec's defaults. base_url/api_key: for an OpenAI-compatible server. mode: instructor's
+    structured-output mode (``tools``, ``json_schema``, ``json``, …; default chosen per
+    provider). timeout_s: per-call timeout in seconds (default 120). context_window: the model's
+    context in tokens, checked before each call so an item whose prompt cannot fit fails (kind
+    ``prompt_too_long``) without a call; default ``$SCORESPEC_CONTEXT_WINDOW``, else known per
+    model, else no check; 0 = no check (see `engine.window`). judge: an explicit judge object
+    (e.g. `engine.testing.FakeJudge`).
+
+    Any other keyword argument is shorthand for an option (``scale=10`` is
+    ``options={"scale": 10}``). An option named like one of this function's keywords (``model``,
+    ``mode``, ``judge``, ``timeout_s``, …) can only be passed in ``options={...}``.
+
+    Raises `OptionError` for an unknown option or a misspelled keyword (with the nearest name of
+    either), an invalid option value, an option given both ways, or a keyword that is also one of
+    the spec's options given without ``options=``; `SpecError` for a broken spec;
+    `FileNotFoundError` for an unknown id.
     """
     compiled = load_spec(name_or_path)
+    merged = _gather_options(compiled, options, option_shorthand,
+                             {"model": model, "judge": judge, "base_url": base_url, "api_key": api_key, "mode": mode,
+                              "timeout_s": timeout_s, "context_window": context_window})
     configured_window(context_window)  # a bad value is an error now, not on every item
     factory = None
     if base_url or api_key or mode or timeout_s or context_window is not None:
@@ -509,7 +513,52 @@ def load_scorer(name_or_path: str, model: str | None = None, *, judge: Judge | N
             extra = {"timeout_s": timeout_s} if timeout_s else {}
             return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, context_window=context_window,
                               **extra)
-    return Scorer(compiled, judge=judge, model=model, options=options, judge_factory=factory)
+    return Scorer(compiled, judge=judge, model=model, options=merged, judge_factory=factory)
 
 
-__all__ = ["Scorer", "load_scorer", "round_half_away", "normalize_answer", "OptionError"]
+def load_scorer_keywords() -> list[str]:
+    """The names of `load_scorer`'s keyword parameters (``name_or_path`` included): reserved,
+    so an option of the same name goes in ``options={...}``."""
+    import inspect
+
+    return [name for name, p in inspect.signature(load_scorer).parameters.items() if p.kind is not p.VAR_KEYWORD]
+
+
+def _gather_options(compiled: CompiledSpec, options: Mapping[str, Any] | None, shorthand: Mapping[str, Any],
+                    keywords_given: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` and the shorthand keywords as one mapping; raises `OptionError` (see `load_scorer`)."""
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"{compiled.id}: options must be a mapping of option names to values, "
+                          f"not {type(options).__name__}")
+    known = compiled.option_validators
+    if options is None:
+        for name, value in keywords_given.items():
+            if value is not None and name in known:
+                raise OptionError(
+                    f"{compiled.id}: {name!r} is both a keyword of load_scorer and an option of this scorer: pass "
+                    f"the option as options={{{name!r}: ...}} (with options= given, {name}= is the keyword)")
+    merged = dict(options or {})
+    for name, value in shorthand.items():
+        if name not in known:
+            raise OptionError(f"{compiled.id}: {name!r} is neither an option of this scorer nor a keyword of "
+                              f"load_scorer ({_nearest(name, known)})")
+        if name in merged:
+            raise OptionError(f"{compiled.id}: option {name!r} is given twice, in options={{...}} and as {name}=")
+        merged[name] = value
+    return merged
+
+
+def _nearest(name: str, options: Mapping[str, Any]) -> str:
+    """A did-you-mean over the spec's options and load_scorer's keywords, saying which it is."""
+    import difflib
+
+    keywords = [k for k in load_scorer_keywords() if k != "name_or_path"]
+    candidates = {**{k: "keyword" for k in keywords}, **{o: "option" for o in options}}
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean the {candidates[close[0]]} {close[0]!r}?"
+    listed = f"options: {', '.join(sorted(options))}; " if options else "it has no options; "
+    return listed + "keywords: " + ", ".join(keywords)
+
+
+__all__ = ["Scorer", "load_scorer", "load_scorer_keywords", "round_half_away", "normalize_answer", "OptionError"]

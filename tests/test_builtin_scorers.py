@@ -162,6 +162,18 @@ def test_input_is_the_reference_without_ground_truth():
     assert textual().run(output="same", input="same", ground_truth="").score == 0
 
 
+def test_textual_difference_reason_names_the_fields_compared():
+    assert textual().run(output="hello there world", ground_truth="hello world").reason == (
+        "output vs ground_truth: similarity ratio 0.7857 with 1 change and a length difference of 35% "
+        "(confidence 0.6471): moderate differences.")
+    assert textual().run(output="hello there world", input="hello world").reason.startswith(
+        "output vs input: similarity ratio 0.7857 with 1 change")
+    # an empty ground truth is given: it is what the output was compared with
+    assert textual().run(output="same", input="same", ground_truth="").reason == (
+        "output vs ground_truth: similarity ratio 0.0000 with 1 change and a length difference of 100% "
+        "(confidence 0.0000): completely different texts.")
+
+
 def test_textual_difference_scale_and_no_judge():
     scorer = textual(scale=10)
     assert scorer.model is None
@@ -206,7 +218,7 @@ def test_c03_shipped_faithfulness_no_claims(claims):
     result = scorer.run(output="I don't know.")
     assert result.status == "not_scorable"
     assert result.score is None
-    assert result.not_scorable.reason == ("Not scorable: the output makes no claims that could be checked "
+    assert result.not_scorable.reason == ("The output makes no claims that could be checked "
                                           "against the context.")
     assert [c.stage for c in judge.calls] == ["preprocess"]
 

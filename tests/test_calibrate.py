@@ -124,6 +124,7 @@ def test_calibrate_over_a_scripted_judge(tmp_path):
                        negative=["hallucinated"], store=tmp_path / "s.sqlite")
     assert (report.labelled, report.left_out, report.scored, report.not_scorable, report.failed, report.used) \
         == (5, 2, 4, 1, 0, 4)
+    assert (report.unlabelled, report.other_labels) == (1, {"generic": 1})  # g has no label; f's is neither
     # scores a 1, b 0.5, c 0, d 1 against labels 1 1 0 0; at 0.5: tp 2, fp 1, tn 1
     assert report.confusion == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
     assert report.balanced_accuracy == pytest.approx(0.75)
@@ -150,6 +151,7 @@ def test_not_scorable_score_and_failed_items(tmp_path):
     # every labelled item is used (generic counts as negative); c failed and is not in the figures
     assert (report.labelled, report.left_out, report.scored, report.not_scorable, report.failed, report.used) \
         == (6, 1, 4, 1, 1, 5)
+    assert (report.unlabelled, report.other_labels) == (1, {})  # without negative=, 'generic' is negative
     assert report.failures == {"transport": 1}
     assert report.positives == 3 and report.negatives == 2
     assert "1 failed item(s) are not in the figures (resume the run to retry them)" in report.notes
@@ -199,6 +201,9 @@ def test_calibrate_command_end_to_end(fake_server, tmp_path):
     assert figures["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
     assert figures["model"] == "openai/x"
     assert "balanced accuracy (score ≥ 0.5)" in result.stderr
+    assert ("5 labelled · 4 scored · 1 not scorable · 0 failed · 2 left out: 1 with no label, 1 with a label "
+            "neither positive nor negative ('generic' 1)") in result.stderr
+    assert (figures["leftOut"], figures["unlabelled"], figures["otherLabels"]) == (2, 1, {"generic": 1})
     assert "largest disagreements:" in result.stderr and "d: label 'hallucinated', score 1" in result.stderr
 
 

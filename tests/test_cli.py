@@ -28,6 +28,30 @@ def test_validate_builtins_ok():
     assert result.stdout == ""
 
 
+def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
+    local = tmp_path / "scorer_specs"
+    local.mkdir()
+    text = (builtin_specs_dir() / "textual_difference.yaml").read_text(encoding="utf-8")
+    (local / "my_scorer.yaml").write_text(text.replace("id: textual_difference", "id: my_scorer"), encoding="utf-8")
+    broken = (builtin_specs_dir() / "faithfulness.yaml").read_text(encoding="utf-8")
+    (local / "faithfulness.yaml").write_text(broken.replace("supported / claims", "suported / claims"),
+                                             encoding="utf-8")  # shadows the built-in
+    monkeypatch.chdir(tmp_path)
+    listed = invoke("list")
+    ids = [line.split()[0] for line in listed.stdout.split("\nrule functions")[0].splitlines()[1:] if line[:1].strip()]
+    assert ids == ["answer_similarity", "faithfulness", "my_scorer", "textual_difference"]
+    result = invoke("validate")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "scorer_specs/faithfulness.yaml:73:3: score.formula: expression 'suported / claims * options.scale' uses "
+        "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
+        "1 problem(s) in 1 of 4 spec(s)",
+    ]
+    (local / "faithfulness.yaml").unlink()
+    result = invoke("validate")
+    assert result.exit_code == 0 and result.stderr == "ok: 4 spec(s) valid\n"
+
+
 def test_validate_files_ok():
     result = invoke("validate", str(builtin_specs_dir() / "faithfulness.yaml"),
                     str(builtin_specs_dir() / "textual_difference.yaml"))
@@ -196,6 +220,55 @@ def test_render_rule_only_scorer_sends_nothing():
     assert result.exit_code == 0
     assert result.stdout == ""
     assert "sends no prompt" in result.stderr
+
+
+def _printed(result) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from engine.cli import print_result
+
+    out = io.StringIO()
+    print_result(result, Console(file=out, width=200, highlight=False, color_system=None))
+    return [line.rstrip() for line in out.getvalue().splitlines()]
+
+
+def test_a_stage_shows_its_calls_re_asks_and_retries_apart():
+    from engine import load_scorer
+    from engine.testing import FakeJudge
+
+    verdicts = [{"verdict": "perhaps", "reason": "x"}] + [{"verdict": "yes", "reason": "stated"}] * 3
+    judge = FakeJudge({"preprocess": {"claims": ["A.", "B.", "C."]}, "analyze": verdicts})
+    result = load_scorer("faithfulness", judge=judge, options={"context": ["A. B. C."]}).run(output="A. B. C.")
+    lines = _printed(result)
+    assert lines[2].split() == ["stage", "kind", "status", "calls", "re-asks", "retries", "tokens", "in/out",
+                                "seconds"]
+    # three claims, one answer re-asked: 4 calls to the judge, one of them a re-ask
+    assert lines[3].split()[:6] == ["preprocess", "prompt", "ok", "1", "0", "0"]
+    assert lines[4].split()[:6] == ["analyze", "prompt", "ok", "4", "1", "0"]
+    assert result.stages["analyze"].usage.transport_retries == 0
+
+
+@pytest.mark.parametrize("reason, shown", [
+    ("The output makes no claims.", "not scorable: The output makes no claims."),
+    ("Not scorable: no claims in the output.", "not scorable: no claims in the output."),
+    ("not scorable - nothing here", "not scorable: nothing here"),
+    ("Not scorable", "not scorable: Not scorable"),
+])
+def test_not_scorable_is_said_once(reason, shown):
+    from engine.result import NotScorableInfo, ScoreResult
+
+    result = ScoreResult(scorer="x", spec_version=1, spec_hash="0" * 12, not_scorable=NotScorableInfo(reason=reason))
+    assert _printed(result)[0] == shown
+
+
+def test_shipped_not_scorable_reasons_do_not_start_with_not_scorable():
+    from engine.compile import load_spec
+
+    for scorer_id in ("faithfulness", "answer_similarity"):
+        reason = load_spec(scorer_id).score.not_scorable[1].source
+        assert reason[:1].isupper() and not reason.lower().startswith("not scorable"), reason
 
 
 @pytest.mark.parametrize("when, shown", [

@@ -206,6 +206,22 @@ def test_cli_options_fields_runs_and_show(tmp_path):
     assert bad.exit_code == 2 and "unknown option 'scael'" in bad.stderr
 
 
+def test_runs_counts_results_apart_from_items(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", [{"id": i, "output": o} for i, o in
+                                                   (("a", "0.5"), ("b", "n/a"), ("c", "1"))])
+    result = invoke(NUMERIC, "textual_difference", "--data", str(data), "--quiet", "--run-id", "two-scorers")
+    assert result.exit_code == 0, result.output
+    runner = CliRunner()
+    (run,) = json.loads(runner.invoke(app, ["runs", "--json"]).stdout)
+    assert (run["items"], run["results"]) == (3, 6)
+    assert run["counts"] == {"scored": 5, "not_scorable": 1, "failed": 0}
+    lines = runner.invoke(app, ["runs"], env={"COLUMNS": "250"}).stdout.splitlines()
+    header = lines[0].split()
+    assert header[5:10] == ["items", "results", "scored", "not", "scorable"]
+    row = lines[1].split()
+    assert row[0] == "two-scorers" and row[row.index("numeric,") + 2:][:5] == ["3", "6", "5", "1", "0"]
+
+
 # --- concurrency, targets, rate limits, streaming ----------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import engine
 from engine import functions
 from engine.compile import compile_file
 from engine.errors import ScorerRunError
-from engine.scorer import OptionError, Scorer, load_scorer, normalize_answer, round_half_away
+from engine.scorer import OptionError, Scorer, load_scorer, load_scorer_keywords, normalize_answer, round_half_away
 from engine.testing import FakeJudge
 
 from conftest import SPEC_FIXTURES, verdicts
@@ -502,7 +502,76 @@ def test_options_merge_over_defaults_c12():
 
 def test_unknown_option_has_did_you_mean():
     with pytest.raises(OptionError, match=r"faithfulness: unknown option 'scael' \(did you mean 'scale'\?\)"):
+        load_scorer("faithfulness", judge=FakeJudge(), options={"scael": 2})
+    with pytest.raises(OptionError) as info:
         load_scorer("faithfulness", judge=FakeJudge(), scael=2)
+    assert str(info.value) == ("faithfulness: 'scael' is neither an option of this scorer nor a keyword of "
+                               "load_scorer (did you mean the option 'scale'?)")
+
+
+def test_a_misspelled_keyword_is_named_as_a_keyword():
+    with pytest.raises(OptionError) as info:
+        load_scorer("faithfulness", mdoel="openai/gpt-4o-mini")
+    assert str(info.value) == ("faithfulness: 'mdoel' is neither an option of this scorer nor a keyword of "
+                               "load_scorer (did you mean the keyword 'model'?)")
+    with pytest.raises(OptionError) as info:
+        load_scorer("textual_difference", zzz=1)
+    assert str(info.value) == (
+        "textual_difference: 'zzz' is neither an option of this scorer nor a keyword of load_scorer (options: "
+        "scale; keywords: model, options, judge, base_url, api_key, mode, timeout_s, context_window)")
+
+
+def test_options_are_given_as_a_mapping_and_the_shorthand_adds_to_it():
+    scorer = load_scorer("answer_similarity", judge=FakeJudge(), options={"scale": 10}, missingPenalty=0.3)
+    assert (scorer.options["scale"], scorer.options["missingPenalty"]) == (10, 0.3)
+    with pytest.raises(OptionError, match=r"^answer_similarity: option 'scale' is given twice, in "
+                                          r"options=\{\.\.\.\} and as scale=$"):
+        load_scorer("answer_similarity", judge=FakeJudge(), options={"scale": 10}, scale=5)
+    with pytest.raises(OptionError, match="options must be a mapping of option names to values, not list"):
+        load_scorer("answer_similarity", judge=FakeJudge(), options=[("scale", 10)])
+
+
+def test_load_scorer_keywords_are_its_parameters():
+    assert load_scorer_keywords() == ["name_or_path", "model", "options", "judge", "base_url", "api_key", "mode",
+                                      "timeout_s", "context_window"]
+
+
+OPTION_NAMED_LIKE_KEYWORDS = """
+    format: 1
+    id: keyword_options
+    name: Keyword options
+    description: A rule scorer whose options are named like load_scorer's keywords.
+    version: 1
+    fields:
+      output: {required: true}
+    options:
+      mode: {type: string, default: strict}
+      timeout_s: {type: number, default: 1}
+      scale: {type: number, exclusiveMinimum: 0, default: 1}
+    stages:
+      - id: analyze
+        function: textual_difference
+        args: {reference: "options.mode", candidate: "run.output | string"}
+    score:
+      formula: "analyze.ratio * options.scale"
+    reason:
+      - template: "mode {{ options.mode }}, timeout {{ options.timeout_s }}"
+"""
+
+
+def test_an_option_named_like_a_keyword_goes_in_options(write_spec):
+    path = str(write_spec("keyword_options", OPTION_NAMED_LIKE_KEYWORDS))
+    scorer = load_scorer(path, options={"mode": "lenient", "timeout_s": 5})
+    assert scorer.options == {"mode": "lenient", "timeout_s": 5, "scale": 1}
+    result = scorer.run(output="lenient")
+    assert (result.score, result.reason) == (1.0, "mode lenient, timeout 5")
+    with pytest.raises(OptionError) as info:
+        load_scorer(path, mode="lenient")
+    assert str(info.value) == ("keyword_options: 'mode' is both a keyword of load_scorer and an option of this "
+                               "scorer: pass the option as options={'mode': ...} (with options= given, mode= is "
+                               "the keyword)")
+    # with options= given, mode= is the judge's structured-output mode, and the option keeps its default
+    assert load_scorer(path, options={}, mode="json").options["mode"] == "strict"
 
 
 @pytest.mark.parametrize("name, value, fragment", [

@@ -69,3 +69,32 @@ def test_texts_too_long_to_align_fail_clearly_instead_of_exhausting_memory():
     assert (result.status, result.error.kind, result.error.stage) == ("failed", "function", "analyze")
     assert "texts of 200,000 and 200,000 characters are too long to align" in result.error.message
     assert load_scorer("textual_difference").run(output="a" * 200_000, ground_truth="a" * 200_000).score == 1
+
+
+def test_the_readme_main_job_runs_scorers_that_mean_something_on_its_data():
+    """The README's first command scores the example data with scorers that have what they
+    compare: textual_difference would compare each response with the user's message when the
+    items have no ground truth, and faithfulness needs each item's context."""
+    import json
+    import shlex
+
+    from engine import run_evals
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.startswith("pip install") and "scorespec eval" in line)
+    args = shlex.split(command.split("&&")[-1])
+    scorers = args[2:args.index("--data")]
+    data = ROOT / args[args.index("--data") + 1]
+    items = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    assert scorers and len(items) == 6
+    judge = FakeJudge({"preprocess": {"claims": ["A claim."]}, "analyze": {"verdict": "yes", "reason": "stated"}})
+    results = {}
+    run_evals(str(data), [load_scorer(s, judge=judge) for s in scorers], store=False,
+              on_item_complete=lambda item, done: results.update({(item["id"], k): r for k, r in done.items()}))
+    assert len(results) == 6 * len(scorers)
+    for (item_id, scorer_id), result in results.items():
+        assert result.status == "scored", (item_id, result.error)
+        assert "output vs input" not in result.reason and "no context was given" not in result.reason
+    # every item's passages reached the judge
+    prompts = judge.prompts("analyze")
+    assert all(any(item["context"][0] in p for p in prompts) for item in items)
