@@ -530,7 +530,7 @@ def _gather_options(compiled: CompiledSpec, options: Mapping[str, Any] | None, s
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"{compiled.id}: options must be a mapping of option names to values, "
                           f"not {type(options).__name__}")
-    known = compiled.option_validators
+    known = compiled.options.validators
     if options is None:
         for name, value in keywords_given.items():
             if value is not None and name in known:
