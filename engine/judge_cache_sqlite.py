@@ -59,6 +59,10 @@ CREATE INDEX IF NOT EXISTS answers_model ON answers (model);
 
 _log = logging.getLogger(__name__)
 
+# Connections a forked process inherited from its parent, kept referenced so that they are never
+# closed (by garbage collection) in the child.
+_INHERITED: list[sqlite3.Connection] = []
+
 
 class _Unusable(Exception):
     """The file opens but is not a judge cache this version can use."""
@@ -105,7 +109,9 @@ class SQLiteJudgeCache:
             return None
         if self._db is not None and self._pid == os.getpid():
             return self._db
-        self._db = None  # a parent's connection (before a fork) is dropped, never used or closed
+        if self._db is not None:  # made by the parent before a fork: never used, and never closed
+            _INHERITED.append(self._db)  # here (closing it could checkpoint or unlock the parent's file)
+        self._db = None
         try:
             self._db = self._open()
         except _Unusable as exc:

@@ -434,7 +434,8 @@ def test_two_processes_writing_at_once_lose_and_corrupt_nothing(tmp_path):
 
 
 def _forked_writer(cache: SQLiteJudgeCache) -> None:
-    ok = cache.get("from-parent") == answer(1)
+    inherited = cache._db
+    ok = cache.get("from-parent") == answer(1) and cache._db is not inherited and cache._db is not None
     cache.put("from-child", answer(2, "child"))
     os._exit(0 if ok and cache.get("from-child") == answer(2, "child") else 1)
 
