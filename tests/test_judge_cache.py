@@ -70,18 +70,25 @@ def cache(tmp_path):
         yield store
 
 
-def run_child(source: str, *args: str) -> subprocess.CompletedProcess:
-    """Run `source` (after the `answer` helper) in a new interpreter with the worktree on the path."""
+CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def child_command(source: str, *args: str) -> list[str]:
+    """A new interpreter running `source` after the `answer` helper, with `args`."""
     program = "from engine.judge_cache import CachedAnswer\n" + textwrap.dedent(inspect.getsource(answer)) + source
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", program, *args], env=env, capture_output=True, text=True, timeout=120)
+    return [sys.executable, "-c", program, *args]
+
+
+def run_child(source: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(child_command(source, *args), env=CHILD_ENV, capture_output=True, text=True, timeout=120)
 
 
 def raw_rows(path: Path) -> dict[str, tuple[bytes, str]]:
     """key -> (value, checksum) read with plain sqlite3."""
     db = sqlite3.connect(path)
     try:
-        return {key: (value, checksum) for key, value, checksum in db.execute("SELECT key, value, checksum FROM answers")}
+        rows = db.execute("SELECT key, value, checksum FROM answers")
+        return {key: (value, checksum) for key, value, checksum in rows}
     finally:
         db.close()
 
@@ -140,7 +147,8 @@ def test_each_field_changes_the_key(field, value):
 def test_what_cannot_change_an_answer_does_not_change_the_key():
     base = CallIdentity(**material())
     reordered = material(
-        messages=[{"content": "You judge claims.", "role": "system"}, {"content": "Is the claim supported?", "role": "user"}],
+        messages=[{"content": "You judge claims.", "role": "system"},
+                  {"content": "Is the claim supported?", "role": "user"}],
         schema={"required": ["verdict"], "properties": {"verdict": {"enum": ["yes", "no"]}}, "type": "object"},
         temperature=0, base_url="http://127.0.0.1:8000/v1/")
     assert cache_key(**reordered) == base.key()
@@ -410,11 +418,8 @@ print(json.dumps({"writes": s.writes, "dropped": s.dropped_writes, "discarded": 
 
 def test_two_processes_writing_at_once_lose_and_corrupt_nothing(tmp_path):
     path = tmp_path / "judge-cache.sqlite"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    program = "from engine.judge_cache import CachedAnswer\n" + textwrap.dedent(inspect.getsource(answer)) \
-        + CONCURRENT_WRITER
-    children = [subprocess.Popen([sys.executable, "-c", program, str(path), name, other, str(tmp_path)], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = [subprocess.Popen(child_command(CONCURRENT_WRITER, str(path), name, other, str(tmp_path)),
+                                 env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for name, other in (("a", "b"), ("b", "a"))]
     deadline = time.monotonic() + 60
     while not all((tmp_path / f"{n}.ready").exists() for n in "ab") and time.monotonic() < deadline:
