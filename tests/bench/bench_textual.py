@@ -8,9 +8,9 @@ textual_difference vs `difflib.SequenceMatcher` vs the reference's JavaScript sc
   ``get_opcodes()``. autojunk is off because with it every letter of a long English-like text
   counts as "popular junk" and the ratio is meaningless. difflib's ratio is Ratcliff/Obershelp,
   not a true LCS, so its ratio is slightly lower.
-- the reference: ``node bench_textual.mjs N CHARS SEED`` in ``../shared/anchors/mastra``
-  (installed once with ``npm ci`` into ``~/.cache/scorespec-bench/mastra``), i.e. the real
-  ``@mastra/evals`` scorer's ``.run()``, its pipeline overhead included.
+- the reference: ``node bench_textual.mjs N CHARS SEED`` in the folder `reference.install()`
+  returns (``tests/bench/reference/`` installed once with ``npm ci`` into a cache folder), i.e.
+  the real ``@mastra/evals`` scorer's ``.run()``, its pipeline overhead included.
 
 Pairs are the JS script's: a random word text of CHARS characters and a copy with ~10% of its
 words replaced, drawn from mulberry32(SEED), reimplemented here bit for bit so every column sees
@@ -21,10 +21,8 @@ peak RSS (``ru_maxrss``) is reported.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,10 +34,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine.functions.text import textual_difference  # noqa: E402
-
-DEFAULT_MASTRA = REPO.parent / "shared" / "anchors" / "mastra"  # ../shared beside the clone
-MASTRA_FILES = ("package-lock.json", "lib.mjs", "bench_textual.mjs", "bench_runevals.mjs", "fake_openai_server.mjs")
-CACHE = Path.home() / ".cache" / "scorespec-bench" / "mastra"
 
 WORDS = ("the quick brown fox jumps over lazy dog while agents evaluate scores across many "
          "different inputs and outputs with care").split(" ")
@@ -138,50 +132,10 @@ def long_pair(impl: str, chars: int, seed: int, count: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-# -- Mastra (node) ----------------------------------------------------------------
-def prepare_mastra(src: Path) -> tuple[Path | None, str]:
-    """Copy the reference folder to the cache, ``npm ci`` it once per package-lock.json, and
-    refresh its scripts on every call.
-
-    Returns (folder, note); folder is None when node/npm or the sources are
-    missing or the install fails.
-    """
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        return None, "node/npm not found: Mastra column skipped"
-    missing = [f for f in MASTRA_FILES if not (src / f).exists()]
-    if missing:
-        return None, f"{src} lacks {', '.join(missing)}: Mastra column skipped"
-    digest = hashlib.sha256((src / "package-lock.json").read_bytes()).hexdigest()
-    stamp = CACHE / ".scorespec-installed"
-    note = "cached install"
-    if not (stamp.exists() and stamp.read_text().strip() == digest and (CACHE / "node_modules").is_dir()):
-        if CACHE.exists():
-            shutil.rmtree(CACHE)
-        CACHE.mkdir(parents=True)
-        _copy_scripts(src)
-        print(f"npm ci in {CACHE} (once)...", file=sys.stderr, flush=True)
-        res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                             cwd=CACHE, capture_output=True, text=True, timeout=900)
-        if res.returncode != 0:
-            return None, f"npm ci failed ({res.returncode}): Mastra column skipped; {res.stderr.strip()[-300:]}"
-        stamp.write_text(digest)
-        note = "fresh install"
-    _copy_scripts(src)
-    return CACHE, note
-
-
-def _copy_scripts(src: Path) -> None:
-    """The reference folder's files (not node_modules) into the cache, writable (the source is
-    read-only)."""
-    for f in src.iterdir():
-        if f.is_file():
-            target = CACHE / f.name
-            target.write_bytes(f.read_bytes())
-            target.chmod(0o644)
-
-
+# -- the reference (Mastra on Node) ----------------------------------------------------
 def node_bench(folder: Path, n: int, chars: int, seed: int) -> dict:
+    """``bench_textual.mjs`` in `folder` (an installed reference): its JSON line, with
+    ``pairsPerSec``, ``msPerPair`` and ``peakRssMB``."""
     out = subprocess.run(["node", "bench_textual.mjs", str(n), str(chars), str(seed)],
                          cwd=folder, check=True, capture_output=True, text=True, timeout=1200)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The benchmark suite: scorespec side by side with the reference (Mastra's JavaScript scorers,
-`../shared/anchors/mastra` on Node 20) and Python's difflib, in one run, as one markdown table.
+"""The benchmark suite: scorespec side by side with the reference (Mastra's scorers, on Node).
+
+Also beside Python's difflib, in one run, as one markdown table. The reference is installed from
+`tests/bench/reference/` (see below).
 
     python tests/bench/run.py            # full run, about 5-8 minutes on 2 cores
     python tests/bench/run.py --quick    # tiny sizes, a smoke run (about 30 s): figures mean nothing
@@ -21,8 +23,10 @@ a median of several runs (whole processes where a process is what is measured). 
 6. peak RSS of a rule-scorer eval (textual_difference, JSONL in and out, store on) at two
    dataset sizes, and after loading only.
 
-The reference must be there: without node/npm or the anchors folder the suite fails and says
-why (it never prints a table without the reference column).
+The reference must be there: on first use it is installed with `npm ci` into a cache folder
+(`reference.py`: `--reference-dir`, ``$SCORESPEC_BENCH_REFERENCE_DIR``, else
+``~/.cache/scorespec/bench-reference``). Without node or npm, or when the install fails, the suite
+stops and says why (it never prints a table without the reference column).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine  # noqa: E402  (puts this checkout's engine first on sys.path)
 import bench_eval  # noqa: E402
 import bench_textual  # noqa: E402
+import reference  # noqa: E402
 
 from engine.catalog import builtin_specs_dir  # noqa: E402
 from engine.compile import compile_file  # noqa: E402
@@ -86,7 +92,7 @@ def median_of(runs: int, measure) -> float:
 # --- 1. textual difference ----------------------------------------------------------------------
 
 
-def textual(sz: Sizes, mastra: Path) -> dict:
+def textual(sz: Sizes, ref_dir: Path) -> dict:
     seed = 1
     out: dict = {}
     for impl, n in (("scorespec", sz.pairs), ("difflib", sz.difflib_pairs)):
@@ -98,8 +104,8 @@ def textual(sz: Sizes, mastra: Path) -> dict:
         out[impl]["peak_mb"] = statistics.median(r["peak_mb"] for r in longs)
         log(f"textual {impl}: {out[impl]}")
     node_runs = max(1, min(sz.runs, 3))
-    pps = [bench_textual.node_bench(mastra, sz.node_pairs, sz.chars, seed)["pairsPerSec"] for _ in range(node_runs)]
-    longs = [bench_textual.node_bench(mastra, 1, sz.long_chars, seed + run) for run in range(node_runs)]
+    pps = [bench_textual.node_bench(ref_dir, sz.node_pairs, sz.chars, seed)["pairsPerSec"] for _ in range(node_runs)]
+    longs = [bench_textual.node_bench(ref_dir, 1, sz.long_chars, seed + run) for run in range(node_runs)]
     out["reference"] = {"pps": statistics.median(pps), "ms": statistics.median(r["msPerPair"] for r in longs),
                         "peak_mb": statistics.median(r["peakRssMB"] for r in longs)}
     log(f"textual reference: {out['reference']}")
@@ -142,19 +148,23 @@ def throughput(sz: Sizes) -> dict[int, dict]:
     return out
 
 
-def reference_throughput(sz: Sizes, mastra: Path) -> dict[int, dict]:
+def reference_throughput(sz: Sizes, ref_dir: Path) -> dict[int, dict]:
     """The reference's runEvals (workflow mode: a precomputed output, no target call), one node
     process per level; a level where it fails is recorded with its error, not hidden."""
+    with tempfile.TemporaryDirectory(prefix="scorespec-bench-") as tmp:
+        return _reference_levels(sz, ref_dir, Path(tmp) / "runevals.json")
+
+
+def _reference_levels(sz: Sizes, ref_dir: Path, result: Path) -> dict[int, dict]:
     out = {}
     for c in sz.levels:
         n = sz.ref_items_c1 if c == 1 else sz.ref_items
-        result = Path(mastra) / "runevals.json"
         result.unlink(missing_ok=True)
         cmd = ["node", "bench_runevals.mjs", "--n", str(n), "--latency-ms", str(int(bench_eval.LATENCY_S * 1000)),
                "--concurrency", str(c), "--repeats", str(min(sz.runs, 3)), "--modes", "workflow",
                "--warmup", str(min(8, n)), "--json", str(result)]
         for _attempt in range(2):  # under load its fake server may drop a reused connection: once more
-            done = subprocess.run(cmd, cwd=mastra, capture_output=True, text=True, timeout=900)
+            done = subprocess.run(cmd, cwd=ref_dir, capture_output=True, text=True, timeout=900)
             if done.returncode == 0:
                 break
             log(f"reference runEvals c={c} failed: {done.stderr[-1500:]}")
@@ -291,20 +301,22 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run, figures mean nothing")
-    parser.add_argument("--mastra-dir", type=Path, default=bench_textual.DEFAULT_MASTRA,
-                        help="the reference folder (default: ../shared/anchors/mastra beside this clone)")
+    parser.add_argument("--reference-dir", type=Path, default=None,
+                        help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
+                             "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
     args = parser.parse_args(argv)
     sz = QUICK if args.quick else FULL
 
-    mastra, note = bench_textual.prepare_mastra(args.mastra_dir)
-    if mastra is None:
-        print(f"error: the reference is needed for a side-by-side run and is not usable: {note}", file=sys.stderr)
+    try:
+        ref_dir = reference.install(args.reference_dir)
+    except reference.ReferenceUnavailable as exc:
+        print(f"error: the reference is needed for a side-by-side run and is not usable: {exc}", file=sys.stderr)
         return 2
     load_start, started = os.getloadavg()[0], time.perf_counter()
-    tx = textual(sz, mastra)
+    tx = textual(sz, ref_dir)
     oh = overhead(sz)
     tp = throughput(sz)
-    ref_tp = reference_throughput(sz, mastra)
+    ref_tp = reference_throughput(sz, ref_dir)
     st = startup(sz)
     mem = memory(sz)
     minutes = (time.perf_counter() - started) / 60
