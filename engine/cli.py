@@ -128,10 +128,11 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
     typer.echo(f"ok: {count} spec(s) valid", err=True)
 
 
-def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
+def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None) -> Any:
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
+    from .judge_model import ModelError
     from .scorer import OptionError, Scorer
 
     try:
@@ -142,9 +143,19 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
     try:
         factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
-        return Scorer(compiled, model=model, options=parse_options(options, compiled), judge_factory=factory)
-    except OptionError as exc:
+        return Scorer(compiled, model=model, judge=judge, options=parse_options(options, compiled),
+                      judge_factory=factory)
+    except (OptionError, ModelError) as exc:
         fail(str(exc))
+
+
+class _NoJudge:
+    """The judge of `render`, which calls no model (so no model string needs to work)."""
+
+    model = "none"
+
+    async def ask(self, call: Any) -> Any:
+        raise RuntimeError("render calls no model")
 
 
 @app.command("run")
@@ -211,7 +222,7 @@ def render_cmd(
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
 ) -> None:
     """Print the prompts that would be sent to the judge, without calling any model."""
-    scorer = _load(spec, "fake/none", option, None)
+    scorer = _load(spec, None, option, None, judge=_NoJudge())
     answers = {}
     for pair in answer:
         stage, _, raw = pair.partition("=")

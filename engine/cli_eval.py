@@ -40,6 +40,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
+    from .judge_model import ModelError
     from .scorer import OptionError, Scorer
 
     compiled_list = []
@@ -62,7 +63,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
             scorers.append(Scorer(compiled, model=model, options=parse_options(options, compiled,
                                                                               prefix=None if plain_options else compiled.id),
                                   judge_factory=factory))
-        except OptionError as exc:
+        except (OptionError, ModelError) as exc:
             fail(str(exc))
     return scorers
 
