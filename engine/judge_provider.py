@@ -207,7 +207,8 @@ class InstructorJudge:
             return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
                                     retry_after=_retry_after(exc))
         if _is_auth(exc):
-            return ScorerRunError("auth", f"the provider refused the request's credentials ({_describe(exc, self._redact)}); "
+            described = _describe(exc, self._redact)
+            return ScorerRunError("auth", f"the provider refused the request's credentials ({described}); "
                                   "check the API key (api_key=, or the provider's variable such as OPENAI_API_KEY) "
                                   "and the key's access to the model", stage=stage, attempts=attempts)
         return ScorerRunError("judge", _describe(exc, self._redact), stage=stage, attempts=attempts)
@@ -301,7 +302,9 @@ def _raw(completion: Any) -> str | None:
         content = getattr(completion, "content", None)  # anthropic
         if isinstance(content, list) and content:
             block = content[0]
-            return json.dumps(getattr(block, "input", None)) if hasattr(block, "input") else getattr(block, "text", None)
+            if hasattr(block, "input"):
+                return json.dumps(getattr(block, "input", None))
+            return getattr(block, "text", None)
         return None
     if getattr(message, "tool_calls", None):
         return message.tool_calls[0].function.arguments

@@ -69,8 +69,8 @@ class RetryingJudge(JudgeLayer):
                         spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
                         raise
         except TransportFailure as exc:  # the last try failed too
-            raise _total(ScorerRunError("transport", f"the judge could not be reached after {tries} tries: {exc.message}",
-                                        stage=exc.stage or call.stage), spent, tries) from None
+            message = f"the judge could not be reached after {tries} tries: {exc.message}"
+            raise _total(ScorerRunError("transport", message, stage=exc.stage or call.stage), spent, tries) from None
         except ScorerRunError as exc:
             raise _total(exc, spent, tries) from None
         usage = answer.usage
