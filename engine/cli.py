@@ -152,10 +152,11 @@ def _relative(path: Path) -> Path:
         return path
 
 
-def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str]) -> Any:
+def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None) -> Any:
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
+    from .judge_model import ModelError
     from .scorer import OptionError, Scorer
 
     try:
@@ -166,10 +167,19 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
     try:
         factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
-        return Scorer(compiled, model=model, options=parse_options(options, [compiled])[compiled.id],
+        return Scorer(compiled, model=model, judge=judge, options=parse_options(options, [compiled])[compiled.id],
                       judge_factory=factory)
-    except OptionError as exc:
+    except (OptionError, ModelError) as exc:
         fail(str(exc))
+
+
+class _NoJudge:
+    """The judge of `render`, which calls no model (so no model string needs to work)."""
+
+    model = "none"
+
+    async def ask(self, call: Any) -> Any:
+        raise RuntimeError("render calls no model")
 
 
 @app.command("run")
@@ -253,7 +263,7 @@ def render_cmd(
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
 ) -> None:
     """Print the prompts that would be sent to the judge, without calling any model."""
-    scorer = _load(spec, "fake/none", option, None)
+    scorer = _load(spec, None, option, None, judge=_NoJudge())
     answers = {}
     for pair in answer:
         stage, _, raw = pair.partition("=")

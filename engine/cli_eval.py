@@ -39,6 +39,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
+    from .judge_model import ModelError
     from .scorer import OptionError, Scorer
 
     compiled_list = []
@@ -55,7 +56,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     for compiled in compiled_list:
         try:
             scorers.append(Scorer(compiled, model=model, options=by_id[compiled.id], judge_factory=factory))
-        except OptionError as exc:
+        except (OptionError, ModelError) as exc:
             fail(str(exc))
     return scorers
 

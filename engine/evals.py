@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import DatasetProblem, Item, data_len, item_key, iter_items, parse_fields
+from .judge_rate_limit import RateLimiter
 from .result import ItemError, ScoreResult
 from .store import OutWriter, PriorResults, Store, compact_out_file, iter_out_lines, scan_out_file
 from .sync import run_sync
@@ -259,49 +260,6 @@ def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, item
     return "passed"
 
 
-# --- rate limiting ------------------------------------------------------------------------------
-
-
-class RateLimiter:
-    """An async token bucket: `acquire()` returns when a request may start, at most `rate`
-    per second on average, bursts up to `burst` (default: max(1, rate))."""
-
-    def __init__(self, rate: float, burst: float | None = None):
-        if not rate > 0:
-            raise ValueError(f"rate limit must be > 0 requests/s, not {rate!r}")
-        self.rate = float(rate)
-        self.capacity = float(burst) if burst else max(1.0, self.rate)
-        self._tokens = self.capacity
-        self._updated = time.monotonic()
-        self._lock: asyncio.Lock | None = None
-
-    async def acquire(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            while True:
-                now = time.monotonic()
-                self._tokens = min(self.capacity, self._tokens + (now - self._updated) * self.rate)
-                self._updated = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
-                    return
-                await asyncio.sleep((1.0 - self._tokens) / self.rate)
-
-
-class _LimitedJudge:
-    """A judge whose every `ask` first takes a token from a `RateLimiter`."""
-
-    def __init__(self, inner: Any, limiter: RateLimiter):
-        self.inner = inner
-        self.model = getattr(inner, "model", None)
-        self.limiter = limiter
-
-    async def ask(self, call: Any) -> Any:
-        await self.limiter.acquire()
-        return await self.inner.ask(call)
-
-
 # --- the run ------------------------------------------------------------------------------------
 
 
@@ -381,10 +339,10 @@ DEFAULT_CONCURRENCY = 8
 def default_concurrency(scorers: list[Any]) -> int:
     """8, or 1 when every scorer that uses a judge runs on an embedded model (one call at a
     time: a higher concurrency only interleaves items, so none finishes until the end)."""
-    from .judge import LOCAL_PREFIXES
+    from .judge_model import is_local
 
     models = [str(getattr(s, "model", "") or "") for s in scorers if _uses_judge(s)]
-    local = models and all(m in LOCAL_PREFIXES or m.startswith("llamacpp/") for m in models)
+    local = models and all(is_local(m) for m in models)
     return 1 if local else DEFAULT_CONCURRENCY
 
 
@@ -614,31 +572,28 @@ class _Runner:
         self.rewrote = False
         self._pool: ThreadPoolExecutor | None = None
         self._position = 0
-        self._restore: list[tuple[Any, Any]] = []
 
     def close(self) -> None:
-        for scorer, judge in self._restore:
-            scorer._judge = judge
-        self._restore.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _install_limiter(self) -> None:
-        if self.limiter is None:
-            return
-        for scorer in self.scorers:
-            if not _uses_judge(scorer) or not hasattr(scorer, "_judge"):
-                continue
-            try:
-                judge = scorer.judge
-            except Exception:  # the failure will show per item
-                continue
-            self._restore.append((scorer, scorer._judge))
-            scorer._judge = _LimitedJudge(judge, self.limiter)
+    def _rate_limited(self, scorer: Any) -> Any:
+        """`scorer` asking its judge through the run's shared limiter (the scorer itself is left
+        as it is); unchanged without a limit, for a rule-only scorer, or when the judge cannot be
+        built (that failure then shows on each item)."""
+        if self.limiter is None or not _uses_judge(scorer) or not hasattr(scorer, "with_judge"):
+            return scorer
+        try:
+            judge = scorer.judge
+        except Exception:
+            return scorer
+        from .judge import with_rate_limit
+
+        return scorer.with_judge(with_rate_limit(judge, self.limiter))
 
     async def run(self, items: Iterator[Item]) -> None:
-        self._install_limiter()
+        self.scorers = [self._rate_limited(scorer) for scorer in self.scorers]
         self._sem = asyncio.Semaphore(self.concurrency)
         queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
         workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]

@@ -1,6 +1,7 @@
-"""The embedded judge: a GGUF model run in-process (`engine.local`) behind the same
-`InstructorJudge` as hosted providers, so answers go through the same instructor validation,
-re-asks and usage accounting.
+"""The embedded judge: a GGUF model run in-process (`engine.local`) behind the same provider
+layer as hosted models (`engine.judge_provider.InstructorJudge`), so answers go through the same
+instructor validation, re-asks and usage accounting; `engine.judge.make_judge` puts the same
+layers over it.
 
 Model strings: ``local`` (Qwen2.5-Coder-1.5B-Instruct, the default), ``local-tiny``
 (SmolLM2-135M-Instruct, smoke tests only) and ``llamacpp/PATH.gguf``. One model instance serves
@@ -13,16 +14,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .judge import InstructorJudge, RetryPolicy, parse_mode
+from .judge_clients import parse_mode
+from .judge_provider import InstructorJudge
 from .window import WindowCheck, configured_window
 
 
-def make_local_judge(model: str, *, retry: RetryPolicy | None = None, mode: str | None = None,
-                     context_window: int | None = None) -> InstructorJudge:
-    """A judge on the embedded model `model`. Prompts are checked against the model's context
-    (or a smaller `context_window` / ``$SCORESPEC_CONTEXT_WINDOW``; 0 = no check) with exact
-    token counts, before the call (`engine.window`). Raises `engine.local.LocalJudgeError` when
-    the `scorespec[local]` extra is missing, the model file is absent or corrupt."""
+def make_local_judge(model: str, *, mode: str | None = None, context_window: int | None = None) -> InstructorJudge:
+    """The provider judge on the embedded model `model` (one try per call). Prompts are checked
+    against the model's context (or a smaller `context_window` / ``$SCORESPEC_CONTEXT_WINDOW``;
+    0 = no check) with exact token counts, before the call (`engine.window`). Raises
+    `engine.local.LocalJudgeError` when the `scorespec[local]` extra is missing, the model file
+    is absent or corrupt."""
     import instructor
 
     from .local import INSTRUCTOR_MODE, get_model
@@ -39,5 +41,4 @@ def make_local_judge(model: str, *, retry: RetryPolicy | None = None, mode: str 
 
     client = instructor.AsyncInstructor(client=None, create=instructor.patch(create=create, mode=inst_mode),
                                         mode=inst_mode)
-    # a local model has no transport to fail; keep a small budget for transient binding errors
-    return InstructorJudge(client, model, retry=retry or RetryPolicy(max_retries=1, base_s=0.1), window=window)
+    return InstructorJudge(client, model, window=window)

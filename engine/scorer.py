@@ -12,6 +12,7 @@ same code runs under asyncio (`arun`) and, for specs without judge stages, synch
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import threading
@@ -19,12 +20,13 @@ from collections.abc import Generator, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-import jsonschema_rs
-
+from .answer_contract import AnswerContract, normalize_answer
 from .compile import load_spec
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
-from .judge import AnswerInvalid, Judge, JudgeAnswer, JudgeCall, make_judge, resolve_model
+from .judge import make_judge
+from .judge_call import Judge, JudgeAnswer, JudgeCall
+from .judge_model import check_model, resolve_model
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
 from .run_fields import run_namespace
@@ -74,60 +76,6 @@ def _require_json(value: Any, stage: str) -> None:
                              "write answer['items'])", stage=stage)
 
 
-def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
-    """Make verdict-like strings canonical: a string whose schema has an `enum` of strings is
-    stripped and matched case-insensitively to the enum's own spelling (case C02: " Yes" →
-    "yes"). Walks object properties and array items; other values are returned unchanged."""
-    if isinstance(data, str):
-        enum = schema.get("enum")
-        if enum:
-            key = data.strip().casefold()
-            for option in enum:
-                if isinstance(option, str) and option.casefold() == key:
-                    return option
-        return data
-    if isinstance(data, dict):
-        props = schema.get("properties") or {}
-        return {k: normalize_answer(v, props[k]) if k in props else v for k, v in data.items()}
-    if isinstance(data, list):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            return [normalize_answer(v, items) for v in data]
-    return data
-
-
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    """A compiled validator for an answer schema (jsonschema-rs: about 1 µs per verdict list,
-    against ~190 µs for the pure-Python validator), cached by the schema's content since
-    per-item schemas repeat. The schema itself was checked against Draft 2020-12 at load."""
-    key = json.dumps(schema, sort_keys=True)
-    found = _VALIDATORS.get(key)
-    if found is None:
-        if len(_VALIDATORS) > 4096:
-            _VALIDATORS.clear()
-        found = _VALIDATORS[key] = jsonschema_rs.Draft202012Validator(schema)
-    return found
-
-
-def _schema_message(errors: list[Any]) -> str:
-    """The first three validation errors, told so a judge can correct its answer."""
-    parts = []
-    for error in errors[:3]:
-        where = "/".join(str(p) for p in error.instance_path) or "the answer"
-        kind = type(error.kind).__name__
-        if kind in ("MinItems", "MaxItems") and isinstance(error.instance, list):
-            need = f"at least {error.kind.limit} are required" if kind == "MinItems" \
-                else f"at most {error.kind.limit} are allowed"
-            text = f"{where} has {len(error.instance)} items; {need}"
-        else:
-            text = f"at {where}: {error.message[:200]}"
-        parts.append(text)
-    return "the answer does not match the required JSON schema: " + "; ".join(parts)
-
-
 class OptionError(ValueError):
     """An option a caller gave is unknown or fails its schema; the message names it."""
 
@@ -137,7 +85,8 @@ class Scorer:
 
     Build one with `load_scorer`. `run(...)` / `await arun(...)` score one item and return a
     `ScoreResult` (scored, not scorable, or failed — never raising for a failed item). Scores
-    are in [0, scale].
+    are in [0, scale]. Raises `OptionError` for a bad option and `engine.judge_model.ModelError`
+    when the spec uses a judge, none is given, and the model string cannot work here.
     """
 
     def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
@@ -148,6 +97,8 @@ class Scorer:
         self.model = resolve_model(model, plan.model) if plan.uses_judge else None
         if judge is not None:
             self.model = getattr(judge, "model", self.model)
+        elif self.model is not None:
+            check_model(self.model)  # a model that cannot work fails here, not on every item
         self._judge = judge
         self._judge_factory = judge_factory or (lambda m: make_judge(m))
         self._judge_lock = threading.Lock()
@@ -170,12 +121,22 @@ class Scorer:
 
     @property
     def judge(self) -> Judge:
-        """The judge, built on first use (so rule-only scorers never need a model)."""
+        """The judge, built on first use (so rule-only scorers never need a model). Raises what
+        building it raises (e.g. `engine.local.LocalJudgeError` for a missing model file)."""
         if self._judge is None:
             with self._judge_lock:
                 if self._judge is None:
                     self._judge = self._judge_factory(self.model)
         return self._judge
+
+    def with_judge(self, judge: Judge) -> "Scorer":
+        """This scorer (same spec, options and model) asking `judge` instead; this one is
+        unchanged. E.g. its own judge under one more layer:
+        ``scorer.with_judge(engine.judge.with_rate_limit(scorer.judge, limiter))``."""
+        twin = copy.copy(self)
+        twin._judge = judge
+        twin._judge_lock = threading.Lock()
+        return twin
 
     @property
     def scale(self) -> float:
@@ -387,42 +348,14 @@ class Scorer:
         if self.plan.instructions is not None:
             messages.append({"role": "system", "content": self._render(self.plan.instructions, ns, "judge.instructions")})
         messages.append({"role": "user", "content": prompt})
-        validator = _validator(schema)
-        state: dict[str, Any] = {"check": None}
-
-        def failed_check(scope: dict[str, Any]) -> tuple[str, str] | None:
-            for expression, message in checks:
-                try:
-                    ok = expression(scope)
-                except Exception as exc:
-                    ok, message = False, f"{message} ({type(exc).__name__}: {exc})"
-                if not ok:
-                    return expression.source, message
-            return None
-
-        def validate(data: Any) -> Any:
-            data = normalize_answer(data, schema)
-            errors = [] if validator.is_valid(data) else list(validator.iter_errors(data))
-            state["check"] = failed_check({**ns, "answer": data}) if checks else None
-            if errors:
-                detail = _schema_message(errors)
-                raise AnswerInvalid(f"{state['check'][1]} ({detail})" if state["check"] else detail)
-            if state["check"]:
-                raise AnswerInvalid(state["check"][1])
-            return data
-
-        call = JudgeCall(stage_id, messages, schema, validate, stage.max_reasks, stage.temperature, stage.max_tokens)
+        contract = AnswerContract(schema, tuple(checks), ns)
+        call = JudgeCall(stage_id, messages, contract, stage.max_reasks, stage.temperature, stage.max_tokens)
         try:
             reply = yield call
-        except ScorerRunError as exc:
+        except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
             record.attempts = exc.attempts
             record.raw_answer = exc.raw_answer
             record.usage = exc.usage if exc.usage is not None else Usage(calls=exc.attempts)
-            if state["check"] is not None and exc.kind == "judge":
-                source, message = state["check"]
-                raise ScorerRunError("check", f"check {source!r} still failed after {exc.attempts} attempt(s): "
-                                     f"{message}", stage=stage_id, raw_answer=exc.raw_answer,
-                                     attempts=exc.attempts) from None
             raise
         record.raw_answer = reply.raw
         record.attempts = reply.attempts
@@ -524,7 +457,7 @@ def load_scorer_keywords() -> list[str]:
     return [name for name, p in inspect.signature(load_scorer).parameters.items() if p.kind is not p.VAR_KEYWORD]
 
 
-def _gather_options(compiled: CompiledSpec, options: Mapping[str, Any] | None, shorthand: Mapping[str, Any],
+def _gather_options(compiled: ScorerPlan, options: Mapping[str, Any] | None, shorthand: Mapping[str, Any],
                     keywords_given: Mapping[str, Any]) -> dict[str, Any]:
     """`options` and the shorthand keywords as one mapping; raises `OptionError` (see `load_scorer`)."""
     if options is not None and not isinstance(options, Mapping):

@@ -300,7 +300,7 @@ def test_items_are_streamed_not_loaded_at_once():
 
 
 class VirtualClock:
-    """Stands for `time` and `asyncio` inside engine.evals: `monotonic()` reads a clock that moves
+    """Stands for `time` and `asyncio` inside engine.judge_rate_limit: `monotonic()` reads a clock that moves
     only when `sleep` is awaited, so a rate limiter's waits are counted, not timed."""
 
     Lock = asyncio.Lock
@@ -320,11 +320,11 @@ class VirtualClock:
 
 @pytest.fixture
 def virtual_clock(monkeypatch) -> VirtualClock:
-    import engine.evals
+    import engine.judge_rate_limit
 
     clock = VirtualClock()
-    monkeypatch.setattr(engine.evals, "time", clock)
-    monkeypatch.setattr(engine.evals, "asyncio", clock)
+    monkeypatch.setattr(engine.judge_rate_limit, "time", clock)
+    monkeypatch.setattr(engine.judge_rate_limit, "asyncio", clock)
     return clock
 
 

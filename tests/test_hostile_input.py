@@ -318,7 +318,7 @@ def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating(m
     # otherwise stick to the process-wide instance that test_local.py's fixture shares
     monkeypatch.setattr(local, "_MODELS", {})
     scorer = load_scorer("faithfulness", model="local-tiny", context=["c"])
-    window = scorer.judge.window
+    window = scorer.judge.provider.window
     assert (window.window, window.byte_level) == (4096, True)
     # 6,300 bytes could not fit, so it is counted: 1,501 tokens + 1,024 for the answer fit 4,096
     window.check("preprocess", [{"role": "user", "content": "The quick brown fox. " * 300}], 1024)

@@ -518,18 +518,6 @@ def test_a_path_that_cannot_be_a_file_is_reported_once(tmp_path, where):
         assert_behaves_as_empty(store, record, "cannot be opened")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_folder_is_reported_once(tmp_path):
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    folder.chmod(0o500)
-    try:
-        with pytest.warns(JudgeCacheWarning) as record, SQLiteJudgeCache(folder / "judge-cache.sqlite") as store:
-            assert_behaves_as_empty(store, record, "cannot be opened")
-    finally:
-        folder.chmod(0o700)
-
-
 def test_a_file_locked_by_another_connection_is_reported_once(tmp_path):
     path = tmp_path / "judge-cache.sqlite"
     holder = sqlite3.connect(path, isolation_level=None)

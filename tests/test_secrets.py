@@ -88,8 +88,9 @@ def test_canary_key_never_leaks_in_an_eval_with_faults(tmp_path, monkeypatch, ca
     _no_canary("the logs", "\n".join(r.getMessage() for r in caplog.records) + caplog.text)
     captured = capsys.readouterr()
     _no_canary("stdout/stderr", captured.out + captured.err)
-    for obj in (scorer, judge, judge.client, getattr(judge.client, "client", None), scorer.plan,
-                getattr(judge, "window", None)):
+    provider = judge.provider  # the innermost layer, which holds the client
+    for obj in (scorer, judge, provider, provider.client, getattr(provider.client, "client", None), scorer.plan,
+                getattr(provider, "window", None)):
         _no_canary(f"repr({type(obj).__name__})", repr(obj) + str(obj))
 
 
@@ -148,6 +149,6 @@ def test_every_api_key_in_the_environment_is_redacted(monkeypatch):
     monkeypatch.setenv("Mistral_Api_Key", CANARY)
     judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="sk-given-0123456789")
     text = f"echo: Bearer {other} / {CANARY} / sk-given-0123456789"
-    assert judge._redact(text) == "echo: Bearer *** / *** / ***"
+    assert judge.provider._redact(text) == "echo: Bearer *** / *** / ***"
     made = logging.getLogRecordFactory()("httpx", logging.ERROR, __file__, 1, "body %s", (other,), None)
     assert made.getMessage() == "body ***"

@@ -15,8 +15,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import ScorerRunError
-from ..judge import AnswerInvalid, JudgeAnswer, JudgeCall
+from ..answer_contract import AnswerInvalid, no_valid_answer
+from ..judge_call import JudgeAnswer, JudgeCall
 from ..result import Usage
 
 Reply = Any  # a JSON value, or a callable (JudgeCall) -> JSON value, or an Exception to raise
@@ -57,14 +57,14 @@ class FakeJudge:
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
         usage = Usage()
         last_error = ""
+        last_invalid: AnswerInvalid | None = None
         raw = ""
         messages = list(call.messages)
         for attempt in range(call.max_reasks + 1):
             if last_error:
                 messages = messages + [{"role": "user", "content": f"Your answer was not valid: {last_error}. "
                                         "Answer again, correcting this."}]
-            call = JudgeCall(call.stage, messages, call.schema, call.validate, call.max_reasks,
-                             call.temperature, call.max_tokens)
+            call = call.with_messages(messages)
             self.calls.append(call)
             usage.calls += 1
             data = self._next(call)
@@ -79,12 +79,11 @@ class FakeJudge:
             try:
                 value = call.validate(data)
             except AnswerInvalid as exc:
-                last_error = str(exc)
+                last_error, last_invalid = str(exc), exc
                 usage.reasks += attempt < call.max_reasks
                 continue
             return JudgeAnswer(value, raw, usage.calls, usage)
-        raise ScorerRunError("judge", f"no valid answer after {usage.calls} attempt(s): {last_error}",
-                             stage=call.stage, raw_answer=raw, attempts=usage.calls, usage=usage)
+        raise no_valid_answer(call.stage, usage.calls, last_error, last_invalid, raw_answer=raw, usage=usage)
 
     def prompts(self, stage: str) -> list[str]:
         return [c.messages[-1]["content"] for c in self.calls if c.stage == stage]
