@@ -1,6 +1,6 @@
 """The batch commands of the CLI: ``scorespec eval``, ``scorespec runs``, ``scorespec show``.
 
-Registered on `engine.cli.app` when this module is imported (`engine.cli.main` does so at
+Registered on `engine.cli_app.app` when this module is imported (`engine.cli.main` does so at
 startup, so this module imports little: the eval machinery and the terminal output
 (`engine.cli_report`) are imported by the command that runs). Exit codes of ``eval``: 0 passed; 1 a threshold was missed; 2 errors (an item failed,
 a dataset record could not be read, bad arguments); 130 interrupted (Ctrl-C; every completed
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .cli import app, fail, parse_options
+from .cli_app import app, fail, parse_options
 
 if TYPE_CHECKING:
     from .evals import ScorerSummary
@@ -35,7 +35,7 @@ def _open_store(path: Optional[Path]) -> Any:
 
 def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str]) -> list[Any]:
     """Compiled `Scorer`s for `names`; options are ``ID.key=value``, or ``key=value`` when one
-    scorer runs (`engine.cli.parse_options`). Exits with a message on bad input."""
+    scorer runs (`engine.cli_app.parse_options`). Exits with a message on bad input."""
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge

@@ -105,6 +105,11 @@ class ScorerRunError(Exception):
         self.usage = usage  # an `engine.result.Usage` for the failed judge call, when known
 
 
+class LocalJudgeError(Exception):
+    """The local judge cannot run: binding or model package missing, model file
+    absent or corrupt, unknown model name, or a request it cannot serve."""
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A hint naming the nearest candidate, or listing the valid ones; '' when none."""
     candidates = sorted(set(candidates))

@@ -298,11 +298,11 @@ class JudgeCache(Protocol):
 
 def default_cache_path() -> Path:
     """Where the SQLite judge cache lives: ``$SCORESPEC_CACHE_DB``, else ``judge-cache.sqlite`` in
-    the folder the embedded models use (`engine.local.cache_dir`: ``$SCORESPEC_CACHE``, else
+    the folder the embedded models use (`engine.model_files.cache_dir`: ``$SCORESPEC_CACHE``, else
     ``$XDG_CACHE_HOME/scorespec``, else ``~/.cache/scorespec``). Nothing is created here."""
     env = os.environ.get("SCORESPEC_CACHE_DB")
     if env:
         return Path(env).expanduser()
-    from .local import cache_dir  # imports instructor: only when the default is asked for
+    from .model_files import cache_dir
 
     return cache_dir() / CACHE_FILE_NAME

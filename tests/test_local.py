@@ -19,7 +19,8 @@ from typing import Literal
 
 import pytest
 
-from engine import local
+from engine import local, model_files
+from engine.gguf import special_token_text, trained_context
 from engine.local import LocalJudgeError, LocalModelInfo
 
 PIP = "pip install 'scorespec[local]'"
@@ -141,7 +142,7 @@ def _fake_model(monkeypatch, tmp_path, chunks, sha256):
     )
     by_name = {(dist, fname): p for (dist, fname), p in zip(info.parts, parts)}
     monkeypatch.setitem(local.LOCAL_MODELS, "local", info)
-    monkeypatch.setattr(local, "_locate_dist_file", lambda d, f: by_name[(d, f)])
+    monkeypatch.setattr(model_files, "_locate_dist_file", lambda d, f: by_name[(d, f)])
     monkeypatch.setenv("SCORESPEC_CACHE", str(tmp_path / "cache"))
     return info
 
@@ -261,8 +262,8 @@ def test_read_gguf_metadata(tmp_path):
     assert meta["tokenizer.ggml.eos_token_id"] == 7
     full = local.read_gguf_metadata(path, arrays=("tokenizer.ggml.tokens",))
     assert full["tokenizer.ggml.tokens"] == tokens
-    assert local._trained_context(meta) == 32768
-    assert local._special_token_text(full, tokens) == "t7"
+    assert trained_context(meta) == 32768
+    assert special_token_text(full, tokens) == "t7"
 
 
 def test_read_gguf_metadata_rejects_truncated(tmp_path):
