@@ -340,7 +340,8 @@ def _earlier_results(summary: Any, scorer_id: str) -> dict[str, dict[str, Any]]:
     """Every result of the run in its out file (or else the store), by item key."""
     if not summary.resumed:
         return {}
-    from .store import Store, iter_out_lines
+    from .outfile import iter_out_lines
+    from .store import Store
 
     found: dict[str, dict[str, Any]] = {}
     if summary.out:

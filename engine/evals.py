@@ -22,7 +22,7 @@
   record could not be read (or the dataset had no item); else ``below_threshold`` (1) when any
   threshold was missed; else ``passed`` (0).
 - **Nothing lost**: each result is written as it completes — appended to the ``out`` JSONL file
-  (written and flushed per line, fsync'd at least every `engine.store.FSYNC_INTERVAL_S` and at
+  (written and flushed per line, fsync'd at least every `engine.outfile.FSYNC_INTERVAL_S` and at
   the end) and
   committed to the SQLite store (`engine.store`). A killed process loses only results that had
   not completed.
@@ -59,7 +59,9 @@ from typing import Any
 from .datasets import DatasetProblem, Item, data_len, item_key, iter_items, parse_fields
 from .judge_rate_limit import RateLimiter
 from .result import ItemError, ScoreResult
-from .store import OutWriter, PriorResults, Store, compact_out_file, iter_out_lines, scan_out_file
+from .outfile import OutWriter, compact_out_file, out_line
+from .resume import PriorResults, scan_out_file, sync_store
+from .store import Store
 from .sync import run_sync
 
 MAX_PROBLEMS_KEPT = 100
@@ -459,7 +461,7 @@ async def arun_evals(
                 raise ValueError(f"{out} holds run {prior.run_id}, not {run_id}")
             run_id = prior.run_id or run_id or (db.run_for_out(str(out_path)) if db else None)
             if db is not None and run_id is not None:
-                _sync_store(db, run_id, out_path, prior)
+                sync_store(db, run_id, out_path, prior)
         elif resume and out_path is not None:
             # killed before its first result line: keep the run id recorded for this out file
             # (else the store would keep an empty run marked running forever); every item is
@@ -534,22 +536,6 @@ async def arun_evals(
     finally:
         if own_store and db is not None:
             db.close()
-
-
-def _sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:
-    """Make the store hold the out file's last result per (item, scorer): a kill between the
-    out-file write and the store commit leaves the store one result behind."""
-    stored = {(i, s): (st, sc) for i, s, st, sc in db.statuses(run_id)}
-    missing = {key for key, value in prior.records.items() if stored.get(key) != value}
-    if not missing:
-        return
-    rows: dict[tuple[str, str], tuple[str, str, dict[str, Any], None]] = {}
-    for key, _raw, record in iter_out_lines(out_path):
-        if key in missing:
-            result = {k: v for k, v in record.items() if k not in ("id", "scorer")}
-            result["scorer"] = record["scorer"]
-            rows[key] = (key[0], key[1], result, None)
-    db.record_results(run_id, list(rows.values()))
 
 
 class _Runner:
@@ -697,9 +683,8 @@ class _Runner:
     def _save(self, item: Item, key: str, scorer_id: str, result: ScoreResult) -> None:
         data = result.to_json_dict()
         status = result.status
-        line = {"id": item["id"], "scorer": scorer_id, **{k: v for k, v in data.items() if k != "scorer"}}
         if self.writer is not None:
-            self.writer.write(line)
+            self.writer.write(out_line(item["id"], data))
         if self.db is not None:
             self.db.record_result(self.state.run_id, key, scorer_id, data, status)
         if (key, scorer_id) in self.prior.records:

@@ -6,6 +6,7 @@ A result is exactly one of: scored (`score` in [0, scale], never NaN), not scora
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -103,3 +104,25 @@ class ScoreResult(_Out):
     def to_json_dict(self) -> dict[str, Any]:
         """The camelCase JSON form (as `scorespec run --json` prints it)."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def result_status(result: dict[str, Any]) -> str:
+    """``failed``, ``not_scorable`` or ``scored`` for a result's JSON dict (`ScoreResult.status`
+    of its camelCase form, as the out file and the store hold it)."""
+    if result.get("error"):
+        return "failed"
+    if result.get("notScorable"):
+        return "not_scorable"
+    return "scored"
+
+
+def json_text(value: Any) -> str:
+    """JSON text of a result, an item or a run's record, for the out file and the store: UTF-8
+    as is, falling back to ASCII escapes when the value holds text that cannot be encoded (a
+    lone surrogate from a JSON ``\\ud800``). Values JSON cannot hold are written as `str`."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, default=str)
+    return text

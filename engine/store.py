@@ -1,5 +1,5 @@
-"""Where results are kept: the embedded SQLite store holding every eval run, and a run's JSONL
-out file (`OutWriter`, `scan_out_file`, `compact_out_file`).
+"""The embedded SQLite store holding every eval run: its items, results and calibrations.
+(A run's JSONL out file is `engine.outfile`.)
 
 Default path: ``$SCORESPEC_STORE``, else ``.scorespec/store.sqlite`` under the current directory.
 
@@ -19,11 +19,6 @@ Item ids are stored as text (`engine.datasets.item_key`: a string id as is, any 
 so 1 → ``1``). Each result is committed on its own as it completes (``synchronous=NORMAL``: a
 killed process loses no committed result). A retried result replaces the earlier one, so a run
 holds exactly one row per (item, scorer). Timestamps are ISO 8601 UTC.
-
-The out file gets one JSON line per result, ``{"id", "scorer", …}``, written and flushed as it
-completes and fsync'd at least every `FSYNC_INTERVAL_S` seconds and on close. Resuming scans it
-(`scan_out_file`: a torn last line left by a kill is repaired) and, when retried results left
-older lines behind, rewrites it atomically with one line per (item, scorer) (`compact_out_file`).
 """
 
 from __future__ import annotations
@@ -32,17 +27,14 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .datasets import item_key
+from .result import json_text, result_status
 
 SCHEMA_VERSION = 1
-FSYNC_INTERVAL_S = 0.5
 DEFAULT_RELATIVE = Path(".scorespec") / "store.sqlite"
 
 _SCHEMA = """
@@ -103,17 +95,6 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def dumps(value: Any) -> str:
-    """JSON text for the store and the out file: UTF-8 as is, falling back to ASCII escapes when
-    the value holds text that cannot be encoded (a lone surrogate from a JSON ``\\ud800``)."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, default=str)
-    return text
-
-
 class Store:
     """A handle on the SQLite store. Thread-safe (one connection, a lock); use as a context
     manager or call `close()`. `path`: a file path, ``":memory:"``, or None for the default."""
@@ -165,13 +146,13 @@ class Store:
             "ON CONFLICT(run_id) DO UPDATE SET status='running', data=coalesce(excluded.data, data), "
             "out=coalesce(excluded.out, out), scorers=excluded.scorers, config=excluded.config, "
             "updated_at=excluded.updated_at",
-            (run_id, data, out, dumps(scorers or []), dumps(config or {}), stamp, stamp))
+            (run_id, data, out, json_text(scorers or []), json_text(config or {}), stamp, stamp))
 
     def finish_run(self, run_id: str, *, status: str, summary: dict[str, Any] | None = None,
                    verdict: str | None = None) -> None:
         """Record the run's end: status ``finished`` or ``interrupted``, its summary and verdict."""
         self._exec("UPDATE runs SET status=?, summary=?, verdict=?, updated_at=? WHERE run_id=?",
-                   (status, dumps(summary) if summary is not None else None, verdict, now(), run_id))
+                   (status, json_text(summary) if summary is not None else None, verdict, now(), run_id))
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         """One run (a unique prefix of its id is enough), with counts per status; None if absent.
@@ -216,7 +197,7 @@ class Store:
     def record_item(self, run_id: str, item_id: str, position: int | None, item: dict[str, Any]) -> None:
         """Store an item's data (kept from its first recording)."""
         self._exec("INSERT OR IGNORE INTO items (run_id, item_id, position, item, created_at) VALUES (?, ?, ?, ?, ?)",
-                   (run_id, item_id, position, dumps(item), now()))
+                   (run_id, item_id, position, json_text(item), now()))
 
     def record_result(self, run_id: str, item_id: str, scorer_id: str, result: dict[str, Any],
                       status: str | None = None) -> None:
@@ -227,7 +208,7 @@ class Store:
                            figures: dict[str, Any]) -> None:
         """Store (or replace) the calibration figures of a run's scorer (`engine.calibration`)."""
         self._exec("INSERT OR REPLACE INTO calibrations (run_id, scorer_id, spec_hash, model, figures, created_at) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (run_id, scorer_id, spec_hash, model, dumps(figures), now()))
+                   "VALUES (?, ?, ?, ?, ?, ?)", (run_id, scorer_id, spec_hash, model, json_text(figures), now()))
 
     def calibrations(self, scorer_id: str | None = None) -> list[dict[str, Any]]:
         """Stored calibrations, newest first: ``{run_id, scorer, spec_hash, model, created_at,
@@ -245,7 +226,7 @@ class Store:
         for item_id, scorer_id, result, status in rows:
             status = status or result_status(result)
             params.append((run_id, item_id, scorer_id, status, result.get("score") if status == "scored" else None,
-                           result.get("specHash"), result.get("model"), dumps(result.get("usage")), dumps(result),
+                           result.get("specHash"), result.get("model"), json_text(result.get("usage")), json_text(result),
                            stamp, stamp))
         with self._lock:
             self._db.execute("BEGIN")
@@ -284,144 +265,8 @@ class Store:
                        **{k: v for k, v in data.items() if k not in ("id", "scorer")}}
 
 
-# --- the out file (JSONL) ------------------------------------------------------------------------
-
-
-@dataclass
-class PriorResults:
-    """What an earlier attempt of a run left: the last status and score per (item key,
-    scorer id), the run id it used, and whether the out file needs a compacting rewrite."""
-
-    run_id: str | None = None
-    records: dict[tuple[str, str], tuple[str, float | None]] = field(default_factory=dict)
-    untidy: bool = False
-    repaired: str | None = None  # a message when a torn last line was repaired
-
-    def done(self, key: tuple[str, str]) -> bool:
-        found = self.records.get(key)
-        return found is not None and found[0] != "failed"
-
-
-def scan_out_file(path: Path) -> PriorResults:
-    """Read an existing out file for resuming: repair a torn last line (a final line without its
-    newline is kept when it is a whole JSON object, else truncated away), and collect the last
-    result per (item, scorer). Unreadable lines and repeated keys mark the file for compaction."""
-    prior = PriorResults()
-    good_end = 0
-    with open(path, "r+b") as f:
-        offset = 0
-        for raw in f:
-            end = offset + len(raw)
-            complete = raw.endswith(b"\n")
-            record = _parse_line(raw)
-            if not complete:
-                if record is not None:
-                    f.seek(end)
-                    f.write(b"\n")
-                    good_end = end + 1
-                    prior.repaired = f"{path}: completed a last line that lacked its newline"
-                else:
-                    f.truncate(good_end)
-                    prior.repaired = f"{path}: removed a torn last line ({len(raw)} bytes) left by an interrupted run"
-                    break
-            else:
-                good_end = end
-            offset = end
-            if record is None:
-                if raw.strip():
-                    prior.untidy = True
-                continue
-            key = (item_key(record["id"]), str(record["scorer"]))
-            if key in prior.records:
-                prior.untidy = True
-            status = result_status(record)
-            prior.records[key] = (status, record.get("score") if status == "scored" else None)
-            if prior.run_id is None and isinstance(record.get("runId"), str):
-                prior.run_id = record["runId"]
-        f.flush()
-        os.fsync(f.fileno())
-    return prior
-
-
-def _parse_line(raw: bytes) -> dict[str, Any] | None:
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or "id" not in record or "scorer" not in record:
-        return None
-    return record
-
-
-def iter_out_lines(path: Path) -> Iterator[tuple[tuple[str, str], bytes, dict[str, Any]]]:
-    with open(path, "rb") as f:
-        for raw in f:
-            record = _parse_line(raw)
-            if record is not None and raw.endswith(b"\n"):
-                yield (item_key(record["id"]), str(record["scorer"])), raw, record
-
-
-def compact_out_file(path: Path) -> None:
-    """Rewrite the out file keeping only the last line per (item, scorer), in file order,
-    atomically (a temporary file, fsync'd, then renamed over it)."""
-    last: dict[tuple[str, str], int] = {}
-    for index, (key, _raw, _record) in enumerate(iter_out_lines(path)):
-        last[key] = index
-    tmp = path.with_name(path.name + ".compact.tmp")
-    with open(tmp, "wb") as out:
-        for index, (key, raw, _record) in enumerate(iter_out_lines(path)):
-            if last.get(key) == index:
-                out.write(raw)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-
-
-class OutWriter:
-    """Appends result lines to the out file: one write and flush per line, fsync at most every
-    `FSYNC_INTERVAL_S` seconds and on close."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "ab", buffering=0)
-        self._synced = time.monotonic()
-        self._dirty = False
-
-    def write(self, line: dict[str, Any]) -> None:
-        # an unbuffered write may write fewer bytes than given (a signal, a full disk): write
-        # the rest, so a line is never left half-written with the next one appended after it
-        data = memoryview((dumps(line) + "\n").encode("utf-8"))
-        while data:
-            data = data[self._f.write(data) or 0:]
-        self._dirty = True
-        if time.monotonic() - self._synced >= FSYNC_INTERVAL_S:
-            self.sync()
-
-    def sync(self) -> None:
-        if self._dirty:
-            os.fsync(self._f.fileno())
-            self._dirty = False
-        self._synced = time.monotonic()
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self.sync()
-            self._f.close()
-
-
-def result_status(result: dict[str, Any]) -> str:
-    """``failed``, ``not_scorable`` or ``scored`` for a result's JSON dict."""
-    if result.get("error"):
-        return "failed"
-    if result.get("notScorable"):
-        return "not_scorable"
-    return "scored"
-
-
 def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-__all__ = ["Store", "default_store_path", "result_status", "dumps", "OutWriter", "PriorResults", "scan_out_file",
-           "iter_out_lines", "compact_out_file"]
+__all__ = ["Store", "default_store_path"]

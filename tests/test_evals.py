@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 import engine.cli_eval  # noqa: F401  (registers eval, runs, show)
 from engine.cli import app
 from engine.evals import RateLimiter, Threshold, arun_evals, run_evals
-from engine.store import scan_out_file
 from engine.judge import RetryPolicy, make_judge
 from engine.scorer import load_scorer
 from engine.testing import FakeJudge
@@ -441,14 +440,6 @@ def test_resume_of_a_run_killed_before_its_first_line_keeps_its_run_id(tmp_path)
     with Store(tmp_path / "store.sqlite") as db:
         assert [(r["run_id"], r["status"], r["counts"]["scored"]) for r in db.list_runs()] == [
             (first.run_id, "finished", 2)]
-
-
-def test_scan_out_file_keeps_a_whole_last_line_without_newline(tmp_path):
-    out = tmp_path / "out.jsonl"
-    out.write_text('{"id": 1, "scorer": "x", "score": 1.0}\n{"id": 2, "scorer": "x", "score": 0.5}', "utf-8")
-    prior = scan_out_file(out)
-    assert prior.records == {("1", "x"): ("scored", 1.0), ("2", "x"): ("scored", 0.5)}
-    assert out.read_text("utf-8").endswith('0.5}\n')
 
 
 @pytest.mark.slow  # three engine processes: about 12 s

@@ -77,32 +77,3 @@ def test_two_handles_share_one_file(tmp_path):
         a.begin_run("r")
         a.record_result("r", "1", "x", result(score=1.0, scorer="x"))
         assert list(b.statuses("r")) == [("1", "x", "scored", 1.0)]
-
-
-def test_out_writer_finishes_short_writes(tmp_path):
-    from engine.store import OutWriter, scan_out_file
-
-    class Short:  # a raw file whose writes stop after 7 bytes (as a signal or a full disk may)
-        def __init__(self, f):
-            self.f, self.closed, self.calls = f, False, 0
-
-        def write(self, data):
-            self.calls += 1
-            return self.f.write(bytes(data[:7]))
-
-        def fileno(self):
-            return self.f.fileno()
-
-        def close(self):
-            self.closed = True
-            self.f.close()
-
-    writer = OutWriter(tmp_path / "out.jsonl")
-    writer._f = Short(writer._f)
-    writer.write({"id": 1, "scorer": "x", "score": 0.5})
-    writer.write({"id": 2, "scorer": "x", "score": 1.0})
-    assert writer._f.calls > 2
-    writer.close()
-    assert (tmp_path / "out.jsonl").read_text("utf-8") == (
-        '{"id": 1, "scorer": "x", "score": 0.5}\n{"id": 2, "scorer": "x", "score": 1.0}\n')
-    assert scan_out_file(tmp_path / "out.jsonl").records == {("1", "x"): ("scored", 0.5), ("2", "x"): ("scored", 1.0)}
