@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .datasets import DatasetProblem, item_key, iter_items, parse_fields
+from .resume import stored_results
 
 __all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate"]
 
@@ -245,9 +245,9 @@ async def acalibrate(
 
     Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
     """
-    from .evals import _resolve_scorers, arun_evals
+    from .evals import arun_evals, resolve_scorers
 
-    (resolved,) = _resolve_scorers([scorer])
+    (resolved,) = resolve_scorers([scorer])
     scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
     wanted_pos = {str(v) for v in positive} if positive is not None else None
     wanted_neg = {str(v) for v in negative} if negative is not None else None
@@ -288,8 +288,10 @@ async def acalibrate(
                 await outcome
 
     summary = await arun_evals(items, [resolved], on_item_complete=collect, **eval_options)
-    for key, line in _earlier_results(summary, resolved.id).items():  # a resumed run's earlier attempts
-        results.setdefault(key, line)
+    if summary.resumed:  # the results of the run's earlier attempts
+        for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
+                                        scorer=resolved.id).items():
+            results.setdefault(key, line)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
                          labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
                          unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
@@ -334,26 +336,6 @@ async def acalibrate(
     report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
     _store_figures(report, eval_options)
     return report
-
-
-def _earlier_results(summary: Any, scorer_id: str) -> dict[str, dict[str, Any]]:
-    """Every result of the run in its out file (or else the store), by item key."""
-    if not summary.resumed:
-        return {}
-    from .outfile import iter_out_lines
-    from .store import Store
-
-    found: dict[str, dict[str, Any]] = {}
-    if summary.out:
-        for (key, scorer), _raw, line in iter_out_lines(Path(summary.out)):
-            if scorer == scorer_id:
-                found[key] = line
-    elif summary.store:
-        with Store(summary.store) as db:
-            for line in db.results(summary.run_id):
-                if line["scorer"] == scorer_id:
-                    found[item_key(line["id"])] = line
-    return found
 
 
 def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], truth: list[Any],

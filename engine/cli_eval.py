@@ -19,7 +19,7 @@ import typer
 from .cli import app, fail, parse_options
 
 if TYPE_CHECKING:
-    from .evals import ScorerSummary
+    from .summary import ScorerSummary
 
 EXIT_INTERRUPTED = 130
 
@@ -211,7 +211,7 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
 def stored_summaries(db: Any, run: dict[str, Any]) -> dict[str, ScorerSummary]:
     """Per-scorer summaries recomputed from a run's stored results (so an interrupted run shows
     what it holds), with the run's thresholds."""
-    from .evals import ScorerStats, Threshold
+    from .summary import ScorerStats, Threshold
 
     thresholds = {k: Threshold(v.get("min"), v.get("max"))
                   for k, v in ((run.get("config") or {}).get("thresholds") or {}).items()}

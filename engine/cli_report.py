@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .datasets import DatasetProblem, Item
-from .evals import EvalReporter, EvalSummary, RunState, ScorerSummary
+from .reporting import EvalReporter, RunState
+from .summary import EvalSummary, ScorerSummary
 from .result import ScoreResult
 
 

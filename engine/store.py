@@ -226,8 +226,8 @@ class Store:
         for item_id, scorer_id, result, status in rows:
             status = status or result_status(result)
             params.append((run_id, item_id, scorer_id, status, result.get("score") if status == "scored" else None,
-                           result.get("specHash"), result.get("model"), json_text(result.get("usage")), json_text(result),
-                           stamp, stamp))
+                           result.get("specHash"), result.get("model"), json_text(result.get("usage")),
+                           json_text(result), stamp, stamp))
         with self._lock:
             self._db.execute("BEGIN")
             try:

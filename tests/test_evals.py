@@ -506,6 +506,13 @@ def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
         (line["id"], "faithfulness", "scored", line["score"]) for line in lines_of(out))
 
 
+def test_progress_true_prints_plain_lines_on_stderr(capsys):
+    summary = run_evals(numeric_items("0.25", "0.5"), [NUMERIC], store=False, progress=True, run_id="plain")
+    assert capsys.readouterr().err.splitlines() == [
+        "run plain · scorers numeric · 2 item(s)", "2/2 item(s) done · numeric 0.375"]
+    assert summary.scores == {"numeric": 0.375}
+
+
 def test_run_evals_works_inside_a_running_event_loop():
     async def inside():
         return run_evals(numeric_items("0.5"), [NUMERIC], store=False), await arun_evals(
