@@ -246,8 +246,10 @@ async def acalibrate(
     Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
     """
     from .evals import arun_evals, resolve_scorers
+    from .runner import label_of
 
     (resolved,) = resolve_scorers([scorer])
+    run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
     scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
     wanted_pos = {str(v) for v in positive} if positive is not None else None
     wanted_neg = {str(v) for v in negative} if negative is not None else None
@@ -280,8 +282,8 @@ async def acalibrate(
     user_callback = eval_options.pop("on_item_complete", None)
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
-        if resolved.id in done:
-            results[item_key(item["id"])] = {"id": item["id"], **done[resolved.id].to_json_dict()}
+        if run_label in done:
+            results[item_key(item["id"])] = {"id": item["id"], **done[run_label].to_json_dict()}
         if user_callback is not None:
             outcome = user_callback(item, done)
             if inspect.isawaitable(outcome):
@@ -290,7 +292,7 @@ async def acalibrate(
     summary = await arun_evals(items, [resolved], on_item_complete=collect, **eval_options)
     if summary.resumed:  # the results of the run's earlier attempts
         for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
-                                        scorer=resolved.id).items():
+                                        label=run_label).items():
             results.setdefault(key, line)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
                          labelled=len(items), left_out=unlabelled + sum(other_labels.values()),

@@ -1,20 +1,23 @@
 """Batch evaluation: many items × several scorers, concurrent, failure-isolated, resumable.
 
 `run_evals(data, scorers, ...)` (or ``await arun_evals(...)``) is the seed's ``runEvals``
-(data, scorers, target, onItemComplete → a mean score per scorer), extended. Its parts:
+(data, scorers, target, onItemComplete → a mean score per scorer), extended. A scorer in a run
+is known by its label — its id unless given (`Scorer.label`) — so one run can hold two versions
+of one scorer; results, the out file, the store, summaries and thresholds use the label. Its parts:
 
 - `engine.runner`: the concurrency (items streamed into ``concurrency`` workers, a shared rate
   limit), failure isolation (a failed item is a result with ``error``, never a low score; a
   target that raises fails its item with kind ``target``) and each result saved as it completes;
 - `engine.resume`: a run identified by its ``out`` file or its run id; ``resume=True`` skips
-  every (item, scorer) already scored or not scorable, retries the failed ones, repairs a torn
-  last line, brings the store in line and at the end leaves one line per (item, scorer). The
+  every (item, label) already scored or not scorable, retries the failed ones, repairs a torn
+  last line, brings the store in line and at the end leaves one line per (item, label). The
   summary of a resumed run covers the whole run (earlier results included);
 - `engine.summary`: statistics per scorer over scored items only, thresholds and the verdict
   (``errors`` 2, ``below_threshold`` 1, ``passed`` 0: the CLI's exit code);
 - `engine.reporting`: the hooks a run reports progress to; `engine.outfile` and `engine.store`:
-  where results are kept (an out-file line is ``{"id": <item id>, "scorer": <scorer id>, …}``
-  and the result's fields as `ScoreResult.to_json_dict()` gives them; ``runId`` is the run's id).
+  where results are kept (an out-file line is ``{"id": <item id>, "scorer": <scorer id>,
+  "label": <its label>, …}`` and the result's other fields as `ScoreResult.to_json_dict()` gives
+  them; ``runId`` is the run's id).
   A killed process loses only results that had not completed.
 """
 
@@ -34,7 +37,7 @@ from .judge_rate_limit import RateLimiter
 from .reporting import EvalReporter, RunState, StderrReporter
 from .result import ScoreResult
 from .resume import find_prior, tidy_out_file
-from .runner import Runner, uses_judge
+from .runner import Runner, label_of, uses_judge
 from .store import Store
 from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
 from .sync import run_sync
@@ -49,9 +52,11 @@ def new_run_id() -> str:
 
 
 def resolve_scorers(scorers: Any) -> list[Any]:
-    """The run's scorers: `Scorer` objects (or objects with ``id``, ``run``, ``arun``) and spec
-    ids loaded with `engine.scorer.load_scorer`; one scorer or spec id alone is a list of one.
-    Raises `ValueError` for no scorer or a scorer id given twice, and what `load_scorer` raises."""
+    """The run's scorers: `Scorer` objects (or objects with ``id``, ``run``, ``arun`` and
+    optionally ``label``) and spec ids loaded with `engine.scorer.load_scorer`; one scorer or
+    spec id alone is a list of one. Each is known in the run by its label (`label_of`: its id
+    unless given), so one spec may run twice under two labels. Raises `ValueError` for no
+    scorer or a label given twice, and what `load_scorer` raises."""
     from .scorer import Scorer, load_scorer
 
     if isinstance(scorers, (str, Scorer)):
@@ -61,9 +66,11 @@ def resolve_scorers(scorers: Any) -> list[Any]:
         raise ValueError("give at least one scorer")
     seen: set[str] = set()
     for scorer in resolved:
-        if scorer.id in seen:
-            raise ValueError(f"scorer {scorer.id!r} is given twice; each scorer id may appear once per run")
-        seen.add(scorer.id)
+        label = label_of(scorer)
+        if label in seen:
+            raise ValueError(f"scorer label {label!r} is given twice; each label may appear once per run (give "
+                             "two versions of a scorer different labels: load_scorer(..., label=...))")
+        seen.add(label)
     return resolved
 
 
@@ -97,13 +104,14 @@ async def arun_evals(
     """Score every item of `data` with every scorer; see the module docstring.
 
     data: a JSONL / CSV / JSON-array path, a list (or iterable) of dicts, or a pandas DataFrame
-    (`engine.datasets`). scorers: `Scorer` objects or spec ids. target: an optional sync or
+    (`engine.datasets`). scorers: `Scorer` objects or spec ids (see `resolve_scorers`; results,
+    statistics and thresholds are keyed by each scorer's label, its id unless given). target: an optional sync or
     async callable taking an item's ``input`` and returning its ``output``. concurrency: at
     most this many scorer runs at once (≥ 1); by default 8, or 1 when every judge is an
     embedded model (it answers one call at a time, so items then finish one after another).
-    on_item_complete(item, {scorer id: ScoreResult}): called (awaited if async) after each
+    on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each
     item's scorers finished, with the results made in this attempt; an exception from it stops
-    the run (every completed result is already saved). thresholds: ``{id: min | (min, max)}``.
+    the run (every completed result is already saved). thresholds: ``{label: min | (min, max)}``.
     out: the JSONL file results are appended to. resume: continue the run of `out` (or of
     `run_id` in the store). run_id: the id of a new run (default: a fresh one). rate_limit:
     judge requests per second. store: a `Store`, a path, None for the default store
@@ -113,30 +121,30 @@ async def arun_evals(
     ``{"output": "answer"}`` or ``["output=answer"]``. config: extra data recorded with the run
     in the store (the CLI records its arguments to resume from).
 
-    Returns an `EvalSummary`. Raises `ValueError` for bad arguments (unknown threshold ids,
-    concurrency < 1, resuming a run that does not exist), `FileExistsError` when `out` already
-    holds results and `resume` is False, `engine.datasets.DatasetError` for an unreadable file.
+    Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
+    threshold for an unknown label, concurrency < 1, resuming a run that does not exist),
+    `FileExistsError` when `out` already holds results and `resume` is False,
+    `engine.datasets.DatasetError` for an unreadable file.
     """
     scorer_list = resolve_scorers(scorers)
     concurrency = default_concurrency(scorer_list) if concurrency is None else concurrency
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
-    scorer_ids = [s.id for s in scorer_list]
-    limits = _thresholds(thresholds, scorer_ids)
+    labels = [label_of(s) for s in scorer_list]
+    limits = _thresholds(thresholds, labels)
     field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(out).resolve() if out is not None else None
     try:
         prior = find_prior(out_path, run_id, db, resume=resume, note=reporter.note)
-        state = RunState(prior.run_id or new_run_id(), scorer_ids, {sid: ScorerStats(sid) for sid in scorer_ids},
-                         data_len(data), str(out_path) if out_path else None, str(db) if db else None,
-                         resuming=prior.resuming)
+        stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s)) for s in scorer_list}
+        state = RunState(prior.run_id or new_run_id(), labels, stats, data_len(data),
+                         str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
         items = _items(data, field_map, state, reporter)
         if db is not None:
-            db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=scorer_ids,
-                         config={**(config or {}), "concurrency": concurrency,
-                                 "thresholds": {k: v.to_json_dict() for k, v in limits.items()}})
+            db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
+                         config=_run_config(config, concurrency, limits, stats))
         runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
                         RateLimiter(rate_limit) if rate_limit else None)
         reporter.start(state)
@@ -158,13 +166,27 @@ async def arun_evals(
             db.close()
 
 
-def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorer_ids: list[str]) -> dict[str, Threshold]:
+def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, labels: list[str]) -> dict[str, Threshold]:
     limits = parse_thresholds(thresholds)
-    unknown = [t for t in limits if t not in scorer_ids]
+    unknown = [t for t in limits if t not in labels]
     if unknown:
         raise ValueError(f"threshold for {', '.join(map(repr, unknown))}, which is not among the scorers "
-                         f"({', '.join(scorer_ids)})")
+                         f"({', '.join(labels)})")
     return limits
+
+
+def _run_config(config: Mapping[str, Any] | None, concurrency: int, limits: Mapping[str, Threshold],
+                stats: Mapping[str, ScorerStats]) -> dict[str, Any]:
+    """What the store records with a run: the caller's `config`, the concurrency, the
+    thresholds, and per label the scorer's id and spec hash."""
+    return {**(config or {}), "concurrency": concurrency,
+            "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
+            "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash} for label, s in stats.items()}}
+
+
+def _spec_hash(scorer: Any) -> str | None:
+    plan = getattr(scorer, "plan", None)
+    return getattr(plan, "hash", None)
 
 
 def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[Store | None, bool]:
@@ -198,7 +220,7 @@ def _items(data: Any, field_map: dict[str, str], state: RunState, reporter: Eval
 
 
 def _summary(state: RunState, limits: Mapping[str, Threshold]) -> EvalSummary:
-    summaries = {sid: state.stats[sid].summary(limits.get(sid)) for sid in state.scorer_ids}
+    summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
     summary = EvalSummary(
         run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,

@@ -1,11 +1,15 @@
 """A run's JSONL out file: one line per result, appended as it completes.
 
-Each line is ``{"id": <item id>, "scorer": <scorer id>, …}`` followed by the result's fields as
-`ScoreResult.to_json_dict()` gives them (`out_line`). `OutWriter` appends a line in one complete
-write, flushed at once and fsync'd at least every `FSYNC_INTERVAL_S` seconds and on close, so a
-kill leaves at most a torn last line: `repair_last_line` completes or removes it.
-`iter_out_lines` reads the whole lines back; `compact_out_file` rewrites the file atomically with
-the last line per (item, scorer). Deciding when to do which is `engine.resume`'s part.
+Each line is ``{"id": <item id>, "scorer": <scorer id>, "label": <its label in the run>, …}``
+followed by the result's other fields as `ScoreResult.to_json_dict()` gives them (`out_line`).
+A line is keyed by (item, label); a line without ``label`` (written before labels existed) has
+its scorer id as label.
+
+`OutWriter` appends a line in one complete write, flushed at once and fsync'd at least every
+`FSYNC_INTERVAL_S` seconds and on close, so a kill leaves at most a torn last line:
+`repair_last_line` completes or removes it. `iter_out_lines` reads the whole lines back;
+`compact_out_file` rewrites the file atomically with the last line per (item, label). Deciding
+when to do which is `engine.resume`'s part.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from .result import json_text
 FSYNC_INTERVAL_S = 0.5
 _TAIL_CHUNK = 64 * 1024
 
-LineKey = tuple[str, str]  # (item key as `engine.datasets.item_key` gives it, scorer id)
+LineKey = tuple[str, str]  # (item key as `engine.datasets.item_key` gives it, label)
 
 
 def out_line(item_id: Any, result: dict[str, Any]) -> dict[str, Any]:
-    """The out-file line of one result: the item's own id, the scorer, then the result's other
-    fields (`result` is the camelCase JSON dict of a `ScoreResult`)."""
-    return {"id": item_id, "scorer": result["scorer"], **{k: v for k, v in result.items() if k != "scorer"}}
+    """The out-file line of one result: the item's own id, the scorer, its label, then the
+    result's other fields (`result` is the camelCase JSON dict of a `ScoreResult`)."""
+    return {"id": item_id, "scorer": result["scorer"], "label": result.get("label") or result["scorer"],
+            **{k: v for k, v in result.items() if k not in ("scorer", "label")}}
 
 
 def parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -43,9 +48,15 @@ def parse_line(raw: bytes) -> dict[str, Any] | None:
     return record
 
 
+def line_label(record: dict[str, Any]) -> str:
+    """The label of a parsed line: its ``label``, else (an older line) its scorer id."""
+    label = record.get("label")
+    return str(label) if label is not None else str(record["scorer"])
+
+
 def line_key(record: dict[str, Any]) -> LineKey:
-    """(item key, scorer id) of a parsed line: the result it holds."""
-    return item_key(record["id"]), str(record["scorer"])
+    """(item key, label) of a parsed line: the result it holds."""
+    return item_key(record["id"]), line_label(record)
 
 
 def read_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
@@ -101,7 +112,7 @@ def _last_line_start(f: Any, size: int) -> int:
 
 
 def compact_out_file(path: Path) -> None:
-    """Rewrite the out file keeping only the last line per (item, scorer), in file order, and
+    """Rewrite the out file keeping only the last line per (item, label), in file order, and
     dropping unreadable lines, atomically (a temporary file, fsync'd, then renamed over it)."""
     last: dict[LineKey, int] = {}
     for index, (key, _raw, _record) in enumerate(iter_out_lines(path)):
@@ -149,5 +160,5 @@ class OutWriter:
             self._f.close()
 
 
-__all__ = ["OutWriter", "out_line", "parse_line", "line_key", "read_lines", "iter_out_lines", "repair_last_line",
-           "compact_out_file", "FSYNC_INTERVAL_S"]
+__all__ = ["OutWriter", "out_line", "parse_line", "line_label", "line_key", "read_lines", "iter_out_lines",
+           "repair_last_line", "compact_out_file", "FSYNC_INTERVAL_S"]

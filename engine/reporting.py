@@ -25,10 +25,11 @@ class RunState:
     """A run in progress, as reporters see it. `total`: items the dataset holds when cheap to
     know (else None); `items`: items read so far; `resumed`: items whose every result came from
     an earlier attempt; `done_items`: items scored in this attempt; `problems`: the first
-    unreadable records, rendered (`problem_count` counts them all)."""
+    unreadable records, rendered (`problem_count` counts them all). `labels`: the scorers'
+    labels (their ids unless given), in order; `stats`: by label."""
 
     run_id: str
-    scorer_ids: list[str]
+    labels: list[str]
     stats: dict[str, ScorerStats]
     total: int | None
     out: str | None
@@ -78,7 +79,7 @@ class StderrReporter(EvalReporter):
             self._shown = time.perf_counter()
             verb = "resuming run" if run.resuming else "run"
             total = f" · {run.total} item(s)" if run.total is not None else ""
-            self._say(f"{verb} {run.run_id} · scorers {', '.join(run.scorer_ids)}{total}")
+            self._say(f"{verb} {run.run_id} · scorers {', '.join(run.labels)}{total}")
 
     def skipped(self, run: RunState, count: int) -> None:
         self._tick(run)
@@ -100,9 +101,9 @@ class StderrReporter(EvalReporter):
         done = run.done_items + run.resumed
         of = f"/{run.total}" if run.total is not None else ""
         means = []
-        for sid in run.scorer_ids:
-            mean = run.stats[sid].running_mean
-            means.append(f"{sid} {'—' if mean is None else f'{mean:.4g}'}")
+        for label in run.labels:
+            mean = run.stats[label].running_mean
+            means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
         return f"{done}{of} item(s) done · " + " · ".join(means)
 
 

@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorKind
@@ -68,14 +68,17 @@ class ItemError(_Out):
 class ScoreResult(_Out):
     """The outcome of one scorer on one item.
 
-    score: float in [0, scale] when scored, else None. reason: the explanation (also set when
-    not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
+    scorer: the scorer's id. label: the scorer's name in its run (`Scorer.label`; its id unless
+    given, and so when missing from older JSON), which keys results in the out file, the store
+    and summaries. score: float in [0, scale] when scored, else None. reason: the explanation
+    (also set when not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
     prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
     the reason prompt; `stages` holds every stage by id.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     scorer: str
+    label: str
     spec_version: int | str
     spec_hash: str
     model: str | None = None
@@ -90,6 +93,13 @@ class ScoreResult(_Out):
     generate_reason_prompt: str | None = None
     stages: dict[str, StageRecord] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_defaults_to_the_scorer(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("label") is None and "scorer" in data:
+            return {**data, "label": data["scorer"]}
+        return data
 
     @computed_field  # type: ignore[prop-decorator]
     @property

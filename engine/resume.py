@@ -2,12 +2,14 @@
 
 A run is identified by its ``out`` file (an empty or missing one, as a kill before the first
 result leaves it, by the run the store recorded for that file) or, without one, by its run id
-in the store. Resuming (`find_prior`) repairs a torn last line left by a kill, reads the last
-result per (item, scorer), and brings the store in line with the out file (`sync_store`: a kill
+in the store. Results are keyed by (item, label): a label is a scorer's name in its run, its id
+unless given (a line or row written before labels existed has its scorer id as label).
+Resuming (`find_prior`) repairs a torn last line left by a kill, reads the last
+result per (item, label), and brings the store in line with the out file (`sync_store`: a kill
 between the out-file write and the store commit leaves the store one result behind). The runner
-then skips every (item, scorer) already scored or not scorable and retries the failed ones; at
+then skips every (item, label) already scored or not scorable and retries the failed ones; at
 the end `tidy_out_file` rewrites the out file compactly when retried results left older lines,
-so it holds exactly one line per (item, scorer).
+so it holds exactly one line per (item, label).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from .store import Store
 
 @dataclass
 class PriorResults:
-    """What an earlier attempt of a run left: the last status and score per (item key, scorer
-    id), the run id it used, and whether the out file needs a compacting rewrite."""
+    """What an earlier attempt of a run left: the last status and score per (item key, label),
+    the run id it used, and whether the out file needs a compacting rewrite."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
@@ -42,7 +44,7 @@ class PriorResults:
 
 def scan_out_file(path: Path) -> PriorResults:
     """Read an existing out file for resuming: repair a torn last line (`repair_last_line`) and
-    collect the last result per (item, scorer). Unreadable lines and repeated keys mark the
+    collect the last result per (item, label). Unreadable lines and repeated keys mark the
     file for compaction."""
     prior = PriorResults(repaired=repair_last_line(path))
     for raw, record in read_lines(path):
@@ -61,7 +63,7 @@ def scan_out_file(path: Path) -> PriorResults:
 
 
 def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:
-    """Make the store hold the out file's last result per (item, scorer): a kill between the
+    """Make the store hold the out file's last result per (item, label): a kill between the
     out-file write and the store commit leaves the store one result behind."""
     stored = {(i, s): (st, sc) for i, s, st, sc in db.statuses(run_id)}
     missing = {key for key, value in prior.records.items() if stored.get(key) != value}
@@ -70,8 +72,7 @@ def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> N
     rows: dict[LineKey, tuple[str, str, dict[str, Any], None]] = {}
     for key, _raw, record in iter_out_lines(out_path):
         if key in missing:
-            result = {k: v for k, v in record.items() if k not in ("id", "scorer")}
-            result["scorer"] = record["scorer"]
+            result = {k: v for k, v in record.items() if k != "id"}
             rows[key] = (key[0], key[1], result, None)
     db.record_results(run_id, list(rows.values()))
 
@@ -118,27 +119,27 @@ def _prior_in_store(run_id: str | None, db: Store | None) -> PriorResults:
     if db is None or run is None:
         raise ValueError(f"no run {run_id!r} in the store {db or '(none)'} to resume")
     prior = PriorResults(run_id=run["run_id"], resuming=True)
-    for item, scorer, status, score in db.statuses(prior.run_id):
-        prior.records[(item, scorer)] = (status, score)
+    for item, label, status, score in db.statuses(prior.run_id):
+        prior.records[(item, label)] = (status, score)
     return prior
 
 
 def tidy_out_file(out: Path | None, prior: PriorResults, rewrote: bool) -> None:
-    """At the end of an attempt: rewrite the out file with one line per (item, scorer) when it
+    """At the end of an attempt: rewrite the out file with one line per (item, label) when it
     holds older lines (`rewrote`: a retried result was appended) or unreadable ones."""
     if out is not None and (prior.untidy or rewrote):
         compact_out_file(out)
 
 
 def stored_results(run_id: str, *, out: str | Path | None, store: str | Path | Store | None,
-                   scorer: str) -> dict[str, dict[str, Any]]:
-    """Every result of `scorer` in run `run_id`, by item key (`engine.datasets.item_key`), each
-    as its out-file line: read from `out` when given, else from the store (a `Store` or its
-    path). E.g. the results a resumed run made in its earlier attempts."""
+                   label: str) -> dict[str, dict[str, Any]]:
+    """Every result of the scorer `label` in run `run_id`, by item key (`engine.datasets.
+    item_key`), each as its out-file line: read from `out` when given, else from the store (a
+    `Store` or its path). E.g. the results a resumed run made in its earlier attempts."""
     found: dict[str, dict[str, Any]] = {}
     if out is not None:
-        for (key, line_scorer), _raw, line in iter_out_lines(Path(out)):
-            if line_scorer == scorer:
+        for (key, line_label), _raw, line in iter_out_lines(Path(out)):
+            if line_label == label:
                 found[key] = line
         return found
     if store is None:
@@ -146,7 +147,7 @@ def stored_results(run_id: str, *, out: str | Path | None, store: str | Path | S
     db = store if isinstance(store, Store) else Store(store)
     try:
         for line in db.results(run_id):
-            if line["scorer"] == scorer:
+            if line["label"] == label:
                 found[item_key(line["id"])] = line
     finally:
         if db is not store:

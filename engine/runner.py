@@ -6,6 +6,8 @@
   stages one after another) are in flight at once. A rule-only scorer runs synchronously,
   without a slot. With a `RateLimiter`, every scorer's judge takes a token per request (one
   bucket for the run; re-asks and transport retries inside one stage are not counted apart).
+- **Labels**: results are keyed by the scorer's label in the run (`label_of`: its id unless
+  given), so two versions of one scorer can run side by side.
 - **Failure isolation**: a failed item is a result with ``error`` (stage, kind, message); it
   never stops the others and never counts as a low score. A target that raises fails every
   scorer of its item with kind ``target``; a scorer that raises (it should not) fails its
@@ -35,6 +37,11 @@ from .store import Store
 SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches
 
 
+def label_of(scorer: Any) -> str:
+    """The scorer's label in a run: its ``label`` (`engine.scorer.Scorer.label`), else its id."""
+    return getattr(scorer, "label", None) or scorer.id
+
+
 def uses_judge(scorer: Any) -> bool:
     """Whether `scorer` asks a judge (a scorer without a plan is assumed to)."""
     plan = getattr(scorer, "plan", None)
@@ -44,7 +51,7 @@ def uses_judge(scorer: Any) -> bool:
 def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreResult:
     """A failed result of `scorer` made by the runner itself (kind ``target`` or ``internal``)."""
     plan = getattr(scorer, "plan", None)
-    return ScoreResult(run_id=run_id, scorer=scorer.id,
+    return ScoreResult(run_id=run_id, scorer=scorer.id, label=label_of(scorer),
                        spec_version=plan.version if plan is not None else 0,
                        spec_hash=plan.hash if plan is not None else "",
                        model=getattr(scorer, "model", None),
@@ -167,12 +174,13 @@ class Runner:
     def _todo(self, key: str) -> list[Any]:
         """The scorers still to run on the item `key`; the earlier results of the others are
         counted in the statistics."""
-        todo = [s for s in self.scorers if not self.prior.done((key, s.id))]
+        todo = [s for s in self.scorers if not self.prior.done((key, label_of(s)))]
         if len(todo) < len(self.scorers):
             for scorer in self.scorers:
-                found = self.prior.records.get((key, scorer.id))
+                label = label_of(scorer)
+                found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
-                    self.state.stats[scorer.id].add(*found)
+                    self.state.stats[label].add(*found)
         return todo
 
     async def _worker(self, queue: asyncio.Queue) -> None:
@@ -198,19 +206,19 @@ class Runner:
         if self.db is not None:
             self.db.record_item(self.state.run_id, key, self._position, item)
         if len(todo) == 1:
-            results = {todo[0].id: await self._score(todo[0], item, key)}
+            results = {label_of(todo[0]): await self._score(todo[0], item, key)}
         else:
             done = await asyncio.gather(*(self._score(s, item, key) for s in todo))
-            results = {s.id: r for s, r in zip(todo, done)}
+            results = {label_of(s): r for s, r in zip(todo, done)}
         await self._item_done(item, results)
 
     async def _target_failed(self, item: Item, key: str, todo: list[Any], exc: Exception) -> None:
         if self.db is not None:
             self.db.record_item(self.state.run_id, key, self._position, item)
         message = f"the target raised {type(exc).__name__}: {exc}"
-        results = {s.id: failed_result(s, "target", message, self.state.run_id) for s in todo}
-        for scorer in todo:
-            self._save(item, key, scorer.id, results[scorer.id])
+        results = {label_of(s): failed_result(s, "target", message, self.state.run_id) for s in todo}
+        for label, result in results.items():
+            self._save(item, key, label, result)
         await self._item_done(item, results)
 
     async def _call_target(self, value: Any) -> Any:
@@ -235,19 +243,22 @@ class Runner:
                     result = await scorer.arun(**kwargs)
         except Exception as exc:  # the engine promises not to raise; keep the item isolated anyway
             result = failed_result(scorer, "internal", f"{type(exc).__name__}: {exc}", run_id)
-        self._save(item, key, scorer.id, result)
+        label = label_of(scorer)
+        if result.label != label:  # a scorer object that does not label its results
+            result = result.model_copy(update={"label": label})
+        self._save(item, key, label, result)
         return result
 
-    def _save(self, item: Item, key: str, scorer_id: str, result: ScoreResult) -> None:
+    def _save(self, item: Item, key: str, label: str, result: ScoreResult) -> None:
         data = result.to_json_dict()
         status = result.status
         if self._writer is not None:
             self._writer.write(out_line(item["id"], data))
         if self.db is not None:
-            self.db.record_result(self.state.run_id, key, scorer_id, data, status)
-        if (key, scorer_id) in self.prior.records:
+            self.db.record_result(self.state.run_id, key, label, data, status)
+        if (key, label) in self.prior.records:
             self.rewrote = True
-        self.state.stats[scorer_id].add(status, result.score)
+        self.state.stats[label].add(status, result.score)
         self.state.judge_calls += result.usage.calls
 
     async def _item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
@@ -259,4 +270,4 @@ class Runner:
                 await outcome
 
 
-__all__ = ["Runner", "uses_judge", "failed_result", "apply_target_output", "SKIPPED_BATCH"]
+__all__ = ["Runner", "label_of", "uses_judge", "failed_result", "apply_target_output", "SKIPPED_BATCH"]

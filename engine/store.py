@@ -3,22 +3,23 @@
 
 Default path: ``$SCORESPEC_STORE``, else ``.scorespec/store.sqlite`` under the current directory.
 
-Tables::
+Tables (`engine.store_schema`: the DDL, versioned, and the migration of older stores)::
 
-    runs     run_id PK, status (running | finished | interrupted), data, out, scorers (JSON),
-             config (JSON), summary (JSON), verdict, created_at, updated_at
+    runs     run_id PK, status (running | finished | interrupted), data, out, scorers (JSON:
+             the scorers' labels), config (JSON), summary (JSON), verdict, created_at, updated_at
     items    (run_id, item_id) PK, position, item (JSON: id, input, output, ground_truth,
              context and the rest), created_at
-    results  (run_id, item_id, scorer_id) PK, status (scored | not_scorable | failed), score,
-             spec_hash, model, usage (JSON), result (JSON, camelCase as `ScoreResult.to_json_dict`),
-             created_at, updated_at
+    results  (run_id, item_id, label) PK, scorer_id, status (scored | not_scorable | failed),
+             score, spec_hash, model, usage (JSON), result (JSON, camelCase as
+             `ScoreResult.to_json_dict`), created_at, updated_at
     calibrations  (run_id, scorer_id) PK, spec_hash, model, figures (JSON: `engine.calibration.
              Calibration.to_json_dict`), created_at — the latest calibration of a run
 
 Item ids are stored as text (`engine.datasets.item_key`: a string id as is, any other id as JSON,
 so 1 → ``1``). Each result is committed on its own as it completes (``synchronous=NORMAL``: a
 killed process loses no committed result). A retried result replaces the earlier one, so a run
-holds exactly one row per (item, scorer). Timestamps are ISO 8601 UTC.
+holds exactly one row per (item, label): a label is a scorer's name in its run, its id unless
+given. Timestamps are ISO 8601 UTC.
 """
 
 from __future__ import annotations
@@ -33,56 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from .result import json_text, result_status
+from .store_schema import SCHEMA_VERSION, prepare
 
-SCHEMA_VERSION = 1
 DEFAULT_RELATIVE = Path(".scorespec") / "store.sqlite"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    data TEXT,
-    out TEXT,
-    scorers TEXT NOT NULL DEFAULT '[]',
-    config TEXT NOT NULL DEFAULT '{}',
-    summary TEXT,
-    verdict TEXT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS items (
-    run_id TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    position INTEGER,
-    item TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, item_id)
-);
-CREATE TABLE IF NOT EXISTS results (
-    run_id TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    scorer_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    score REAL,
-    spec_hash TEXT,
-    model TEXT,
-    usage TEXT,
-    result TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, item_id, scorer_id)
-);
-CREATE TABLE IF NOT EXISTS calibrations (
-    run_id TEXT NOT NULL,
-    scorer_id TEXT NOT NULL,
-    spec_hash TEXT,
-    model TEXT,
-    figures TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, scorer_id)
-);
-CREATE INDEX IF NOT EXISTS runs_out ON runs (out);
-"""
 
 
 def default_store_path() -> Path:
@@ -97,7 +51,9 @@ def now() -> str:
 
 class Store:
     """A handle on the SQLite store. Thread-safe (one connection, a lock); use as a context
-    manager or call `close()`. `path`: a file path, ``":memory:"``, or None for the default."""
+    manager or call `close()`. `path`: a file path, ``":memory:"``, or None for the default.
+    Opening a store written by an older scorespec migrates it (`engine.store_schema`); raises
+    `engine.store_schema.StoreVersionError` for one written by a newer scorespec."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None and str(path) != ":memory:" else (
@@ -111,9 +67,12 @@ class Store:
         if self.path is not None:
             self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        try:
+            with self._lock:
+                prepare(self._db, target)
+        except BaseException:
+            self._db.close()
+            raise
 
     def __enter__(self) -> "Store":
         return self
@@ -199,10 +158,11 @@ class Store:
         self._exec("INSERT OR IGNORE INTO items (run_id, item_id, position, item, created_at) VALUES (?, ?, ?, ?, ?)",
                    (run_id, item_id, position, json_text(item), now()))
 
-    def record_result(self, run_id: str, item_id: str, scorer_id: str, result: dict[str, Any],
+    def record_result(self, run_id: str, item_id: str, label: str, result: dict[str, Any],
                       status: str | None = None) -> None:
-        """Store (or replace) one result; `result` is the camelCase JSON dict of a `ScoreResult`."""
-        self.record_results(run_id, [(item_id, scorer_id, result, status)])
+        """Store (or replace) the result of the scorer `label` on an item; `result` is the
+        camelCase JSON dict of a `ScoreResult` (its ``scorer`` is the scorer id)."""
+        self.record_results(run_id, [(item_id, label, result, status)])
 
     def record_calibration(self, run_id: str, scorer_id: str, spec_hash: str | None, model: str | None,
                            figures: dict[str, Any]) -> None:
@@ -220,53 +180,55 @@ class Store:
                  "figures": json.loads(r[5])} for r in rows]
 
     def record_results(self, run_id: str, rows: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
-        """Store several results in one transaction: (item id, scorer id, result JSON, status)."""
+        """Store several results in one transaction: (item id, label, result JSON, status)."""
         stamp = now()
         params = []
-        for item_id, scorer_id, result, status in rows:
+        for item_id, label, result, status in rows:
             status = status or result_status(result)
-            params.append((run_id, item_id, scorer_id, status, result.get("score") if status == "scored" else None,
+            score = result.get("score") if status == "scored" else None
+            params.append((run_id, item_id, label, result.get("scorer") or label, status, score,
                            result.get("specHash"), result.get("model"), json_text(result.get("usage")),
                            json_text(result), stamp, stamp))
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(
-                    "INSERT INTO results (run_id, item_id, scorer_id, status, score, spec_hash, model, usage, result, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(run_id, item_id, scorer_id) DO UPDATE SET status=excluded.status, "
-                    "score=excluded.score, spec_hash=excluded.spec_hash, model=excluded.model, usage=excluded.usage, "
-                    "result=excluded.result, updated_at=excluded.updated_at", params)
+                    "INSERT INTO results (run_id, item_id, label, scorer_id, status, score, spec_hash, model, usage, "
+                    "result, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(run_id, item_id, label) DO UPDATE SET scorer_id=excluded.scorer_id, "
+                    "status=excluded.status, score=excluded.score, spec_hash=excluded.spec_hash, "
+                    "model=excluded.model, usage=excluded.usage, result=excluded.result, "
+                    "updated_at=excluded.updated_at", params)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
     def statuses(self, run_id: str) -> Iterator[tuple[str, str, str, float | None]]:
-        """(item id, scorer id, status, score) of every stored result of a run."""
-        yield from self._exec("SELECT item_id, scorer_id, status, score FROM results WHERE run_id=?", (run_id,))
+        """(item id, label, status, score) of every stored result of a run."""
+        yield from self._exec("SELECT item_id, label, status, score FROM results WHERE run_id=?", (run_id,))
 
     def results(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
-        """Every result of a run as an out-file line: ``{"id", "scorer", …result JSON}``, in the
-        order they were first written (read in batches, not all at once)."""
+        """Every result of a run as an out-file line: ``{"id", "scorer", "label", …result JSON}``,
+        in the order they were first written (read in batches, not all at once)."""
         last = 0
         while True:
             rows = self._exec(
-                "SELECT r.rowid, r.item_id, r.scorer_id, r.result, i.item FROM results r LEFT JOIN items i "
+                "SELECT r.rowid, r.item_id, r.scorer_id, r.label, r.result, i.item FROM results r LEFT JOIN items i "
                 "ON i.run_id = r.run_id AND i.item_id = r.item_id WHERE r.run_id=? AND r.rowid > ? "
                 "ORDER BY r.rowid LIMIT ?", (run_id, last, batch)).fetchall()
             if not rows:
                 return
-            for rowid, item_id, scorer_id, result, item in rows:
+            for rowid, item_id, scorer_id, label, result, item in rows:
                 last = rowid
                 data = json.loads(result)
                 original = json.loads(item)["id"] if item else item_id
-                yield {"id": original, "scorer": scorer_id,
-                       **{k: v for k, v in data.items() if k not in ("id", "scorer")}}
+                yield {"id": original, "scorer": scorer_id, "label": label,
+                       **{k: v for k, v in data.items() if k not in ("id", "scorer", "label")}}
 
 
 def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-__all__ = ["Store", "default_store_path"]
+__all__ = ["Store", "default_store_path", "SCHEMA_VERSION"]

@@ -1,10 +1,10 @@
 """A run's summary: thresholds on a scorer's mean, statistics per scorer, and the verdict.
 
-- **Statistics** per scorer (`ScorerStats` while the run goes, `ScorerSummary` at the end):
+- **Statistics** per scorer of the run, by its label (`ScorerStats` while the run goes, `ScorerSummary` at the end):
   counts of scored / not scorable / failed items; mean, min, median and max over the *scored*
   items only (None, never NaN, when there are none). Means are computed on the scores' decimal
   forms (0.7 and 0.9 average to exactly 0.8).
-- **Thresholds**: ``{"faithfulness": 0.8}`` (mean ≥ 0.8) or ``{"faithfulness": (0.2, 0.9)}``
+- **Thresholds**, by label: ``{"faithfulness": 0.8}`` (mean ≥ 0.8) or ``{"faithfulness": (0.2, 0.9)}``
   (0.2 ≤ mean ≤ 0.9; either bound may be None). A threshold on a scorer with no scored item
   is missed.
 - **Verdict** (and the CLI's exit code): ``errors`` (2) when any result failed or any dataset
@@ -75,7 +75,8 @@ class Threshold:
 
 
 def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Threshold]:
-    """``{"id": 0.8 | (min, max) | "min:max"}`` or ``["id=0.8", "id=0.2:0.9"]`` → thresholds."""
+    """``{label: 0.8 | (min, max) | "min:max"}`` or ``["label=0.8", "label=0.2:0.9"]`` →
+    thresholds by scorer label (a scorer's label is its id unless given). Raises `ValueError`."""
     if not thresholds:
         return {}
     if isinstance(thresholds, Mapping):
@@ -84,7 +85,7 @@ def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> di
     for pair in thresholds:
         name, sep, value = str(pair).partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--threshold {pair!r}: expected ID=min or ID=min:max (e.g. faithfulness=0.8)")
+            raise ValueError(f"--threshold {pair!r}: expected LABEL=min or LABEL=min:max (e.g. faithfulness=0.8)")
         out[name.strip()] = Threshold.parse(value)
     return out
 
@@ -94,10 +95,14 @@ def _exact_mean(values: Iterable[float], n: int) -> float:
 
 
 class ScorerStats:
-    """Counts and the scores of one scorer (scores in a compact float array, for the median)."""
+    """Counts and the scores of one scorer of a run (scores in a compact float array, for the
+    median). label: its name in the run; scorer: its id (default: the label); spec_hash: its
+    spec's hash, when known."""
 
-    def __init__(self, scorer: str):
-        self.scorer = scorer
+    def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None):
+        self.label = label
+        self.scorer = scorer or label
+        self.spec_hash = spec_hash
         self.scored = 0
         self.not_scorable = 0
         self.failed = 0
@@ -129,12 +134,15 @@ class ScorerStats:
             mid = n // 2
             median = values[mid] if n % 2 else _exact_mean(values[mid - 1: mid + 1], 2)
         return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, mean, low, median, high,
-                             threshold, None if threshold is None else threshold.met(mean))
+                             threshold, None if threshold is None else threshold.met(mean), label=self.label,
+                             spec_hash=self.spec_hash)
 
 
 @dataclass
 class ScorerSummary:
-    """One scorer over a run. Statistics are over scored items only; None when there are none."""
+    """One scorer over a run. Statistics are over scored items only; None when there are none.
+    scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
+    spec's hash, when known."""
 
     scorer: str
     scored: int = 0
@@ -146,15 +154,21 @@ class ScorerSummary:
     max: float | None = None
     threshold: Threshold | None = None
     threshold_met: bool | None = None
+    label: str = ""
+    spec_hash: str | None = None
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.scorer
 
     @property
     def total(self) -> int:
         return self.scored + self.not_scorable + self.failed
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"scorer": self.scorer, "scored": self.scored, "notScorable": self.not_scorable,
-                "failed": self.failed, "mean": self.mean, "min": self.min, "median": self.median,
-                "max": self.max, "threshold": self.threshold.to_json_dict() if self.threshold else None,
+        return {"scorer": self.scorer, "label": self.label, "specHash": self.spec_hash, "scored": self.scored,
+                "notScorable": self.not_scorable, "failed": self.failed, "mean": self.mean, "min": self.min,
+                "median": self.median, "max": self.max,
+                "threshold": self.threshold.to_json_dict() if self.threshold else None,
                 "thresholdMet": self.threshold_met}
 
 
@@ -162,8 +176,8 @@ class ScorerSummary:
 class EvalSummary:
     """What a batch run returns (and ``scorespec eval --json`` prints).
 
-    scorers: per scorer id, a `ScorerSummary`. scores: per scorer id, the mean (the seed's
-    ``runEvals`` result). verdict: ``passed`` | ``below_threshold`` | ``errors`` (see the
+    scorers: per scorer label (its id unless given), a `ScorerSummary`. scores: per label, the
+    mean (the seed's ``runEvals`` result). verdict: ``passed`` | ``below_threshold`` | ``errors`` (see the
     module docstring); exit_code: 0 | 1 | 2. items: items in the dataset that were read;
     resumed: items whose every result came from an earlier attempt of the run.
     """
@@ -182,7 +196,7 @@ class EvalSummary:
 
     @property
     def scores(self) -> dict[str, float | None]:
-        return {sid: s.mean for sid, s in self.scorers.items()}
+        return {label: s.mean for label, s in self.scorers.items()}
 
     @property
     def exit_code(self) -> int:
@@ -196,7 +210,7 @@ class EvalSummary:
         return {
             "runId": self.run_id, "verdict": self.verdict, "exitCode": self.exit_code,
             "scores": self.scores,
-            "scorers": {sid: s.to_json_dict() for sid, s in self.scorers.items()},
+            "scorers": {label: s.to_json_dict() for label, s in self.scorers.items()},
             "items": self.items, "resumed": self.resumed, "datasetProblems": self.dataset_problems,
             "problems": self.problems, "out": self.out, "store": self.store,
             "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,

@@ -375,6 +375,78 @@ def test_callback_errors_stop_the_run_and_keep_what_was_saved(tmp_path):
     assert db.execute("SELECT status FROM runs WHERE run_id='r1'").fetchone() == ("interrupted",)
 
 
+# --- results keyed by a label ------------------------------------------------------------------------
+
+
+def two_labels():
+    """One spec twice in one run: under its own scale and ten times it."""
+    return [load_scorer(NUMERIC, label="unit"), load_scorer(NUMERIC, label="tenfold", scale=10)]
+
+
+def label_rows(path: Path, run_id: str) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return sorted(db.execute("SELECT item_id, label, scorer_id, status, score FROM results WHERE run_id=?",
+                                 (run_id,)))
+    finally:
+        db.close()
+
+
+def test_one_spec_under_two_labels_is_scored_twice_and_resumed_by_label(tmp_path):
+    out = tmp_path / "out.jsonl"
+    data = numeric_items("0.5", "0.25")
+    first = run_evals(data, two_labels(), out=out, run_id="two", thresholds={"tenfold": 5})
+    assert first.scores == {"unit": 0.375, "tenfold": 3.75} and first.verdict == "below_threshold"
+    tenfold = first.scorers["tenfold"]
+    assert (tenfold.scorer, tenfold.label, tenfold.threshold_met) == ("numeric", "tenfold", False)
+    assert tenfold.spec_hash == first.scorers["unit"].spec_hash == load_scorer(NUMERIC).plan.hash
+    assert sorted((line["id"], line["label"], line["scorer"], line["score"]) for line in lines_of(out)) == [
+        (1, "tenfold", "numeric", 5.0), (1, "unit", "numeric", 0.5),
+        (2, "tenfold", "numeric", 2.5), (2, "unit", "numeric", 0.25)]
+    assert label_rows(tmp_path / "store.sqlite", "two") == [
+        ("1", "tenfold", "numeric", "scored", 5.0), ("1", "unit", "numeric", "scored", 0.5),
+        ("2", "tenfold", "numeric", "scored", 2.5), ("2", "unit", "numeric", "scored", 0.25)]
+
+    asked = []
+    again = run_evals(data, two_labels(), out=out, resume=True,
+                      on_item_complete=lambda item, results: asked.append((item["id"], sorted(results))))
+    assert asked == [] and again.resumed == 2 and again.scores == first.scores  # both labels were done
+
+    lines = lines_of(out)  # item 1's tenfold result failed instead: only it is asked again
+    failed = next(line for line in lines if (line["id"], line["label"]) == (1, "tenfold"))
+    failed.update(score=None, error={"kind": "judge", "message": "no answer"})
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+    retried = run_evals(data, two_labels(), out=out, resume=True,
+                        on_item_complete=lambda item, results: asked.append((item["id"], sorted(results))))
+    assert asked == [(1, ["tenfold"])] and retried.resumed == 1 and retried.scores == first.scores
+    assert len(lines_of(out)) == 4 and label_rows(tmp_path / "store.sqlite", "two")[0][3:] == ("scored", 5.0)
+
+
+def test_two_scorers_under_one_label_are_refused():
+    with pytest.raises(ValueError, match="scorer label 'n' is given twice"):
+        run_evals(numeric_items("1"), [load_scorer(NUMERIC, label="n"), load_scorer("textual_difference", label="n")],
+                  store=False)
+    with pytest.raises(ValueError, match="scorer label 'numeric' is given twice"):
+        run_evals(numeric_items("1"), [NUMERIC, NUMERIC], store=False)
+    with pytest.raises(ValueError, match="threshold for 'numeric', which is not among the scorers \\(unit, tenfold\\)"):
+        run_evals(numeric_items("1"), two_labels(), thresholds={"numeric": 0.5}, store=False)
+    for bad in ("", " padded", "a=b", 7):
+        with pytest.raises(ValueError, match="scorer label .*: give a non-empty name without '='"):
+            load_scorer(NUMERIC, label=bad)
+
+
+def test_a_scorer_under_another_label_labels_its_results():
+    scorer = load_scorer(NUMERIC)
+    v2 = scorer.with_label("numeric-v2")
+    assert (scorer.label, v2.label, v2.id) == ("numeric", "numeric-v2", "numeric")
+    assert (scorer.run(output="0.5").label, v2.run(output="0.5").label) == ("numeric", "numeric-v2")
+    seen = {}
+    summary = run_evals(numeric_items("0.5"), [scorer, v2], store=False,
+                        on_item_complete=lambda item, results: seen.update(results))
+    assert sorted(seen) == ["numeric", "numeric-v2"] and seen["numeric-v2"].label == "numeric-v2"
+    assert summary.to_json_dict()["scorers"]["numeric-v2"]["label"] == "numeric-v2"
+
+
 # --- nothing lost: resume -----------------------------------------------------------------------------
 
 
