@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .datasets import DatasetProblem, item_key, iter_items, parse_fields
+from .resume import stored_results
 
 __all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate"]
 
@@ -245,9 +245,11 @@ async def acalibrate(
 
     Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
     """
-    from .evals import _resolve_scorers, arun_evals
+    from .evals import arun_evals, resolve_scorers
+    from .runner import label_of
 
-    (resolved,) = _resolve_scorers([scorer])
+    (resolved,) = resolve_scorers([scorer])
+    run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
     scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
     wanted_pos = {str(v) for v in positive} if positive is not None else None
     wanted_neg = {str(v) for v in negative} if negative is not None else None
@@ -255,41 +257,26 @@ async def acalibrate(
         raise LabelError("--negative needs --positive too")
     field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
 
-    problems: list[DatasetProblem] = []
-    items: list[dict[str, Any]] = []
-    labels: dict[str, Any] = {}
-    unlabelled = 0
-    other_labels: dict[str, int] = {}
-    for item in iter_items(data, field_map, problems.append):
-        label = _label_of(item, label_field)
-        if label is None:
-            unlabelled += 1
-            continue
-        if wanted_neg is not None and not (_matches(label, wanted_pos or set()) or _matches(label, wanted_neg)):
-            other_labels[str(label)] = other_labels.get(str(label), 0) + 1
-            continue
-        if limit is not None and len(items) >= limit:
-            break
-        items.append(item)
-        labels[item_key(item["id"])] = label
-    if not items:
-        where = f" ({len(problems)} unreadable record(s): {problems[0]})" if problems else ""
-        raise LabelError(f"no item has a usable label in {label_field!r}{where}")
+    found = _labelled_items(data, field_map, label_field, wanted_pos, wanted_neg, limit)
+    items, labels, problems = found.items, found.labels, found.problems
+    unlabelled, other_labels = found.unlabelled, found.other_labels
 
     results: dict[str, dict[str, Any]] = {}
     user_callback = eval_options.pop("on_item_complete", None)
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
-        if resolved.id in done:
-            results[item_key(item["id"])] = {"id": item["id"], **done[resolved.id].to_json_dict()}
+        if run_label in done:
+            results[item_key(item["id"])] = {"id": item["id"], **done[run_label].to_json_dict()}
         if user_callback is not None:
             outcome = user_callback(item, done)
             if inspect.isawaitable(outcome):
                 await outcome
 
     summary = await arun_evals(items, [resolved], on_item_complete=collect, **eval_options)
-    for key, line in _earlier_results(summary, resolved.id).items():  # a resumed run's earlier attempts
-        results.setdefault(key, line)
+    if summary.resumed:  # the results of the run's earlier attempts
+        for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
+                                        label=run_label).items():
+            results.setdefault(key, line)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
                          labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
                          unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
@@ -297,6 +284,59 @@ async def acalibrate(
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
     if problems:
         report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")
+    scores, truth, kept = _tally(report, labels, results, not_scorable_score)
+    report.used = len(scores)
+    if report.failed:
+        report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
+    if report.not_scorable and not_scorable_score is None:
+        report.notes.append(f"{report.not_scorable} not scorable item(s) are not in the figures")
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
+    report.notes.extend(stats.pop("notes"))
+    for key, value in stats.items():
+        setattr(report, key, value)
+    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
+    _store_figures(report, eval_options)
+    return report
+
+
+@dataclass
+class _Labelled:
+    """The items of the data that calibration uses, and what it left out."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, Any] = field(default_factory=dict)  # item key → its human label
+    unlabelled: int = 0
+    other_labels: dict[str, int] = field(default_factory=dict)
+    problems: list[DatasetProblem] = field(default_factory=list)
+
+
+def _labelled_items(data: Any, field_map: dict[str, str], label_field: str, wanted_pos: set[str] | None,
+                    wanted_neg: set[str] | None, limit: int | None) -> _Labelled:
+    """The first `limit` items with a usable label; raises `LabelError` when there is none."""
+    found = _Labelled()
+    for item in iter_items(data, field_map, found.problems.append):
+        label = _label_of(item, label_field)
+        if label is None:
+            found.unlabelled += 1
+            continue
+        if wanted_neg is not None and not (_matches(label, wanted_pos or set()) or _matches(label, wanted_neg)):
+            found.other_labels[str(label)] = found.other_labels.get(str(label), 0) + 1
+            continue
+        if limit is not None and len(found.items) >= limit:
+            break
+        found.items.append(item)
+        found.labels[item_key(item["id"])] = label
+    if not found.items:
+        problems = found.problems
+        where = f" ({len(problems)} unreadable record(s): {problems[0]})" if problems else ""
+        raise LabelError(f"no item has a usable label in {label_field!r}{where}")
+    return found
+
+
+def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str, dict[str, Any]],
+           not_scorable_score: float | None) -> tuple[list[float], list[Any], list[tuple[str, dict[str, Any]]]]:
+    """Count each labelled item's outcome into `report`; return the scores and labels that
+    enter the figures, and the (item key, result) pairs they came from."""
     scores: list[float] = []
     truth: list[Any] = []
     kept: list[tuple[str, dict[str, Any]]] = []
@@ -322,37 +362,7 @@ async def acalibrate(
         scores.append(score)
         truth.append(label)
         kept.append((key, result or {}))
-    report.used = len(scores)
-    if report.failed:
-        report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
-    if report.not_scorable and not_scorable_score is None:
-        report.notes.append(f"{report.not_scorable} not scorable item(s) are not in the figures")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
-    report.notes.extend(stats.pop("notes"))
-    for key, value in stats.items():
-        setattr(report, key, value)
-    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
-    _store_figures(report, eval_options)
-    return report
-
-
-def _earlier_results(summary: Any, scorer_id: str) -> dict[str, dict[str, Any]]:
-    """Every result of the run in its out file (or else the store), by item key."""
-    if not summary.resumed:
-        return {}
-    from .store import Store, iter_out_lines
-
-    found: dict[str, dict[str, Any]] = {}
-    if summary.out:
-        for (key, scorer), _raw, line in iter_out_lines(Path(summary.out)):
-            if scorer == scorer_id:
-                found[key] = line
-    elif summary.store:
-        with Store(summary.store) as db:
-            for line in db.results(summary.run_id):
-                if line["scorer"] == scorer_id:
-                    found[item_key(line["id"])] = line
-    return found
+    return scores, truth, kept
 
 
 def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], truth: list[Any],

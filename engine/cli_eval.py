@@ -19,7 +19,7 @@ import typer
 from .cli_app import app, fail, parse_options
 
 if TYPE_CHECKING:
-    from .evals import ScorerSummary
+    from .summary import ScorerSummary
 
 EXIT_INTERRUPTED = 130
 
@@ -73,7 +73,8 @@ def eval_cmd(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
                                               "once [default: 8; 1 on an embedded model]."),
     rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
-    threshold: list[str] = typer.Option([], "--threshold", help="ID=min (mean ≥ min) or ID=min:max (repeatable)."),
+    threshold: list[str] = typer.Option([], "--threshold", help="LABEL=min (mean ≥ min) or LABEL=min:max "
+                                        "(repeatable; a scorer's label is its id)."),
     option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable); key=value "
                                      "when one scorer runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and scorer."),
@@ -209,16 +210,21 @@ def _run_json(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def stored_summaries(db: Any, run: dict[str, Any]) -> dict[str, ScorerSummary]:
-    """Per-scorer summaries recomputed from a run's stored results (so an interrupted run shows
-    what it holds), with the run's thresholds."""
-    from .evals import ScorerStats, Threshold
+    """Per-scorer summaries, by label, recomputed from a run's stored results (so an interrupted
+    run shows what it holds), with the run's thresholds."""
+    from .summary import ScorerStats, Threshold
 
-    thresholds = {k: Threshold(v.get("min"), v.get("max"))
-                  for k, v in ((run.get("config") or {}).get("thresholds") or {}).items()}
-    stats: dict[str, ScorerStats] = {sid: ScorerStats(sid) for sid in run.get("scorers") or []}
-    for _item, scorer_id, status, score in db.statuses(run["run_id"]):
-        stats.setdefault(scorer_id, ScorerStats(scorer_id)).add(status, score)
-    return {sid: s.summary(thresholds.get(sid)) for sid, s in stats.items()}
+    config = run.get("config") or {}
+    thresholds = {k: Threshold(v.get("min"), v.get("max")) for k, v in (config.get("thresholds") or {}).items()}
+    known = config.get("labels") or {}  # label → scorer id and spec hash (runs before labels lack it)
+
+    def stats_of(label: str) -> ScorerStats:
+        return ScorerStats(label, known.get(label, {}).get("scorer"), known.get(label, {}).get("specHash"))
+
+    stats: dict[str, ScorerStats] = {label: stats_of(label) for label in run.get("scorers") or []}
+    for _item, label, status, score in db.statuses(run["run_id"]):
+        stats.setdefault(label, stats_of(label)).add(status, score)
+    return {label: s.summary(thresholds.get(label)) for label, s in stats.items()}
 
 
 @app.command("show")
@@ -245,7 +251,7 @@ def show_cmd(
         failures = [line for line in db.results(found["run_id"]) if line.get("error")][:20]
     if as_json:
         payload = _run_json(found)
-        payload["scorersSummary"] = {sid: s.to_json_dict() for sid, s in summaries.items()}
+        payload["scorersSummary"] = {label: s.to_json_dict() for label, s in summaries.items()}
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return
     console = out_console()
@@ -260,7 +266,7 @@ def show_cmd(
     for line in failures:
         error = line["error"]
         where = f" at stage {error.get('stage')}" if error.get("stage") else ""
-        console.print(f"item {line['id']}: {line['scorer']} failed{where} ({error.get('kind')}): "
+        console.print(f"item {line['id']}: {line['label']} failed{where} ({error.get('kind')}): "
                       f"{' '.join(str(error.get('message')).split())[:400]}", markup=False, soft_wrap=True)
 
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .datasets import DatasetProblem, Item
-from .evals import EvalReporter, EvalSummary, RunState, ScorerSummary
+from .reporting import EvalReporter, RunState
+from .summary import EvalSummary, ScorerSummary
 from .result import ScoreResult
 
 
@@ -50,12 +51,13 @@ def _result_text(result: ScoreResult) -> str:
 
 
 def failure_line(item_id: Any, result: ScoreResult) -> str:
-    """``item 2: faithfulness failed at stage preprocess (transport): …`` — one line."""
+    """``item 2: faithfulness failed at stage preprocess (transport): …`` — one line, naming the
+    scorer by its label in the run."""
     e = result.error
     assert e is not None
     where = f" at stage {e.stage}" if e.stage else ""
     message = " ".join(str(e.message).split())
-    return f"item {item_id}: {result.scorer} failed{where} ({e.kind}): {message[:400]}"
+    return f"item {item_id}: {result.label} failed{where} ({e.kind}): {message[:400]}"
 
 
 class ConsoleReporter(EvalReporter):
@@ -76,7 +78,7 @@ class ConsoleReporter(EvalReporter):
             where.append(f"out {run.out}")
         if run.store:
             where.append(f"store {run.store}")
-        self.console.print(f"{verb} {run.run_id} · scorers {', '.join(run.scorer_ids)}"
+        self.console.print(f"{verb} {run.run_id} · scorers {', '.join(run.labels)}"
                            + (f" · {run.total} item(s)" if run.total is not None else "")
                            + (" · " + " · ".join(where) if where else ""), markup=False, highlight=False,
                            soft_wrap=True)
@@ -101,7 +103,7 @@ class ConsoleReporter(EvalReporter):
 
     def _means(self, run: RunState) -> str:
         parts = []
-        for sid in run.scorer_ids:
+        for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
             if stats.failed:
@@ -143,6 +145,9 @@ class ConsoleReporter(EvalReporter):
 
 
 def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
+    """The summaries as a rich table, a row per scorer named by its label (and its id when the
+    two differ)."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table("scorer", "scored", "not scorable", "failed", "mean", "min", "median", "max", "threshold",
@@ -152,7 +157,8 @@ def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
             limit = ""
         else:
             limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
-        table.add_row(s.scorer, str(s.scored), str(s.not_scorable),
+        name = s.label if s.label == s.scorer else f"{s.label} ({s.scorer})"
+        table.add_row(escape(name), str(s.scored), str(s.not_scorable),
                       f"[red]{s.failed}[/red]" if s.failed else "0",
                       fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max), limit)
     return table

@@ -6,10 +6,11 @@ A result is exactly one of: scored (`score` in [0, scale], never NaN), not scora
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorKind
@@ -67,14 +68,17 @@ class ItemError(_Out):
 class ScoreResult(_Out):
     """The outcome of one scorer on one item.
 
-    score: float in [0, scale] when scored, else None. reason: the explanation (also set when
-    not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
+    scorer: the scorer's id. label: the scorer's name in its run (`Scorer.label`; its id unless
+    given, and so when missing from older JSON), which keys results in the out file, the store
+    and summaries. score: float in [0, scale] when scored, else None. reason: the explanation
+    (also set when not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
     prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
     the reason prompt; `stages` holds every stage by id.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     scorer: str
+    label: str
     spec_version: int | str
     spec_hash: str
     model: str | None = None
@@ -90,6 +94,13 @@ class ScoreResult(_Out):
     stages: dict[str, StageRecord] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _label_defaults_to_the_scorer(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("label") is None and "scorer" in data:
+            return {**data, "label": data["scorer"]}
+        return data
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
@@ -103,3 +114,25 @@ class ScoreResult(_Out):
     def to_json_dict(self) -> dict[str, Any]:
         """The camelCase JSON form (as `scorespec run --json` prints it)."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def result_status(result: dict[str, Any]) -> str:
+    """``failed``, ``not_scorable`` or ``scored`` for a result's JSON dict (`ScoreResult.status`
+    of its camelCase form, as the out file and the store hold it)."""
+    if result.get("error"):
+        return "failed"
+    if result.get("notScorable"):
+        return "not_scorable"
+    return "scored"
+
+
+def json_text(value: Any) -> str:
+    """JSON text of a result, an item or a run's record, for the out file and the store: UTF-8
+    as is, falling back to ASCII escapes when the value holds text that cannot be encoded (a
+    lone surrogate from a JSON ``\\ud800``). Values JSON cannot hold are written as `str`."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, default=str)
+    return text

@@ -85,14 +85,18 @@ class Scorer:
 
     Build one with `load_scorer`. `run(...)` / `await arun(...)` score one item and return a
     `ScoreResult` (scored, not scorable, or failed — never raising for a failed item). Scores
-    are in [0, scale]. Raises `OptionError` for a bad option and `engine.judge_model.ModelError`
-    when the spec uses a judge, none is given, and the model string cannot work here.
+    are in [0, scale]. `label`: the scorer's name in a batch run (default its id), which keys
+    its results there, so one run can hold two versions of a scorer under two labels. Raises
+    `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) and
+    `engine.judge_model.ModelError` when the spec uses a judge, none is given, and the model
+    string cannot work here.
     """
 
     def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
-                 options: Mapping[str, Any] | None = None, judge_factory: Any = None):
+                 options: Mapping[str, Any] | None = None, judge_factory: Any = None, label: str | None = None):
         self.plan = plan
         self.id = plan.id
+        self.label = plan.id if label is None else check_label(label)
         self.options = self._merge_options(options or {})
         self.model = resolve_model(model, plan.model) if plan.uses_judge else None
         if judge is not None:
@@ -136,6 +140,13 @@ class Scorer:
         twin = copy.copy(self)
         twin._judge = judge
         twin._judge_lock = threading.Lock()
+        return twin
+
+    def with_label(self, label: str) -> "Scorer":
+        """This scorer (same spec, options and judge) under another label; this one is unchanged.
+        Raises `ValueError` for a bad label."""
+        twin = copy.copy(self)
+        twin.label = check_label(label)
         return twin
 
     @property
@@ -216,7 +227,8 @@ class Scorer:
     def _interpret(self, output: Any, input: Any, ground_truth: Any, context: Any,
                    run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
         plan = self.plan
-        result = ScoreResult(scorer=plan.id, spec_version=plan.version, spec_hash=plan.hash, model=self.model)
+        result = ScoreResult(scorer=plan.id, label=self.label, spec_version=plan.version, spec_hash=plan.hash,
+                             model=self.model)
         if run_id:
             result.run_id = run_id
         run = run_namespace({"input": input, "output": output, "ground_truth": ground_truth, "context": context})
@@ -408,10 +420,18 @@ class Scorer:
                 setattr(result, f"{name}_prompt", record.prompt)
 
 
+def check_label(label: Any) -> str:
+    """`label` when it can name a scorer in a run: a non-empty string without ``=`` (which
+    ``--threshold LABEL=min`` splits on) and without surrounding spaces; else `ValueError`."""
+    if not isinstance(label, str) or not label.strip() or label != label.strip() or "=" in label:
+        raise ValueError(f"scorer label {label!r}: give a non-empty name without '=' or surrounding spaces")
+    return label
+
+
 def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping[str, Any] | None = None,
                 judge: Judge | None = None, base_url: str | None = None, api_key: str | None = None,
                 mode: str | None = None, timeout_s: float | None = None, context_window: int | None = None,
-                **option_shorthand: Any) -> Scorer:
+                label: str | None = None, **option_shorthand: Any) -> Scorer:
     """Load a spec and bind it to options and a judge.
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
@@ -424,7 +444,8 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
     context in tokens, checked before each call so an item whose prompt cannot fit fails (kind
     ``prompt_too_long``) without a call; default ``$SCORESPEC_CONTEXT_WINDOW``, else known per
     model, else no check; 0 = no check (see `engine.window`). judge: an explicit judge object
-    (e.g. `engine.testing.FakeJudge`).
+    (e.g. `engine.testing.FakeJudge`). label: the scorer's name in a batch run (default: its
+    id; see `Scorer`).
 
     Any other keyword argument is shorthand for an option (``scale=10`` is
     ``options={"scale": 10}``). An option named like one of this function's keywords (``model``,
@@ -432,13 +453,13 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
 
     Raises `OptionError` for an unknown option or a misspelled keyword (with the nearest name of
     either), an invalid option value, an option given both ways, or a keyword that is also one of
-    the spec's options given without ``options=``; `SpecError` for a broken spec;
-    `FileNotFoundError` for an unknown id.
+    the spec's options given without ``options=``; `ValueError` for a bad label; `SpecError`
+    for a broken spec; `FileNotFoundError` for an unknown id.
     """
     compiled = load_spec(name_or_path)
     merged = _gather_options(compiled, options, option_shorthand,
                              {"model": model, "judge": judge, "base_url": base_url, "api_key": api_key, "mode": mode,
-                              "timeout_s": timeout_s, "context_window": context_window})
+                              "timeout_s": timeout_s, "context_window": context_window, "label": label})
     configured_window(context_window)  # a bad value is an error now, not on every item
     factory = None
     if base_url or api_key or mode or timeout_s or context_window is not None:
@@ -446,7 +467,7 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
             extra = {"timeout_s": timeout_s} if timeout_s else {}
             return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, context_window=context_window,
                               **extra)
-    return Scorer(compiled, judge=judge, model=model, options=merged, judge_factory=factory)
+    return Scorer(compiled, judge=judge, model=model, options=merged, judge_factory=factory, label=label)
 
 
 def load_scorer_keywords() -> list[str]:
@@ -494,4 +515,5 @@ def _nearest(name: str, options: Mapping[str, Any]) -> str:
     return listed + "keywords: " + ", ".join(keywords)
 
 
-__all__ = ["Scorer", "load_scorer", "load_scorer_keywords", "round_half_away", "normalize_answer", "OptionError"]
+__all__ = ["Scorer", "load_scorer", "load_scorer_keywords", "check_label", "round_half_away", "normalize_answer",
+           "OptionError"]

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 import engine.cli_eval  # noqa: F401  (registers eval, runs, show)
 from engine.cli import app
 from engine.evals import RateLimiter, Threshold, arun_evals, run_evals
-from engine.store import scan_out_file
 from engine.judge import RetryPolicy, make_judge
 from engine.scorer import load_scorer
 from engine.testing import FakeJudge
@@ -376,6 +375,78 @@ def test_callback_errors_stop_the_run_and_keep_what_was_saved(tmp_path):
     assert db.execute("SELECT status FROM runs WHERE run_id='r1'").fetchone() == ("interrupted",)
 
 
+# --- results keyed by a label ------------------------------------------------------------------------
+
+
+def two_labels():
+    """One spec twice in one run: under its own scale and ten times it."""
+    return [load_scorer(NUMERIC, label="unit"), load_scorer(NUMERIC, label="tenfold", scale=10)]
+
+
+def label_rows(path: Path, run_id: str) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return sorted(db.execute("SELECT item_id, label, scorer_id, status, score FROM results WHERE run_id=?",
+                                 (run_id,)))
+    finally:
+        db.close()
+
+
+def test_one_spec_under_two_labels_is_scored_twice_and_resumed_by_label(tmp_path):
+    out = tmp_path / "out.jsonl"
+    data = numeric_items("0.5", "0.25")
+    first = run_evals(data, two_labels(), out=out, run_id="two", thresholds={"tenfold": 5})
+    assert first.scores == {"unit": 0.375, "tenfold": 3.75} and first.verdict == "below_threshold"
+    tenfold = first.scorers["tenfold"]
+    assert (tenfold.scorer, tenfold.label, tenfold.threshold_met) == ("numeric", "tenfold", False)
+    assert tenfold.spec_hash == first.scorers["unit"].spec_hash == load_scorer(NUMERIC).plan.hash
+    assert sorted((line["id"], line["label"], line["scorer"], line["score"]) for line in lines_of(out)) == [
+        (1, "tenfold", "numeric", 5.0), (1, "unit", "numeric", 0.5),
+        (2, "tenfold", "numeric", 2.5), (2, "unit", "numeric", 0.25)]
+    assert label_rows(tmp_path / "store.sqlite", "two") == [
+        ("1", "tenfold", "numeric", "scored", 5.0), ("1", "unit", "numeric", "scored", 0.5),
+        ("2", "tenfold", "numeric", "scored", 2.5), ("2", "unit", "numeric", "scored", 0.25)]
+
+    asked = []
+    again = run_evals(data, two_labels(), out=out, resume=True,
+                      on_item_complete=lambda item, results: asked.append((item["id"], sorted(results))))
+    assert asked == [] and again.resumed == 2 and again.scores == first.scores  # both labels were done
+
+    lines = lines_of(out)  # item 1's tenfold result failed instead: only it is asked again
+    failed = next(line for line in lines if (line["id"], line["label"]) == (1, "tenfold"))
+    failed.update(score=None, error={"kind": "judge", "message": "no answer"})
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+    retried = run_evals(data, two_labels(), out=out, resume=True,
+                        on_item_complete=lambda item, results: asked.append((item["id"], sorted(results))))
+    assert asked == [(1, ["tenfold"])] and retried.resumed == 1 and retried.scores == first.scores
+    assert len(lines_of(out)) == 4 and label_rows(tmp_path / "store.sqlite", "two")[0][3:] == ("scored", 5.0)
+
+
+def test_two_scorers_under_one_label_are_refused():
+    with pytest.raises(ValueError, match="scorer label 'n' is given twice"):
+        run_evals(numeric_items("1"), [load_scorer(NUMERIC, label="n"), load_scorer("textual_difference", label="n")],
+                  store=False)
+    with pytest.raises(ValueError, match="scorer label 'numeric' is given twice"):
+        run_evals(numeric_items("1"), [NUMERIC, NUMERIC], store=False)
+    with pytest.raises(ValueError, match="threshold for 'numeric', which is not among the scorers \\(unit, tenfold\\)"):
+        run_evals(numeric_items("1"), two_labels(), thresholds={"numeric": 0.5}, store=False)
+    for bad in ("", " padded", "a=b", 7):
+        with pytest.raises(ValueError, match="scorer label .*: give a non-empty name without '='"):
+            load_scorer(NUMERIC, label=bad)
+
+
+def test_a_scorer_under_another_label_labels_its_results():
+    scorer = load_scorer(NUMERIC)
+    v2 = scorer.with_label("numeric-v2")
+    assert (scorer.label, v2.label, v2.id) == ("numeric", "numeric-v2", "numeric")
+    assert (scorer.run(output="0.5").label, v2.run(output="0.5").label) == ("numeric", "numeric-v2")
+    seen = {}
+    summary = run_evals(numeric_items("0.5"), [scorer, v2], store=False,
+                        on_item_complete=lambda item, results: seen.update(results))
+    assert sorted(seen) == ["numeric", "numeric-v2"] and seen["numeric-v2"].label == "numeric-v2"
+    assert summary.to_json_dict()["scorers"]["numeric-v2"]["label"] == "numeric-v2"
+
+
 # --- nothing lost: resume -----------------------------------------------------------------------------
 
 
@@ -443,14 +514,6 @@ def test_resume_of_a_run_killed_before_its_first_line_keeps_its_run_id(tmp_path)
             (first.run_id, "finished", 2)]
 
 
-def test_scan_out_file_keeps_a_whole_last_line_without_newline(tmp_path):
-    out = tmp_path / "out.jsonl"
-    out.write_text('{"id": 1, "scorer": "x", "score": 1.0}\n{"id": 2, "scorer": "x", "score": 0.5}', "utf-8")
-    prior = scan_out_file(out)
-    assert prior.records == {("1", "x"): ("scored", 1.0), ("2", "x"): ("scored", 0.5)}
-    assert out.read_text("utf-8").endswith('0.5}\n')
-
-
 @pytest.mark.slow  # three engine processes: about 12 s
 def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     n = 45
@@ -513,6 +576,13 @@ def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
     assert summary["scores"]["faithfulness"] == pytest.approx((30 * 1.0 + 15 * 0.5) / 45)
     assert store_rows(tmp_path / "store.sqlite", summary["runId"]) == sorted(
         (line["id"], "faithfulness", "scored", line["score"]) for line in lines_of(out))
+
+
+def test_progress_true_prints_plain_lines_on_stderr(capsys):
+    summary = run_evals(numeric_items("0.25", "0.5"), [NUMERIC], store=False, progress=True, run_id="plain")
+    assert capsys.readouterr().err.splitlines() == [
+        "run plain · scorers numeric · 2 item(s)", "2/2 item(s) done · numeric 0.375"]
+    assert summary.scores == {"numeric": 0.375}
 
 
 def test_run_evals_works_inside_a_running_event_loop():

@@ -518,7 +518,7 @@ def test_a_misspelled_keyword_is_named_as_a_keyword():
         load_scorer("textual_difference", zzz=1)
     assert str(info.value) == (
         "textual_difference: 'zzz' is neither an option of this scorer nor a keyword of load_scorer (options: "
-        "scale; keywords: model, options, judge, base_url, api_key, mode, timeout_s, context_window)")
+        "scale; keywords: model, options, judge, base_url, api_key, mode, timeout_s, context_window, label)")
 
 
 def test_options_are_given_as_a_mapping_and_the_shorthand_adds_to_it():
@@ -533,7 +533,7 @@ def test_options_are_given_as_a_mapping_and_the_shorthand_adds_to_it():
 
 def test_load_scorer_keywords_are_its_parameters():
     assert load_scorer_keywords() == ["name_or_path", "model", "options", "judge", "base_url", "api_key", "mode",
-                                      "timeout_s", "context_window"]
+                                      "timeout_s", "context_window", "label"]
 
 
 OPTION_NAMED_LIKE_KEYWORDS = """

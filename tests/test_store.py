@@ -1,12 +1,16 @@
-"""The SQLite result store: schema, WAL mode, upserts, run lookup, default path."""
+"""The SQLite result store: schema, WAL mode, upserts, rows keyed by label, run lookup, default
+path, and the migration of a store written before labels existed."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
-from engine.store import Store, default_store_path
+from engine.store import SCHEMA_VERSION, Store, default_store_path
+from engine.store_schema import StoreVersionError
 
 
 def result(score=None, error=None, not_scorable=None, scorer="faithfulness"):
@@ -14,7 +18,7 @@ def result(score=None, error=None, not_scorable=None, scorer="faithfulness"):
             "error": error, "notScorable": not_scorable, "usage": {"calls": 3, "tokensIn": 10}}
 
 
-def test_schema_wal_and_one_row_per_item_and_scorer(tmp_path):
+def test_schema_wal_and_one_row_per_item_and_label(tmp_path):
     path = tmp_path / "deep" / "store.sqlite"
     with Store(path) as store:
         store.begin_run("run-1", data="/d.jsonl", out="/o.jsonl", scorers=["faithfulness"], config={"a": 1})
@@ -35,8 +39,9 @@ def test_schema_wal_and_one_row_per_item_and_scorer(tmp_path):
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     columns = [r[1] for r in db.execute("PRAGMA table_info(results)")]
-    assert columns == ["run_id", "item_id", "scorer_id", "status", "score", "spec_hash", "model", "usage", "result",
-                       "created_at", "updated_at"]
+    assert columns == ["run_id", "item_id", "label", "scorer_id", "status", "score", "spec_hash", "model", "usage",
+                       "result", "created_at", "updated_at"]
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (2,)
     assert db.execute("SELECT usage, model FROM results WHERE item_id='1'").fetchone() == (
         '{"calls": 3, "tokensIn": 10}', "openai/m")
 
@@ -79,30 +84,140 @@ def test_two_handles_share_one_file(tmp_path):
         assert list(b.statuses("r")) == [("1", "x", "scored", 1.0)]
 
 
-def test_out_writer_finishes_short_writes(tmp_path):
-    from engine.store import OutWriter, scan_out_file
+def test_two_labels_of_one_scorer_are_two_rows(tmp_path):
+    with Store(tmp_path / "s.sqlite") as store:
+        store.record_result("r", "1", "faith-v1", result(score=0.5))
+        store.record_result("r", "1", "faith-v2", result(score=1.0))
+        store.record_result("r", "1", "faith-v2", result(score=0.25))  # a retry replaces its own label's row only
+        assert sorted(store.statuses("r")) == [("1", "faith-v1", "scored", 0.5), ("1", "faith-v2", "scored", 0.25)]
+        assert [(line["scorer"], line["label"]) for line in store.results("r")] == [
+            ("faithfulness", "faith-v1"), ("faithfulness", "faith-v2")]
 
-    class Short:  # a raw file whose writes stop after 7 bytes (as a signal or a full disk may)
-        def __init__(self, f):
-            self.f, self.closed, self.calls = f, False, 0
 
-        def write(self, data):
-            self.calls += 1
-            return self.f.write(bytes(data[:7]))
+# The schema of a store written before labels existed (schema version 1), as that code created
+# it: results keyed by (run, item, scorer id).
+VERSION_1_DDL = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    data TEXT,
+    out TEXT,
+    scorers TEXT NOT NULL DEFAULT '[]',
+    config TEXT NOT NULL DEFAULT '{}',
+    summary TEXT,
+    verdict TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    run_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    position INTEGER,
+    item TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, item_id)
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    scorer_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    score REAL,
+    spec_hash TEXT,
+    model TEXT,
+    usage TEXT,
+    result TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, item_id, scorer_id)
+);
+CREATE TABLE IF NOT EXISTS calibrations (
+    run_id TEXT NOT NULL,
+    scorer_id TEXT NOT NULL,
+    spec_hash TEXT,
+    model TEXT,
+    figures TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, scorer_id)
+);
+CREATE INDEX IF NOT EXISTS runs_out ON runs (out);
+"""
 
-        def fileno(self):
-            return self.f.fileno()
 
-        def close(self):
-            self.closed = True
-            self.f.close()
+def version_1_store(path, rows):
+    """A store file as the code before labels wrote it, holding run "old" with `rows`:
+    (item id, scorer id, status, score, result JSON text)."""
+    db = sqlite3.connect(path)
+    db.executescript(VERSION_1_DDL)
+    db.execute("PRAGMA user_version = 1")
+    t = "2025-01-01T00:00:00.000Z"
+    db.execute("INSERT INTO runs VALUES ('old', 'interrupted', NULL, NULL, '[\"numeric\"]', '{}', NULL, NULL, ?, ?)",
+               (t, t))
+    for item_id, scorer_id, status, score, data in rows:
+        db.execute("INSERT INTO items VALUES ('old', ?, NULL, ?, ?)", (item_id, json.dumps({"id": int(item_id)}), t))
+        db.execute("INSERT INTO results VALUES ('old', ?, ?, ?, ?, 'h', NULL, '{}', ?, ?, ?)",
+                   (item_id, scorer_id, status, score, data, t, t))
+    db.commit()
+    db.close()
 
-    writer = OutWriter(tmp_path / "out.jsonl")
-    writer._f = Short(writer._f)
-    writer.write({"id": 1, "scorer": "x", "score": 0.5})
-    writer.write({"id": 2, "scorer": "x", "score": 1.0})
-    assert writer._f.calls > 2
-    writer.close()
-    assert (tmp_path / "out.jsonl").read_text("utf-8") == (
-        '{"id": 1, "scorer": "x", "score": 0.5}\n{"id": 2, "scorer": "x", "score": 1.0}\n')
-    assert scan_out_file(tmp_path / "out.jsonl").records == {("1", "x"): ("scored", 0.5), ("2", "x"): ("scored", 1.0)}
+
+def test_a_store_without_labels_is_migrated_on_open(tmp_path):
+    path = tmp_path / "old.sqlite"
+    version_1_store(path, [("2", "numeric", "scored", 0.5, '{"scorer": "numeric", "score": 0.5}'),
+                           ("1", "numeric", "failed", None, '{"scorer": "numeric", "error": {"kind": "formula"}}')])
+    with Store(path) as store:
+        assert sorted(store.statuses("old")) == [("1", "numeric", "failed", None), ("2", "numeric", "scored", 0.5)]
+        # rows keep the order they were first written; each line gets its scorer id as label
+        assert [(line["id"], line["scorer"], line["label"]) for line in store.results("old")] == [
+            (2, "numeric", "numeric"), (1, "numeric", "numeric")]
+        store.record_result("old", "1", "numeric-v2", result(score=1.0, scorer="numeric"))
+        assert len(list(store.statuses("old"))) == 3
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert [r[1] for r in db.execute("PRAGMA table_info(results)")][:4] == ["run_id", "item_id", "label", "scorer_id"]
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'results_v1'").fetchone() == (0,)
+    db.close()
+    with Store(path) as again:  # opening a migrated store changes nothing
+        assert len(list(again.statuses("old"))) == 3
+
+
+def test_a_store_from_a_newer_scorespec_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StoreVersionError, match="schema version 99, written by a newer scorespec"):
+        Store(path)
+
+
+@pytest.mark.parametrize("with_out", [True, False])
+def test_a_run_written_before_labels_resumes(tmp_path, with_out):
+    from engine import run_evals
+
+    numeric = str(Path(__file__).resolve().parent / "specs" / "numeric.yaml")
+    data = [{"output": o} for o in ("0.5", "7", "0.25")]  # item 2 fails (out of range)
+    out = tmp_path / "out.jsonl"
+    run_evals(data, [numeric], out=out, run_id="old", store=False)
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    for line in lines:  # out-file lines and store rows as written before labels existed
+        del line["label"]
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+    rows = [(str(line["id"]), line["scorer"], "failed" if line["error"] else "scored", line["score"],
+             json.dumps({k: v for k, v in line.items() if k != "id"})) for line in lines]
+    version_1_store(tmp_path / "store.sqlite", rows)
+    if not with_out:
+        out.unlink()
+
+    data[1]["output"] = "0.75"  # fixed: only the failed item is scored again
+    asked = []
+    summary = run_evals(data, [numeric], out=out if with_out else None, run_id="old", resume=True,
+                        store=tmp_path / "store.sqlite", on_item_complete=lambda item, results: asked.append(item["id"]))
+    assert asked == [2] and summary.resumed == 2
+    assert summary.scores == {"numeric": 0.5} and summary.verdict == "passed"
+    with Store(tmp_path / "store.sqlite") as store:
+        assert sorted(store.statuses("old")) == [("1", "numeric", "scored", 0.5), ("2", "numeric", "scored", 0.75),
+                                                 ("3", "numeric", "scored", 0.25)]
+    if with_out:
+        final = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+        assert [(line["id"], line.get("label"), line["score"]) for line in final] == [
+            (1, None, 0.5), (3, None, 0.25), (2, "numeric", 0.75)]  # old lines kept as written

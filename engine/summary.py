@@ -1,0 +1,229 @@
+"""A run's summary: thresholds on a scorer's mean, statistics per scorer, and the verdict.
+
+- **Statistics** per scorer of the run, by its label (`ScorerStats` while the run goes, `ScorerSummary` at the end):
+  counts of scored / not scorable / failed items; mean, min, median and max over the *scored*
+  items only (None, never NaN, when there are none). Means are computed on the scores' decimal
+  forms (0.7 and 0.9 average to exactly 0.8).
+- **Thresholds**, by label: ``{"faithfulness": 0.8}`` (mean ≥ 0.8) or ``{"faithfulness": (0.2, 0.9)}``
+  (0.2 ≤ mean ≤ 0.9; either bound may be None). A threshold on a scorer with no scored item
+  is missed.
+- **Verdict** (and the CLI's exit code): ``errors`` (2) when any result failed or any dataset
+  record could not be read (or the dataset had no item); else ``below_threshold`` (1) when any
+  threshold was missed; else ``passed`` (0).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Bounds on a scorer's mean: ``min ≤ mean ≤ max`` (a None bound is open)."""
+
+    min: float | None = None
+    max: float | None = None
+
+    def met(self, mean: float | None) -> bool:
+        if mean is None:
+            return False
+        return (self.min is None or mean >= self.min) and (self.max is None or mean <= self.max)
+
+    def __str__(self) -> str:
+        if self.max is None:
+            return f"≥ {self.min:g}" if self.min is not None else "any"
+        if self.min is None:
+            return f"≤ {self.max:g}"
+        return f"{self.min:g}..{self.max:g}"
+
+    def to_json_dict(self) -> dict[str, float | None]:
+        return {"min": self.min, "max": self.max}
+
+    @classmethod
+    def parse(cls, value: Any) -> "Threshold":
+        """A number (the minimum mean), a (min, max) pair, ``"0.8"``, ``"0.2:0.9"``, ``":0.9"``
+        or ``"0.2:"``. Raises `ValueError`."""
+        if isinstance(value, Threshold):
+            return value
+        if isinstance(value, bool):
+            raise ValueError(f"threshold {value!r} is not a number")
+        if isinstance(value, (int, float)):
+            return cls(float(value), None)
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            low, high = (None if v is None else float(v) for v in value)
+            if low is not None and high is not None and low > high:
+                raise ValueError(f"threshold {value!r}: min is above max")
+            return cls(low, high)
+        if isinstance(value, str):
+            text = value.strip()
+            low_text, sep, high_text = text.partition(":")
+            try:
+                low = float(low_text) if low_text.strip() else None
+                high = float(high_text) if sep and high_text.strip() else None
+            except ValueError:
+                raise ValueError(f"threshold {value!r}: expected a number, min:max, :max or min:") from None
+            if low is None and high is None:
+                raise ValueError(f"threshold {value!r}: give a minimum, a maximum or both")
+            return cls.parse((low, high))
+        raise ValueError(f"threshold {value!r}: expected a number or a (min, max) pair")
+
+
+def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Threshold]:
+    """``{label: 0.8 | (min, max) | "min:max"}`` or ``["label=0.8", "label=0.2:0.9"]`` →
+    thresholds by scorer label (a scorer's label is its id unless given). Raises `ValueError`."""
+    if not thresholds:
+        return {}
+    if isinstance(thresholds, Mapping):
+        return {str(k): Threshold.parse(v) for k, v in thresholds.items()}
+    out: dict[str, Threshold] = {}
+    for pair in thresholds:
+        name, sep, value = str(pair).partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--threshold {pair!r}: expected LABEL=min or LABEL=min:max (e.g. faithfulness=0.8)")
+        out[name.strip()] = Threshold.parse(value)
+    return out
+
+
+def _exact_mean(values: Iterable[float], n: int) -> float:
+    return float(sum((Decimal(repr(v)) for v in values), Decimal(0)) / n)
+
+
+class ScorerStats:
+    """Counts and the scores of one scorer of a run (scores in a compact float array, for the
+    median). label: its name in the run; scorer: its id (default: the label); spec_hash: its
+    spec's hash, when known."""
+
+    def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None):
+        self.label = label
+        self.scorer = scorer or label
+        self.spec_hash = spec_hash
+        self.scored = 0
+        self.not_scorable = 0
+        self.failed = 0
+        self.scores = array("d")
+        self._sum = 0.0
+
+    def add(self, status: str, score: float | None) -> None:
+        if status == "scored" and score is not None:
+            self.scored += 1
+            self.scores.append(score)
+            self._sum += score
+        elif status == "not_scorable":
+            self.not_scorable += 1
+        else:
+            self.failed += 1
+
+    @property
+    def running_mean(self) -> float | None:
+        """A cheap mean for progress displays (the summary's mean is exact)."""
+        return self._sum / self.scored if self.scored else None
+
+    def summary(self, threshold: Threshold | None) -> "ScorerSummary":
+        values = sorted(self.scores)
+        n = len(values)
+        mean = median = low = high = None
+        if n:
+            mean = _exact_mean(values, n)
+            low, high = values[0], values[-1]
+            mid = n // 2
+            median = values[mid] if n % 2 else _exact_mean(values[mid - 1: mid + 1], 2)
+        return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, mean, low, median, high,
+                             threshold, None if threshold is None else threshold.met(mean), label=self.label,
+                             spec_hash=self.spec_hash)
+
+
+@dataclass
+class ScorerSummary:
+    """One scorer over a run. Statistics are over scored items only; None when there are none.
+    scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
+    spec's hash, when known."""
+
+    scorer: str
+    scored: int = 0
+    not_scorable: int = 0
+    failed: int = 0
+    mean: float | None = None
+    min: float | None = None
+    median: float | None = None
+    max: float | None = None
+    threshold: Threshold | None = None
+    threshold_met: bool | None = None
+    label: str = ""
+    spec_hash: str | None = None
+
+    def __post_init__(self) -> None:
+        self.label = self.label or self.scorer
+
+    @property
+    def total(self) -> int:
+        return self.scored + self.not_scorable + self.failed
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"scorer": self.scorer, "label": self.label, "specHash": self.spec_hash, "scored": self.scored,
+                "notScorable": self.not_scorable, "failed": self.failed, "mean": self.mean, "min": self.min,
+                "median": self.median, "max": self.max,
+                "threshold": self.threshold.to_json_dict() if self.threshold else None,
+                "thresholdMet": self.threshold_met}
+
+
+@dataclass
+class EvalSummary:
+    """What a batch run returns (and ``scorespec eval --json`` prints).
+
+    scorers: per scorer label (its id unless given), a `ScorerSummary`. scores: per label, the
+    mean (the seed's ``runEvals`` result). verdict: ``passed`` | ``below_threshold`` | ``errors`` (see the
+    module docstring); exit_code: 0 | 1 | 2. items: items in the dataset that were read;
+    resumed: items whose every result came from an earlier attempt of the run.
+    """
+
+    run_id: str
+    verdict: str
+    scorers: dict[str, ScorerSummary]
+    items: int = 0
+    resumed: int = 0
+    dataset_problems: int = 0
+    problems: list[str] = field(default_factory=list)
+    out: str | None = None
+    store: str | None = None
+    seconds: float = 0.0
+    judge_calls: int = 0
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        return {label: s.mean for label, s in self.scorers.items()}
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    @property
+    def failed(self) -> int:
+        return sum(s.failed for s in self.scorers.values())
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id, "verdict": self.verdict, "exitCode": self.exit_code,
+            "scores": self.scores,
+            "scorers": {label: s.to_json_dict() for label, s in self.scorers.items()},
+            "items": self.items, "resumed": self.resumed, "datasetProblems": self.dataset_problems,
+            "problems": self.problems, "out": self.out, "store": self.store,
+            "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,
+        }
+
+
+def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, items: int) -> str:
+    if dataset_problems or items == 0 or any(s.failed for s in scorers.values()):
+        return "errors"
+    if any(s.threshold_met is False for s in scorers.values()):
+        return "below_threshold"
+    return "passed"
+
+
+__all__ = ["Threshold", "parse_thresholds", "ScorerStats", "ScorerSummary", "EvalSummary", "verdict_of",
+           "VERDICT_EXIT"]
