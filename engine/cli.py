@@ -38,6 +38,10 @@ def list_cmd() -> None:
 
     table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
     for entry in list_specs():
+        if entry.abstract:
+            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "a base for other specs "
+                          "(extends: " + entry.id + "); not run itself")
+            continue
         try:
             spec = compile_file(entry.path)
             table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),

@@ -44,7 +44,7 @@ def validate_document(doc: Document) -> Spec | None:
 def _placement_and_completeness(spec: Spec, doc: Document) -> None:
     """A spec that is not abstract gives every `CONCRETE_KEYS` (itself or through its parent);
     `after:` is left only where no parent placed the item (it places items of a child)."""
-    if not spec.abstract:
+    if not spec.abstract and spec.extends is None:  # (still set: its parent was not found, which says why)
         for key in CONCRETE_KEYS:
             if getattr(spec, key) is None:
                 doc.add("missing-key", key, "required key is missing", "unless the spec is abstract: true", at="")

@@ -24,7 +24,7 @@ def invoke(*args: str, env: dict | None = None):
 def test_validate_builtins_ok():
     result = invoke("validate")
     assert result.exit_code == 0
-    assert "ok: 3 spec(s) valid" in result.stderr
+    assert "ok: 5 spec(s) valid" in result.stderr
     assert result.stdout == ""
 
 
@@ -39,17 +39,17 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     listed = invoke("list")
     ids = [line.split()[0] for line in listed.stdout.split("\nrule functions")[0].splitlines()[1:] if line[:1].strip()]
-    assert ids == ["answer_similarity", "faithfulness", "my_scorer", "textual_difference"]
+    assert ids == ["answer_similarity", "faithfulness", "judge_base", "my_scorer", "scorer_base", "textual_difference"]
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:73:3: score.formula: expression 'suported / claims * options.scale' uses "
+        "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
         "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
-        "1 problem(s) in 1 of 4 spec(s)",
+        "1 problem(s) in 1 of 6 spec(s)",
     ]
     (local / "faithfulness.yaml").unlink()
     result = invoke("validate")
-    assert result.exit_code == 0 and result.stderr == "ok: 4 spec(s) valid\n"
+    assert result.exit_code == 0 and result.stderr == "ok: 6 spec(s) valid\n"
 
 
 def test_validate_files_ok():
