@@ -287,3 +287,18 @@ def test_run_prints_user_text_and_expressions_verbatim(tmp_path, when, shown):
     assert shown in result.output
     if when == "false":
         assert "[analyze.ratio, 2] | max" in result.output  # the formula, brackets included
+
+
+def test_new_then_render_resolved_and_validate(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = invoke("new", "strict_faith", "--extends", "faithfulness")
+    assert made.exit_code == 0, made.stderr
+    assert "wrote scorer_specs/strict_faith.yaml" in made.stderr
+    again = invoke("new", "strict_faith", "--extends", "faithfulness")
+    assert again.exit_code == 2 and "not overwriting" in again.stderr
+    shown = invoke("render", "strict_faith", "--resolved")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "# strict_faith extends faithfulness → judge_base → scorer_base"
+    assert '    prompt: "strict_faith/extract_claims.j2"  # scorer_specs/strict_faith.yaml:9' in shown.stdout
+    assert invoke("validate").stderr == "ok: 6 spec(s) valid\n"
+    assert invoke("run", "judge_base", "--output", "x").exit_code == 2  # an abstract base is not run

@@ -239,3 +239,69 @@ def test_templates_resolve_from_the_childs_prompts_first(tmp_path, specs):
     plan = compile_file(other / "mine.yaml")
     assert plan.stages[1].template.source == "Team judge {{ preprocess }}."
     assert plan.stages[0].template.source == PROMPTS["base/list.j2"]  # from the parent's prompts/
+
+
+# --- scorespec new, render --resolved ----------------------------------------------------------
+
+
+def test_new_writes_a_child_of_a_builtin_that_compiles_and_copies_its_prompt(tmp_path, monkeypatch):
+    from engine.catalog import builtin_prompts_dir
+    from engine.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    written = new_spec("strict_faith", "faithfulness")
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
+        "scorer_specs/strict_faith.yaml", "prompts/strict_faith/extract_claims.j2"]
+    plan = compile_file(written[0])
+    assert plan.chain == ("strict_faith", "faithfulness", "judge_base", "scorer_base")
+    assert plan.stages[0].template.file == str(written[1].resolve())
+    assert written[1].read_text() == (builtin_prompts_dir() / "faithfulness/extract_claims.j2").read_text()
+    with pytest.raises(FileExistsError):
+        new_spec("strict_faith", "faithfulness")
+
+
+def test_new_without_a_parent_writes_a_one_question_judge(tmp_path, monkeypatch):
+    from engine.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec_path, prompt = new_spec("polite")
+    judge = FakeJudge({"judge": {"verdict": "yes", "reason": "Courteous throughout."}})
+    result = Scorer(compile_file(spec_path), judge=judge).run(output="Thank you!", input="Hi")
+    assert (result.score, result.reason) == (1, "Courteous throughout.")
+    assert "Thank you!" in judge.calls[0].messages[-1]["content"]
+    with pytest.raises(ValueError, match="not a spec id"):
+        new_spec("Bad-Id")
+
+
+def test_render_resolved_names_each_values_file_and_reads_back(specs, monkeypatch):
+    from engine.inherit import load_document
+    from engine.resolved import render_resolved
+    from engine.yamlload import load_yaml
+
+    folder = specs({"base": BASE, "child": child("name: Child\noptions:\n  scale: {default: 10}\n")})
+    monkeypatch.chdir(folder.parent)
+    doc = load_document(folder / "child.yaml")
+    text = render_resolved(doc)
+    lines = text.splitlines()
+    assert lines[0] == "# child extends base"
+    assert 'name: "Child"  # scorer_specs/child.yaml:4' in lines
+    assert "    default: 10  # scorer_specs/child.yaml:6" in lines
+    assert '    type: "number"  # scorer_specs/base.yaml:7' in lines
+    assert load_yaml(text, "resolved").data == doc.data
+
+
+def test_the_readme_extends_example_compiles(tmp_path, monkeypatch):
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Extending a spec", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "scorer_specs" / "strict_faithfulness.yaml").write_text(example, encoding="utf-8")
+    (tmp_path / "prompts" / "strict_faithfulness").mkdir(parents=True)
+    (tmp_path / "prompts" / "strict_faithfulness" / "verify_claim.j2").write_text("Claim {{ each }}?")
+    monkeypatch.chdir(tmp_path)
+    plan = compile_file(tmp_path / "scorer_specs" / "strict_faithfulness.yaml")
+    assert [s.id for s in plan.stages] == ["preprocess", "analyze", "double_check"]
+    assert plan.options.defaults["scale"] == 10 and plan.score.formula.source.endswith("* 0.9")
+    assert plan.reasons[1].template.source.startswith("{{ supported }} of")
