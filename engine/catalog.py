@@ -12,6 +12,7 @@ editable install, and in ``engine/_builtin/`` inside an installed wheel.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -75,19 +76,33 @@ def prompt_dirs(spec_file: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class CatalogEntry:
+    """A spec in the catalogue. abstract: a base for other specs (``abstract: true``), not run."""
+
     id: str
     path: Path
     origin: str  # "builtin" | "local"
     shadows_builtin: bool = False
+    abstract: bool = False
+
+
+_ABSTRACT = re.compile(r"^abstract:[ \t]*true[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def is_abstract(path: Path) -> bool:
+    """Whether the spec file says ``abstract: true`` at its top level (read as text: cheap)."""
+    try:
+        return _ABSTRACT.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
 
 
 def list_specs(cwd: Path | None = None) -> list[CatalogEntry]:
     """Built-in and local specs, by id; a local spec replaces a built-in of the same id."""
     entries: dict[str, CatalogEntry] = {}
     for path in sorted(builtin_specs_dir().glob("*.yaml")):
-        entries[path.stem] = CatalogEntry(path.stem, path, "builtin")
+        entries[path.stem] = CatalogEntry(path.stem, path, "builtin", abstract=is_abstract(path))
     local_dir = (cwd or Path.cwd()) / "scorer_specs"
     if local_dir.is_dir() and local_dir.resolve() != builtin_specs_dir().resolve():
         for path in sorted(local_dir.glob("*.yaml")):
-            entries[path.stem] = CatalogEntry(path.stem, path, "local", path.stem in entries)
+            entries[path.stem] = CatalogEntry(path.stem, path, "local", path.stem in entries, is_abstract(path))
     return sorted(entries.values(), key=lambda e: e.id)

@@ -38,6 +38,10 @@ def list_cmd() -> None:
 
     table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
     for entry in list_specs():
+        if entry.abstract:
+            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "a base for other specs "
+                          "(extends: " + entry.id + "); not run itself")
+            continue
         try:
             spec = compile_file(entry.path)
             table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
@@ -199,8 +203,13 @@ def render_cmd(
     context: Optional[list[str]] = typer.Option(None, "--context"),
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value (repeatable)."),
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
+    resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "
+                                  "with the file and line that wrote it, instead of prompts."),
 ) -> None:
     """Print the prompts that would be sent to the judge, without calling any model."""
+    if resolved:
+        _print_resolved(spec)
+        return
     scorer = _load(spec, None, option, None, judge=_NoJudge())
     answers = {}
     for pair in answer:
@@ -220,6 +229,46 @@ def render_cmd(
                         f"{shown[-1][0]}='{{…}}' to render what follows)", markup=False)
     elif not shown:
         _stderr().print("(this scorer sends no prompt for this item)", markup=False)
+
+
+def _print_resolved(spec: str) -> None:
+    from .catalog import resolve_spec
+    from .compile import compile_document
+    from .errors import SpecError
+    from .inherit import load_document
+    from .resolved import render_resolved
+
+    try:
+        doc = load_document(resolve_spec(spec))
+        sys.stdout.write(render_resolved(doc))
+        if not (isinstance(doc.data, dict) and doc.data.get("abstract") is True):
+            compile_document(doc)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    except SpecError as exc:
+        fail("the spec has problems:\n" + exc.render())
+
+
+@app.command("new")
+def new_cmd(
+    spec_id: str = typer.Argument(..., metavar="ID", help="The new scorer's id (lower case, digits, _)."),
+    extends: Optional[str] = typer.Option(None, "--extends", help="Start from this scorer: the new spec extends "
+                                          "it and overrides its first prompt with a copy to edit."),
+) -> None:
+    """Write a starting spec into ./scorer_specs/ and a prompt to edit into ./prompts/."""
+    from .errors import SpecError
+    from .scaffold import new_spec
+
+    try:
+        written = new_spec(spec_id, extends)
+    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+        fail(str(exc))
+    except SpecError as exc:
+        fail(f"{extends} has problems:\n" + exc.render())
+    for path in written:
+        _stderr().print(f"wrote {_relative(path)}", markup=False)
+    _stderr().print(f"next: edit them, then `scorespec validate` and `scorespec run {spec_id} --output …`",
+                    markup=False)
 
 
 BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations"}

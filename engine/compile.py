@@ -18,8 +18,9 @@ from jinja2 import TemplateSyntaxError
 
 from . import functions
 from .catalog import prompt_dirs, resolve_spec
-from .document import Document, parse_document, read_document
+from .document import Document, parse_document
 from .errors import Problem, SpecError, did_you_mean
+from .inherit import load_document, resolve_extends
 from .expressions import Expression, Template
 from .plans import (REASON_SCHEMA, CheckPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
@@ -38,7 +39,7 @@ class _Compiler:
 
     def __init__(self, doc: Document):
         self.doc = doc
-        self.dirs = prompt_dirs(doc.path)
+        self.dirs = list(doc.prompt_dirs) or prompt_dirs(doc.path)
         self.templates: dict[str, str] = {}
 
     def expr(self, source: str, key_path: str, scope: Scope) -> Expression | None:
@@ -322,8 +323,8 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     if doc.problems or score is None:
         return None
     return ScorerPlan(
-        id=spec.id, name=spec.name, description=spec.description, version=spec.version, path=doc.path,
-        hash=doc.hash(c.templates), options=options, required=required, vars=tuple(vars_),
+        id=spec.id, name=spec.name or "", description=spec.description or "", version=spec.version or 0,
+        path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
         reasons=tuple(reasons), templates=dict(c.templates),
     )
@@ -343,24 +344,36 @@ def load_spec(name_or_path: str | Path, *, cwd: Path | None = None) -> ScorerPla
 
 
 def compile_document(doc: Document) -> ScorerPlan:
-    """Compile a parsed document; see `load_spec`. Raises `SpecError`."""
-    if doc.data is None and doc.problems:
-        raise SpecError(doc.problems)
-    spec = validate_document(doc)
-    plan = _plan(spec, doc) if spec is not None else None
+    """Compile a document (its `extends:` resolved); see `load_spec`. Raises `SpecError`, with
+    code ``abstract-spec`` for a spec that is only a base for others."""
+    spec = check_document(doc)
+    if spec is not None and spec.abstract and not doc.problems:
+        where = doc.position("abstract")
+        raise SpecError([Problem("abstract-spec", f"{spec.id} is a base for other specs (abstract: true); it "
+                                 "cannot be run", where.file, where.line, where.column, "abstract",
+                                 f"write a spec with extends: {spec.id}, or run one that does")])
+    complete = spec is not None and not spec.abstract and spec.stages is not None and spec.score is not None
+    plan = _plan(spec, doc) if complete else None
     if doc.problems or plan is None:
         raise SpecError(doc.problems)
     return plan
 
 
+def check_document(doc: Document) -> Spec | None:
+    """The document validated as a `Spec` (None when it cannot be); problems in `doc.problems`."""
+    if doc.data is None and doc.problems:
+        return None
+    return validate_document(doc)
+
+
 def compile_file(path: Path) -> ScorerPlan:
     """Compile one spec file; see `load_spec`. Raises `SpecError`."""
-    return compile_document(read_document(path))
+    return compile_document(load_document(path))
 
 
 def compile_text(text: str, path: Path) -> ScorerPlan:
     """Compile spec source `text` as if read from `path` (the id must equal the path's stem)."""
-    return compile_document(parse_document(text, path))
+    return compile_document(resolve_extends(parse_document(text, path)))
 
 
 def validate_directory(paths: list[Path]) -> list[Problem]:
@@ -370,7 +383,12 @@ def validate_directory(paths: list[Path]) -> list[Problem]:
         files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
         for file in files:
             try:
-                compile_file(file)
+                doc = load_document(file)
+                if isinstance(doc.data, dict) and doc.data.get("abstract") is True:  # a base: checked as far as it goes
+                    check_document(doc)
+                    problems.extend(doc.problems)
+                else:
+                    compile_document(doc)
             except SpecError as exc:
                 problems.extend(exc.problems)
     return problems

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .catalog import prompt_dirs
 from .errors import Problem, SpecError
 from .yamlload import load_yaml
 
@@ -35,7 +36,9 @@ class Document:
     path: the spec file (its stem is the spec's id). data: the parsed mapping (None when the
     YAML could not be read). positions: key path → `Position`. bool_like: key paths of unquoted
     scalars YAML 1.1 would read as booleans (for hints). problems: what loading found.
-    sources: (file, text) of every file the document was built from, in order.
+    sources: (file, text) of every file the document was built from, child first.
+    prompt_dirs: where its templates resolve, in order. chain: the spec ids from this one up
+    through the specs it extends (`engine.inherit`).
     """
 
     path: Path
@@ -44,6 +47,8 @@ class Document:
     bool_like: set[str] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
     sources: tuple[tuple[str, str], ...] = ()
+    prompt_dirs: tuple[Path, ...] = ()
+    chain: tuple[str, ...] = ()
 
     @property
     def file(self) -> str:
@@ -86,7 +91,9 @@ def parse_document(text: str, path: Path) -> Document:
     file = str(path)
     loaded = load_yaml(text, file)
     positions = {key: Position(file, line, col) for key, (line, col) in loaded.positions.items()}
-    return Document(path, loaded.data, positions, loaded.bool_like, list(loaded.problems), ((file, text),))
+    spec_id = loaded.data.get("id") if isinstance(loaded.data, dict) else None
+    return Document(path, loaded.data, positions, loaded.bool_like, list(loaded.problems), ((file, text),),
+                    tuple(prompt_dirs(path)), (spec_id if isinstance(spec_id, str) else path.stem,))
 
 
 def read_document(path: Path) -> Document:

@@ -123,7 +123,8 @@ class OptionsPlan:
 class ScorerPlan:
     """A compiled spec: everything the interpreter runs, nothing it must look up.
 
-    hash: sha256 of the spec source(s) and every template used (`engine.document`).
+    hash: sha256 of the spec source(s) and every template used (`engine.document`). chain: this
+    spec's id and the ids of the specs it extends, nearest first.
     required: run field → True, or an expression over `options` deciding per run.
     instructions: the system message template, or None. model: the spec's default judge model.
     """
@@ -143,6 +144,7 @@ class ScorerPlan:
     score: ScorePlan
     reasons: tuple[ReasonPlan, ...]
     templates: Mapping[str, str]
+    chain: tuple[str, ...] = ()
 
     @property
     def uses_judge(self) -> bool:

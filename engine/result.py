@@ -73,7 +73,8 @@ class ScoreResult(_Out):
     and summaries. score: float in [0, scale] when scored, else None. reason: the explanation
     (also set when not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
     prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
-    the reason prompt; `stages` holds every stage by id.
+    the reason prompt; `stages` holds every stage by id. spec_hash: sha256 of the spec (merged
+    over what it extends) and its templates; spec_chain: the spec's id and those it extends.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -81,6 +82,7 @@ class ScoreResult(_Out):
     label: str
     spec_version: int | str
     spec_hash: str
+    spec_chain: list[str] = Field(default_factory=list)
     model: str | None = None
     score: float | None = None
     reason: str | None = None

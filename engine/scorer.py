@@ -228,7 +228,7 @@ class Scorer:
                    run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
         plan = self.plan
         result = ScoreResult(scorer=plan.id, label=self.label, spec_version=plan.version, spec_hash=plan.hash,
-                             model=self.model)
+                             spec_chain=list(plan.chain), model=self.model)
         if run_id:
             result.run_id = run_id
         run = run_namespace({"input": input, "output": output, "ground_truth": ground_truth, "context": context})

@@ -50,9 +50,16 @@ class JudgeSpec(_Model):
     )
 
 
+def _after() -> Any:
+    return Field(None, description="In a spec that extends another: place this item right after the one with "
+                 "this id (default: last).")
+
+
 class Check(_Model):
     """A condition on a judge's answer; when false the judge is re-asked with `message`."""
 
+    id: str | None = Field(None, description="A name, so a spec that extends this one can override the check.")
+    after: str | None = _after()
     expect: str = Field(description="Expression that must be true (`answer` is this stage's answer).")
     message: str = Field(description="Told to the judge when the check fails.")
 
@@ -78,6 +85,7 @@ class PromptStage(_Model):
     )
     temperature: float | None = Field(None, ge=0, le=2, description="Overrides judge.temperature.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides judge.max_tokens.")
+    after: str | None = _after()
 
 
 class RuleStage(_Model):
@@ -87,6 +95,7 @@ class RuleStage(_Model):
     function: str = Field(description="A registered rule function (see `scorespec list`).")
     args: dict[str, str] = Field(default_factory=dict, description="Argument name → expression.")
     when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+    after: str | None = _after()
 
 
 def _stage_kind(value: Any) -> str:
@@ -128,6 +137,8 @@ class ScoreSpec(_Model):
 class ReasonCase(_Model):
     """One way to explain the score; the first case whose `when` holds is used."""
 
+    id: str | None = Field(None, description="A name, so a spec that extends this one can override the case.")
+    after: str | None = _after()
     when: str | None = Field(None, description="Expression; omitted means always.")
     template: str | None = Field(None, description="Inline Jinja text rendered without the judge.")
     prompt: str | None = Field(
@@ -146,9 +157,20 @@ class Spec(_Model):
 
     format: Literal[1] = Field(description="The spec format's version (this engine reads 1).")
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="The scorer's id: the file's stem.")
-    name: str = Field(description="Human-readable name.")
-    description: str = Field(description="One sentence: what the score measures.")
-    version: Union[int, str] = Field(description="The scorer's own version; bump when behaviour changes.")
+    extends: str | None = Field(
+        None, description="The spec this one builds on: a scorer id (`faithfulness`) or a path to a YAML file, "
+        "relative to this one. Mappings merge key by key (null removes a value), stages merge by id; "
+        "see the README.",
+    )
+    abstract: bool = Field(
+        False, description="A base for other specs, never run itself: name, description, version, stages and "
+        "score may be left to the specs that extend it. Not inherited.",
+    )
+    name: str | None = Field(None, description="Human-readable name (required unless abstract).")
+    description: str | None = Field(None, description="One sentence: what the score measures (required unless "
+                                    "abstract).")
+    version: Union[int, str, None] = Field(None, description="The scorer's own version; bump when behaviour "
+                                           "changes (required unless abstract).")
     fields: dict[RunField, FieldSpec] = Field(
         default_factory=dict,
         description="Run fields the scorer reads. Every run provides all four (empty when not given).",
@@ -163,11 +185,16 @@ class Spec(_Model):
         default_factory=dict,
         description="Named expressions over run and options, evaluated before the stages.",
     )
-    stages: list[Stage] = Field(min_length=1, description="Stages, run in order.")
-    score: ScoreSpec
+    stages: list[Stage] | None = Field(None, min_length=1, description="Stages, run in order (required unless "
+                                       "abstract).")
+    score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract).")
     reason: list[ReasonCase] = Field(
         default_factory=list, description="How the score is explained; first matching case wins."
     )
+
+
+CONCRETE_KEYS = ("name", "description", "version", "stages", "score")
+"""What a spec that is not abstract must give (itself or through the spec it extends)."""
 
 
 def spec_json_schema() -> dict[str, Any]:
@@ -175,4 +202,8 @@ def spec_json_schema() -> dict[str, Any]:
     schema = Spec.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "scorespec scorer spec"
+    # a spec that is neither abstract nor extends another must be complete
+    schema["if"] = {"anyOf": [{"required": ["abstract"], "properties": {"abstract": {"const": True}}},
+                              {"required": ["extends"]}]}
+    schema["else"] = {"required": list(CONCRETE_KEYS)}
     return schema

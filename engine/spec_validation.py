@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from .document import Document
 from .errors import did_you_mean
-from .spec import PromptStage, RuleStage, Spec
+from .spec import CONCRETE_KEYS, PromptStage, RuleStage, Spec
 
 
 def validate_document(doc: Document) -> Spec | None:
@@ -32,10 +32,30 @@ def validate_document(doc: Document) -> Spec | None:
         doc.add("id-mismatch", "id", f"id {data['id']!r} differs from the file name",
                 f"a spec's id is its file's stem: rename the file or set id: {stem}")
     try:
-        return Spec.model_validate(data)
+        spec = Spec.model_validate(data)
     except ValidationError as exc:
         _pydantic_problems(exc, doc)
-        return _without_unknown_keys(data, exc)
+        spec = _without_unknown_keys(data, exc)
+    if spec is not None:
+        _placement_and_completeness(spec, doc)
+    return spec
+
+
+def _placement_and_completeness(spec: Spec, doc: Document) -> None:
+    """A spec that is not abstract gives every `CONCRETE_KEYS` (itself or through its parent);
+    `after:` is left only where no parent placed the item (it places items of a child)."""
+    if not spec.abstract and spec.extends is None:  # (still set: its parent was not found, which says why)
+        for key in CONCRETE_KEYS:
+            if getattr(spec, key) is None:
+                doc.add("missing-key", key, "required key is missing", "unless the spec is abstract: true", at="")
+    lists = [(f"stages[{i}]", stage) for i, stage in enumerate(spec.stages or [])]
+    lists += [(f"reason[{i}]", case) for i, case in enumerate(spec.reason)]
+    for i, stage in enumerate(spec.stages or []):
+        lists += [(f"stages[{i}].checks[{j}]", check) for j, check in enumerate(getattr(stage, "checks", []))]
+    for key, item in lists:
+        if item.after is not None:
+            doc.add("invalid-value", f"{key}.after", "after: places an item of a spec that extends another",
+                    "add extends: to this spec, or move the item where it should run")
 
 
 def _unwrap(tp: Any) -> list[Any]:

@@ -24,7 +24,7 @@ def invoke(*args: str, env: dict | None = None):
 def test_validate_builtins_ok():
     result = invoke("validate")
     assert result.exit_code == 0
-    assert "ok: 3 spec(s) valid" in result.stderr
+    assert "ok: 5 spec(s) valid" in result.stderr
     assert result.stdout == ""
 
 
@@ -39,17 +39,17 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     listed = invoke("list")
     ids = [line.split()[0] for line in listed.stdout.split("\nrule functions")[0].splitlines()[1:] if line[:1].strip()]
-    assert ids == ["answer_similarity", "faithfulness", "my_scorer", "textual_difference"]
+    assert ids == ["answer_similarity", "faithfulness", "judge_base", "my_scorer", "scorer_base", "textual_difference"]
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:73:3: score.formula: expression 'suported / claims * options.scale' uses "
+        "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
         "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
-        "1 problem(s) in 1 of 4 spec(s)",
+        "1 problem(s) in 1 of 6 spec(s)",
     ]
     (local / "faithfulness.yaml").unlink()
     result = invoke("validate")
-    assert result.exit_code == 0 and result.stderr == "ok: 4 spec(s) valid\n"
+    assert result.exit_code == 0 and result.stderr == "ok: 6 spec(s) valid\n"
 
 
 def test_validate_files_ok():
@@ -287,3 +287,18 @@ def test_run_prints_user_text_and_expressions_verbatim(tmp_path, when, shown):
     assert shown in result.output
     if when == "false":
         assert "[analyze.ratio, 2] | max" in result.output  # the formula, brackets included
+
+
+def test_new_then_render_resolved_and_validate(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = invoke("new", "strict_faith", "--extends", "faithfulness")
+    assert made.exit_code == 0, made.stderr
+    assert "wrote scorer_specs/strict_faith.yaml" in made.stderr
+    again = invoke("new", "strict_faith", "--extends", "faithfulness")
+    assert again.exit_code == 2 and "not overwriting" in again.stderr
+    shown = invoke("render", "strict_faith", "--resolved")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "# strict_faith extends faithfulness → judge_base → scorer_base"
+    assert '    prompt: "strict_faith/extract_claims.j2"  # scorer_specs/strict_faith.yaml:9' in shown.stdout
+    assert invoke("validate").stderr == "ok: 6 spec(s) valid\n"
+    assert invoke("run", "judge_base", "--output", "x").exit_code == 2  # an abstract base is not run

@@ -51,7 +51,7 @@ import bench_eval  # noqa: E402
 import bench_textual  # noqa: E402
 import reference  # noqa: E402
 
-from engine.catalog import builtin_specs_dir  # noqa: E402
+from engine.catalog import builtin_specs_dir, is_abstract  # noqa: E402
 from engine.compile import compile_file  # noqa: E402
 
 
@@ -118,6 +118,8 @@ def textual(sz: Sizes, ref_dir: Path) -> dict:
 def overhead(sz: Sizes) -> list[dict]:
     rows = []
     for path in sorted(builtin_specs_dir().glob("*.yaml")):
+        if is_abstract(path):  # a base for other specs, not run
+            continue
         spec_id = path.stem
         compiled = compile_file(path)
         uses_judge = compiled.uses_judge
