@@ -58,7 +58,7 @@ from typing import Any
 
 from .datasets import DatasetProblem, Item, data_len, item_key, iter_items, parse_fields
 from .judge_rate_limit import RateLimiter
-from .result import ItemError, ScoreResult
+from .result import ItemError, ScoreResult, Usage
 from .store import OutWriter, PriorResults, Store, compact_out_file, iter_out_lines, scan_out_file
 from .sync import run_sync
 
@@ -228,6 +228,7 @@ class EvalSummary:
     store: str | None = None
     seconds: float = 0.0
     judge_calls: int = 0
+    usage: dict[str, Usage] = field(default_factory=dict)  # per scorer: judge usage of this attempt
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -249,6 +250,7 @@ class EvalSummary:
             "items": self.items, "resumed": self.resumed, "datasetProblems": self.dataset_problems,
             "problems": self.problems, "out": self.out, "store": self.store,
             "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,
+            "usage": {sid: u.model_dump(mode="json", by_alias=True) for sid, u in self.usage.items()},
         }
 
 
@@ -298,6 +300,7 @@ class RunState:
     resumed: int = 0
     done_items: int = 0
     judge_calls: int = 0
+    usage: dict[str, Usage] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     problem_count: int = 0
     started: float = field(default_factory=time.perf_counter)
@@ -388,6 +391,8 @@ async def arun_evals(
     progress: bool | EvalReporter = False,
     fields: Mapping[str, str] | Iterable[str] | None = None,
     config: Mapping[str, Any] | None = None,
+    cache: Any = None,
+    refresh: bool = False,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
@@ -405,12 +410,20 @@ async def arun_evals(
     for none. progress: True for a terminal progress bar on stderr, or an `EvalReporter`.
     fields: a field mapping ``{"output": "answer"}`` or ``["output=answer"]``. config: extra
     data recorded with the run in the store (the CLI records its arguments to resume from).
+    cache: the judge-call cache for every scorer's judge (`engine.judge_cache_layer.open_cache`:
+    True for the default file, a path, a `JudgeCache`; False takes the scorers' cache off);
+    None leaves each scorer's judge as it was built (`load_scorer(..., cache=...)`). refresh:
+    with `cache`, ask every call again and overwrite its entry.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (unknown threshold ids,
     concurrency < 1, resuming a run that does not exist), `FileExistsError` when `out` already
     holds results and `resume` is False, `engine.datasets.DatasetError` for an unreadable file.
     """
     scorer_list = _resolve_scorers(scorers)
+    if cache is not None:
+        from .judge_cache_layer import scorers_with_cache
+
+        scorer_list = scorers_with_cache(scorer_list, cache, refresh=refresh)
     if concurrency is None:
         concurrency = default_concurrency(scorer_list)
     if concurrency < 1:
@@ -522,7 +535,8 @@ async def arun_evals(
                     scorers=summaries, items=state.items, resumed=state.resumed,
                     dataset_problems=state.problem_count, problems=list(state.problems),
                     out=str(out_path) if out_path else None, store=str(db) if db else None,
-                    seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls)
+                    seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls,
+                    usage=state.usage)
                 if state.items == 0 and not state.problem_count:
                     summary.problems.append("the dataset has no items")
             if db is not None:
@@ -706,6 +720,7 @@ class _Runner:
             self.rewrote = True
         self.state.stats[scorer_id].add(status, result.score)
         self.state.judge_calls += result.usage.calls
+        self.state.usage.setdefault(scorer_id, Usage()).add(result.usage)
 
     async def _item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
         self.state.done_items += 1
