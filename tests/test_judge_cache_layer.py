@@ -87,7 +87,8 @@ reason:
 """
 CLAIMS_PROMPT = "Extract claims from:\n<<<\n{{ run.output }}\n>>>\n"
 VERDICTS_PROMPT = "Judge each claim:\n{% for c in preprocess %}{{ loop.index }}. {{ c }}\n{% endfor %}"
-SUMMARY_PROMPT = "Verdicts on {{ preprocess | join('; ') }}: {% for v in analyze.verdicts %}{{ v.verdict }} {% endfor %}"
+SUMMARY_PROMPT = ("Verdicts on {{ preprocess | join('; ') }}: "
+                  "{% for v in analyze.verdicts %}{{ v.verdict }} {% endfor %}")
 ONE_PER_CLAIM = "answer.verdicts | length == preprocess | length"
 ITEMS = [{"id": i, "output": f"Output number {i}."} for i in range(3)]
 STAGES = ("preprocess", "analyze", "summary")

@@ -221,7 +221,8 @@ def cache_rows(sz: Sizes) -> dict:
     runs = [asyncio.run(bench_eval.warm_rerun(sz.items, level)) for _ in range(sz.runs)]
     out = {"level": level, "items": sz.items, "requests": max(r["warm_requests"] for r in runs),
            "cold_requests": runs[0]["cold_requests"],
-           "warm_s": statistics.median(r["warm_s"] for r in runs), "cold_s": statistics.median(r["cold_s"] for r in runs),
+           "warm_s": statistics.median(r["warm_s"] for r in runs),
+           "cold_s": statistics.median(r["cold_s"] for r in runs),
            "cached_item_ms": median_of(sz.runs, lambda: bench_eval.cached_item_us(sz.cached_items)) / 1000}
     log(f"judge cache: {out}")
     return out
