@@ -121,18 +121,28 @@ def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
 
 
 _VALIDATORS: dict[str, Any] = {}
+# the last validators by schema object: a stage's shared schema (no `{$expr}`) is the same object
+# on every call, so its validator is found without serialising it (id checked with `is`)
+_BY_OBJECT: dict[int, tuple[Mapping[str, Any], Any]] = {}
 
 
 def answer_validator(schema: Mapping[str, Any]) -> Any:
     """A compiled validator for an answer schema (jsonschema-rs: about 1 µs per verdict list,
-    against ~190 µs for the pure-Python validator), cached by the schema's content since
-    per-item schemas repeat. The schema itself was checked against Draft 2020-12 at load."""
+    against ~190 µs for the pure-Python validator), cached by the schema object and by its
+    content, since per-item schemas repeat. The schema itself was checked against Draft 2020-12
+    at load."""
+    seen = _BY_OBJECT.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
     key = json.dumps(schema, sort_keys=True)
     found = _VALIDATORS.get(key)
     if found is None:
         if len(_VALIDATORS) > 4096:
             _VALIDATORS.clear()
         found = _VALIDATORS[key] = jsonschema_rs.Draft202012Validator(schema)
+    if len(_BY_OBJECT) > 256:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[id(schema)] = (schema, found)  # keeps the schema alive, so its id is not reused
     return found
 
 

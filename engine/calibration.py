@@ -104,6 +104,8 @@ class Calibration:
     spec_hash: str | None = None
     seconds: float | None = None
     failures: dict[str, int] = field(default_factory=dict)
+    judge_calls: int = 0  # requests made in this attempt
+    cache_hits: int = 0  # judge calls answered from the judge-call cache in this attempt
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON form (``scorespec calibrate --json``)."""
@@ -281,6 +283,8 @@ async def acalibrate(
                          labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
                          unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
                          not_scorable_score=not_scorable_score, seconds=summary.seconds,
+                         judge_calls=summary.usage[resolved.id].calls if resolved.id in summary.usage else 0,
+                         cache_hits=summary.usage[resolved.id].cache_hits if resolved.id in summary.usage else 0,
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
     if problems:
         report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")

@@ -19,6 +19,9 @@ import typer
 from .cli_app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, app, fail, parse_option_value, parse_options
 from .cli_app import stderr_console as _stderr
 from .cli_app import stdout_console as _stdout
+from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_app, command_cache
+
+app.add_typer(cache_app, name="cache")
 
 # re-exported: `engine.cli` is where the console script, `python -m engine` and tests find them
 __all__ = ["app", "main", "fail", "parse_options", "parse_option_value", "print_result", "not_scorable_why",
@@ -94,7 +97,8 @@ def _relative(path: Path) -> Path:
         return path
 
 
-def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None) -> Any:
+def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None,
+          cache: Any = None, refresh: bool = False) -> Any:
     from .compile import load_spec
     from .errors import SpecError
     from .judge import make_judge
@@ -108,7 +112,8 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
     except FileNotFoundError as exc:
         fail(str(exc))
     try:
-        factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
+        factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
+            if base_url or cache is not None else None
         return Scorer(compiled, model=model, judge=judge, options=parse_options(options, [compiled])[compiled.id],
                       judge_factory=factory)
     except (OptionError, ModelError) as exc:
@@ -136,9 +141,12 @@ def run_cmd(
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
                                      "(repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
+    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
-    scorer = _load(spec, model, option, base_url)
+    scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
     result = scorer.run(output=output, input=input, ground_truth=ground_truth, context=context)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
@@ -190,6 +198,9 @@ def print_result(result: Any, console: Any) -> None:
                       str(u.transport_retries) if asked else "", f"{u.tokens_in}/{u.tokens_out}" if asked else "",
                       f"{u.seconds:.2f}" if asked else "")
     console.print(table)
+    if result.usage.cache_hits or result.usage.cache_misses:
+        console.print(f"judge cache: {result.usage.cache_hits} hit(s) · {result.usage.cache_misses} miss(es)",
+                      style="dim", markup=False)
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
                   f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False, soft_wrap=True)
 

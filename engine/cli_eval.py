@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from .cli_app import app, fail, parse_options
+from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
 
 if TYPE_CHECKING:
     from .summary import ScorerSummary
@@ -33,7 +34,8 @@ def _open_store(path: Optional[Path]) -> Any:
     return Store(path)
 
 
-def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str]) -> list[Any]:
+def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
+                  cache: Any = None, refresh: bool = False) -> list[Any]:
     """Compiled `Scorer`s for `names`; options are ``ID.key=value``, or ``key=value`` when one
     scorer runs (`engine.cli_app.parse_options`). Exits with a message on bad input."""
     from .compile import load_spec
@@ -51,7 +53,8 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
         except FileNotFoundError as exc:
             fail(str(exc))
     by_id = parse_options(options, compiled_list)
-    factory = (lambda m: make_judge(m, base_url=base_url)) if base_url else None
+    factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
+        if base_url or cache is not None else None
     scorers = []
     for compiled in compiled_list:
         try:
@@ -84,6 +87,9 @@ def eval_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
+    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold, 2 errors."""
@@ -125,7 +131,7 @@ def eval_cmd(
             parse_fields(field)
         except ValueError as exc:
             fail(str(exc))
-        scorers = _load_scorers(names, model, base_url, option)
+        scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url}
@@ -306,6 +312,9 @@ def calibrate_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
+    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -332,7 +341,8 @@ def calibrate_cmd(
         cutoff = threshold
     db = _open_store(store)
     try:
-        (loaded,) = _load_scorers([scorer], model, base_url, option)
+        (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh),
+                                  refresh)
         try:
             report = asyncio.run(acalibrate(
                 loaded, data, label_field=label_field, positive=positive or None, negative=negative or None,
@@ -351,6 +361,10 @@ def calibrate_cmd(
         console.print(f"calibration of {report.scorer} · model {report.model or '—'} · spec {report.spec_hash or '—'}"
                       f" · run {report.run_id}", markup=False, highlight=False, soft_wrap=True)
         console.print(calibration_table(report))
+        if report.judge_calls or report.cache_hits:
+            items = report.scored + report.not_scorable + report.failed
+            console.print(cache_line(report.scorer, items, report.judge_calls, report.cache_hits), markup=False,
+                          highlight=False)
         for note in report.notes:
             console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True, style="yellow")
         if report.disagreements:

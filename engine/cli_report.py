@@ -169,7 +169,13 @@ VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]belo
 
 
 def print_summary(summary: EvalSummary, console: Any) -> None:
+    from .cli_cache import cache_line
+
     console.print(summary_table(summary.scorers))
+    for sid, usage in summary.usage.items():  # scorers that asked a judge in this attempt
+        if usage.calls or usage.cache_hits or usage.cache_misses:
+            console.print(cache_line(sid, summary.scorers[sid].total, usage.calls, usage.cache_hits), markup=False,
+                          highlight=False)
     extra = ""
     if summary.dataset_problems:
         extra += f" · {summary.dataset_problems} dataset record(s) unreadable"

@@ -100,6 +100,8 @@ async def arun_evals(
     progress: bool | EvalReporter = False,
     fields: Mapping[str, str] | Iterable[str] | None = None,
     config: Mapping[str, Any] | None = None,
+    cache: Any = None,
+    refresh: bool = False,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
@@ -119,7 +121,11 @@ async def arun_evals(
     `EvalReporter` (the terminal's is `engine.cli_report.ConsoleReporter`), or True for plain
     progress lines on stderr (`engine.reporting.StderrReporter`). fields: a field mapping
     ``{"output": "answer"}`` or ``["output=answer"]``. config: extra data recorded with the run
-    in the store (the CLI records its arguments to resume from).
+    in the store (the CLI records its arguments to resume from). cache: the judge-call cache
+    for every scorer's judge (`engine.judge_cache_layer.open_cache`: True for the default file,
+    a path, a `JudgeCache`; False takes the scorers' cache off); None leaves each scorer's judge
+    as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask every call again
+    and overwrite its entry.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
     threshold for an unknown label, concurrency < 1, resuming a run that does not exist),
@@ -127,6 +133,10 @@ async def arun_evals(
     `engine.datasets.DatasetError` for an unreadable file.
     """
     scorer_list = resolve_scorers(scorers)
+    if cache is not None:
+        from .judge_cache_layer import scorers_with_cache
+
+        scorer_list = scorers_with_cache(scorer_list, cache, refresh=refresh)
     concurrency = default_concurrency(scorer_list) if concurrency is None else concurrency
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
@@ -225,7 +235,7 @@ def _summary(state: RunState, limits: Mapping[str, Threshold]) -> EvalSummary:
         run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,
         problems=list(state.problems), out=state.out, store=state.store,
-        seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls)
+        seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage)
     if state.items == 0 and not state.problem_count:
         summary.problems.append("the dataset has no items")
     return summary

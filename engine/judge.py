@@ -3,13 +3,14 @@
 Every judge has one async method, ``ask(call) -> JudgeAnswer`` (`engine.judge_call`). The judge
 `make_judge` builds is a stack of layers with that interface, outermost first:
 
+    CachedJudge        engine.judge_cache_layer  answers already given, served (only with cache=)
     RateLimitedJudge   engine.judge_rate_limit   a token per call (only with rate_limit=)
     RetryingJudge      engine.judge_retries      transport failures repeated and counted
     provider judge     engine.judge_provider     one try through instructor: schema, re-asks
                        (engine.judge_clients for hosted models, engine.local_judge for embedded)
 
-`layered` puts the layers over any provider judge; a new layer (e.g. a cache of judge answers,
-outside the rate limit so a hit costs no token) is one more line there. What an answer must
+`layered` puts the layers over any provider judge; the cache is outside the rate limit, so a hit
+costs no token (`with_rate_limit` puts a limiter below a cache layer). What an answer must
 satisfy travels with each call (`engine.answer_contract`); model strings and their checks are in
 `engine.judge_model`.
 """
@@ -17,6 +18,7 @@ satisfy travels with each call (`engine.answer_contract`); model strings and the
 from __future__ import annotations
 
 from .answer_contract import AnswerContract, AnswerInvalid
+from .judge_cache_layer import CacheSetting, CachedJudge, open_cache
 from .judge_call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
 from .judge_clients import hosted_judge, parse_mode
 from .judge_model import DEFAULT_MODEL, LOCAL_PREFIXES, ModelError, check_model, is_local, resolve_model
@@ -39,6 +41,8 @@ def make_judge(
     retry: RetryPolicy | None = None,
     context_window: int | None = None,
     rate_limit: float | RateLimiter | None = None,
+    cache: CacheSetting = None,
+    refresh: bool = False,
 ) -> Judge:
     """Build the judge for a model string: the provider judge under the layers (see `layered`).
 
@@ -49,7 +53,9 @@ def make_judge(
     retry: the transport retry policy (default `RetryPolicy()`, `LOCAL_RETRY` for embedded
     models). context_window: tokens for prompt + answer, 0 = no check (`engine.window`).
     rate_limit: requests per second, or a `RateLimiter` shared with other judges.
-    Raises `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError`
+    cache: the judge-call cache (`engine.judge_cache_layer.open_cache`: True for the default
+    file, a path, a `JudgeCache`; None or False for none); refresh: ask every call again and
+    overwrite its entry. Raises `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError`
     for a bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
     """
     check_model(model)
@@ -59,28 +65,36 @@ def make_judge(
     else:
         provider = hosted_judge(model, base_url=base_url, api_key=api_key, mode=mode, timeout_s=timeout_s,
                                 context_window=context_window)
-    return layered(provider, retry=retry, rate_limit=rate_limit)
+    return layered(provider, retry=retry, rate_limit=rate_limit, cache=cache, refresh=refresh)
 
 
 def layered(provider: Judge, *, retry: RetryPolicy | None = None,
-            rate_limit: float | RateLimiter | None = None) -> Judge:
+            rate_limit: float | RateLimiter | None = None, cache: CacheSetting = None,
+            refresh: bool = False) -> Judge:
     """`provider` under the layers, innermost first: transport retries (`retry`, default
-    `RetryPolicy()`), then the rate limit (when `rate_limit` is given)."""
+    `RetryPolicy()`), the rate limit (when `rate_limit` is given), the judge-call cache (when
+    `cache` names one; see `make_judge`)."""
     judge: Judge = RetryingJudge(provider, retry)
     if rate_limit is not None:
         judge = with_rate_limit(judge, rate_limit)
+    store = open_cache(cache)
+    if store is not None:
+        judge = CachedJudge(judge, store, refresh=refresh)
     return judge
 
 
 def with_rate_limit(judge: Judge, rate_limit: float | RateLimiter) -> Judge:
     """`judge` whose calls each first take a token from `rate_limit` (requests per second, or a
     `RateLimiter` several judges share). Any judge may be wrapped, e.g. a scorer's own:
-    ``scorer.with_judge(with_rate_limit(scorer.judge, limiter))``."""
+    ``scorer.with_judge(with_rate_limit(scorer.judge, limiter))``. A judge whose outer layer is
+    a cache gets the limit below the cache, so a cache hit takes no token."""
     limiter = rate_limit if isinstance(rate_limit, RateLimiter) else RateLimiter(rate_limit)
+    if isinstance(judge, CachedJudge):
+        return judge.over(with_rate_limit(judge.inner, limiter))
     return RateLimitedJudge(judge, limiter)
 
 
 __all__ = ["make_judge", "layered", "with_rate_limit", "Judge", "JudgeCall", "JudgeAnswer", "JudgeLayer",
            "AnswerContract", "AnswerInvalid", "TransportFailure", "RetryPolicy", "RetryingJudge", "RateLimiter",
            "RateLimitedJudge", "ModelError", "check_model", "resolve_model", "DEFAULT_MODEL", "LOCAL_PREFIXES",
-           "LOCAL_RETRY", "InstructorJudge", "parse_mode"]
+           "LOCAL_RETRY", "InstructorJudge", "parse_mode", "CachedJudge", "open_cache"]

@@ -65,12 +65,16 @@ class JudgeCacheWarning(RuntimeWarning):
     unreachable); the run goes on without it. Issued once per cache object."""
 
 
+# one encoder for every key and value (json.dumps would build one per call)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> bytes:
     """`value` as canonical JSON bytes: keys sorted, no whitespace, non-ASCII text as UTF-8
     (lone surrogates kept through ``surrogatepass``). Raises ValueError for NaN or infinity,
     non-text dict keys, or values JSON cannot hold (sets, bytes, objects)."""
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc)) from None
     return text.encode("utf-8", "surrogatepass")
@@ -146,14 +150,19 @@ class CallIdentity:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "sample_index": self.sample_index,
+            "messages": self.messages,
+            "schema": self.schema,
         }
-        for name in ("messages", "schema"):
-            try:
-                canonical_json(getattr(self, name))
-            except ValueError as exc:
-                raise ValueError(f"{name}: not JSON data ({exc})") from None
-            material[name] = getattr(self, name)
-        object.__setattr__(self, "_key", hashlib.sha256(canonical_json(material)).hexdigest())
+        try:  # one pass over the whole (a key is computed per judge call, hits included)
+            text = canonical_json(material)
+        except ValueError:
+            for name in ("messages", "schema"):  # the other fields were checked above
+                try:
+                    canonical_json(getattr(self, name))
+                except ValueError as exc:
+                    raise ValueError(f"{name}: not JSON data ({exc})") from None
+            raise  # pragma: no cover - one of the two always fails
+        object.__setattr__(self, "_key", hashlib.sha256(text).hexdigest())
 
     def key(self) -> str:
         """The cache key: 64 lowercase hex digits."""

@@ -4,7 +4,7 @@ A judge answers a `JudgeCall` with a `JudgeAnswer` through ``async ask(call)``, 
 `ScorerRunError`. The judge `engine.judge.make_judge` builds is a stack of layers with that same
 interface, each wrapping the next (`JudgeLayer`):
 
-    rate limit  →  transport retries  →  provider (instructor)
+    judge-call cache  →  rate limit  →  transport retries  →  provider (instructor)
 
 A provider judge raises `TransportFailure` for a try that may succeed when repeated (429, 5xx,
 timeouts, resets); the retry layer repeats it and counts the retries.

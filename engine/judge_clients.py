@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from .judge_identity import provider_identity
 from .judge_provider import InstructorJudge
 from .redaction import environment_keys
 from .window import WindowCheck, resolve_window
@@ -71,6 +72,8 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         if provider == "ollama":
             base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
             api_key = api_key or "ollama"
+        identity = provider_identity(model, base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                                     mode=inst_mode or instructor.Mode.TOOLS)
         key = api_key or os.environ.get("OPENAI_API_KEY") or (
             "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
 
@@ -82,6 +85,8 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         import anthropic
 
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        identity = provider_identity(model, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                                     mode=inst_mode or instructor.Mode.TOOLS)
 
         def build() -> Any:
             client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
@@ -98,9 +103,9 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
 
         # the model name is bound to the client by from_provider
         return InstructorJudge(build(), model, secrets=(api_key, *environment_keys()), client_factory=build,
-                               window=window)
+                               window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
     return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
-                           client_factory=build, window=window)
+                           client_factory=build, window=window, identity=identity)
 
 
 __all__ = ["hosted_judge", "parse_mode", "UnreadableResponse"]

@@ -96,13 +96,16 @@ class InstructorJudge:
     HTTP client's pooled connections belong to the loop that opened them). model: the model
     string reported in results; model_name: the provider's name for it, sent with each request
     (None when bound to the client). secrets: API keys to redact. window: refuses prompts that
-    cannot fit the model (`engine.window`). Raises `ScorerRunError` from `ask`.
+    cannot fit the model (`engine.window`). identity: what the judge-call cache keys this judge's
+    answers by (`engine.judge_identity.ProviderIdentity`; None: never cached). Raises
+    `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
-                 window: WindowCheck | None = None):
+                 window: WindowCheck | None = None, identity: Any = None):
         self.client = client
+        self.cache_identity = identity
         self.window = window
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()

@@ -15,6 +15,7 @@ import asyncio
 from typing import Any
 
 from .judge_clients import parse_mode
+from .judge_identity import provider_identity
 from .judge_provider import InstructorJudge
 from .window import WindowCheck, configured_window
 
@@ -41,4 +42,7 @@ def make_local_judge(model: str, *, mode: str | None = None, context_window: int
 
     client = instructor.AsyncInstructor(client=None, create=instructor.patch(create=create, mode=inst_mode),
                                         mode=inst_mode)
-    return InstructorJudge(client, model, window=window)
+    # cached by the weights' SHA-256 (`engine.judge_weights`), never the name; `get_model` loads the
+    # model with LocalChatModel's default sampling seed, 0
+    identity = provider_identity(model, mode=inst_mode, weights=chat.path, seed=0)
+    return InstructorJudge(client, model, window=window, identity=identity)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .datasets import DatasetProblem, Item
-from .result import ScoreResult
+from .result import ScoreResult, Usage
 from .summary import EvalSummary, ScorerStats
 
 PROGRESS_EVERY_S = 5.0
@@ -39,6 +39,7 @@ class RunState:
     resumed: int = 0
     done_items: int = 0
     judge_calls: int = 0
+    usage: dict[str, Usage] = field(default_factory=dict)  # per label
     problems: list[str] = field(default_factory=list)
     problem_count: int = 0
     started: float = field(default_factory=time.perf_counter)

@@ -21,7 +21,10 @@ class _Out(BaseModel):
 
 
 class Usage(_Out):
-    """Judge usage for one stage or one run. `seconds` is wall time spent in judge calls."""
+    """Judge usage for one stage or one run. `seconds` is wall time spent in judge calls.
+    `cache_hits`: calls answered from the judge-call cache (a hit makes no request: it adds 0
+    to `calls` and to the tokens); `cache_misses`: calls the cache did not answer, so the judge
+    was asked (both 0 when no cache is used; see `engine.judge_cache_layer`)."""
 
     calls: int = 0
     tokens_in: int = 0
@@ -29,6 +32,8 @@ class Usage(_Out):
     reasks: int = 0
     transport_retries: int = 0
     seconds: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
 
     def add(self, other: "Usage") -> None:
         self.calls += other.calls
@@ -37,6 +42,8 @@ class Usage(_Out):
         self.reasks += other.reasks
         self.transport_retries += other.transport_retries
         self.seconds += other.seconds
+        self.cache_hits += other.cache_hits
+        self.cache_misses += other.cache_misses
 
 
 class StageRecord(_Out):

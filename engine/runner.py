@@ -30,7 +30,7 @@ from .datasets import Item, coerce_context, item_key
 from .judge_rate_limit import RateLimiter
 from .outfile import OutWriter, out_line
 from .reporting import EvalReporter, RunState
-from .result import ItemError, ScoreResult
+from .result import ItemError, ScoreResult, Usage
 from .resume import PriorResults
 from .store import Store
 
@@ -260,6 +260,7 @@ class Runner:
             self.rewrote = True
         self.state.stats[label].add(status, result.score)
         self.state.judge_calls += result.usage.calls
+        self.state.usage.setdefault(label, Usage()).add(result.usage)
 
     async def _item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
         self.state.done_items += 1

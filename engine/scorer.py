@@ -25,6 +25,7 @@ from .compile import load_spec
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
 from .judge import make_judge
+from .judge_cache_layer import CacheSetting, open_cache, with_cache
 from .judge_call import Judge, JudgeAnswer, JudgeCall
 from .judge_model import check_model, resolve_model
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
@@ -431,7 +432,8 @@ def check_label(label: Any) -> str:
 def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping[str, Any] | None = None,
                 judge: Judge | None = None, base_url: str | None = None, api_key: str | None = None,
                 mode: str | None = None, timeout_s: float | None = None, context_window: int | None = None,
-                label: str | None = None, **option_shorthand: Any) -> Scorer:
+                label: str | None = None, cache: CacheSetting = False, refresh: bool = False,
+                **option_shorthand: Any) -> Scorer:
     """Load a spec and bind it to options and a judge.
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
@@ -445,7 +447,13 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
     ``prompt_too_long``) without a call; default ``$SCORESPEC_CONTEXT_WINDOW``, else known per
     model, else no check; 0 = no check (see `engine.window`). judge: an explicit judge object
     (e.g. `engine.testing.FakeJudge`). label: the scorer's name in a batch run (default: its
-    id; see `Scorer`).
+    id; see `Scorer`). cache: keep the judge's validated answers and serve them
+    again (`engine.judge_cache_layer`): True for the default file (``$SCORESPEC_CACHE_DB``, else
+    ``judge-cache.sqlite`` in ``$SCORESPEC_CACHE`` or ``~/.cache/scorespec``), a file path, or a
+    `engine.judge_cache.JudgeCache`; False (the default here; the CLI's default is on) for none.
+    A judge given as `judge` is cached only when it has a provider identity (the judges
+    `engine.judge.make_judge` builds). refresh: with a cache, ask every call again and
+    overwrite its entry.
 
     Any other keyword argument is shorthand for an option (``scale=10`` is
     ``options={"scale": 10}``). An option named like one of this function's keywords (``model``,
@@ -459,14 +467,18 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
     compiled = load_spec(name_or_path)
     merged = _gather_options(compiled, options, option_shorthand,
                              {"model": model, "judge": judge, "base_url": base_url, "api_key": api_key, "mode": mode,
-                              "timeout_s": timeout_s, "context_window": context_window, "label": label})
+                              "timeout_s": timeout_s, "context_window": context_window, "label": label,
+                              "cache": cache or None, "refresh": refresh or None})
     configured_window(context_window)  # a bad value is an error now, not on every item
+    store = open_cache(cache)  # one cache object for the scorer, opened on first use
     factory = None
-    if base_url or api_key or mode or timeout_s or context_window is not None:
+    if base_url or api_key or mode or timeout_s or context_window is not None or store is not None:
         def factory(m: str) -> Judge:
             extra = {"timeout_s": timeout_s} if timeout_s else {}
             return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, context_window=context_window,
-                              **extra)
+                              cache=store, refresh=refresh, **extra)
+    if judge is not None and store is not None:
+        judge = with_cache(judge, store, refresh=refresh)
     return Scorer(compiled, judge=judge, model=model, options=merged, judge_factory=factory, label=label)
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .result import Usage
+
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
 
 
@@ -193,6 +195,7 @@ class EvalSummary:
     store: str | None = None
     seconds: float = 0.0
     judge_calls: int = 0
+    usage: dict[str, Usage] = field(default_factory=dict)  # per label: judge usage of this attempt
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -214,6 +217,7 @@ class EvalSummary:
             "items": self.items, "resumed": self.resumed, "datasetProblems": self.dataset_problems,
             "problems": self.problems, "out": self.out, "store": self.store,
             "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,
+            "usage": {label: u.model_dump(mode="json", by_alias=True) for label, u in self.usage.items()},
         }
 
 

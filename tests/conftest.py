@@ -82,7 +82,8 @@ def model_cache() -> Iterator[Path]:
 
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory, model_cache) -> Path:
-    """Point every test at places of its own: the default store (``$SCORESPEC_STORE``), home
+    """Point every test at places of its own: the default store (``$SCORESPEC_STORE``), the
+    judge-call cache (``$SCORESPEC_CACHE_DB``: no test is served another test's answers), home
     (``$HOME`` and the XDG folders: anything written to ``~`` lands there) and the model cache.
     Subprocesses inherit them. Returns the test's home."""
     home = tmp_path_factory.mktemp("home")
@@ -92,6 +93,7 @@ def isolated_environment(monkeypatch, tmp_path_factory, model_cache) -> Path:
         monkeypatch.setenv(variable, str(home / folder))
     monkeypatch.setenv("SCORESPEC_STORE", str(tmp_path_factory.mktemp("store") / "store.sqlite"))
     monkeypatch.setenv("SCORESPEC_CACHE", str(model_cache))
+    monkeypatch.setenv("SCORESPEC_CACHE_DB", str(tmp_path_factory.mktemp("judge-cache") / "judge-cache.sqlite"))
     for variable in USER_SETTINGS:
         monkeypatch.delenv(variable, raising=False)
     return home

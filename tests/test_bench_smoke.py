@@ -46,6 +46,9 @@ EXPECTED_MEASURES = [
     "peak RSS MiB: rule-scorer eval, after loading only",
     "peak RSS MiB: rule-scorer eval of 100 items",
     "peak RSS MiB: rule-scorer eval of 1,000 items",
+    "faithfulness eval of 16 items re-run with a warm judge-call cache: judge requests",
+    "faithfulness eval of 16 items re-run with a warm judge-call cache: seconds at concurrency 8",
+    "engine time ms per fully cached faithfulness item (4 cache hits)",
 ]
 NUMBER = re.compile(r"^[\d,]+(\.\d+)?( \(\d+%\))?$")
 
@@ -74,3 +77,4 @@ def test_quick_bench_prints_the_whole_table_beside_the_reference():
         assert cells[measure][5].endswith(("faster", "less")), cells[measure]
     assert cells[EXPECTED_MEASURES[9]][2:4] == ["4", "3"]  # one verify call per claim
     assert cells["judge calls per item: answer_similarity"][2:4] == ["3", "3 (issue 8)"]
+    assert cells[EXPECTED_MEASURES[17]][2] == "0"  # a re-run with a warm cache asks the judge nothing

@@ -518,7 +518,8 @@ def test_a_misspelled_keyword_is_named_as_a_keyword():
         load_scorer("textual_difference", zzz=1)
     assert str(info.value) == (
         "textual_difference: 'zzz' is neither an option of this scorer nor a keyword of load_scorer (options: "
-        "scale; keywords: model, options, judge, base_url, api_key, mode, timeout_s, context_window, label)")
+        "scale; keywords: model, options, judge, base_url, api_key, mode, timeout_s, context_window, label, cache, "
+        "refresh)")
 
 
 def test_options_are_given_as_a_mapping_and_the_shorthand_adds_to_it():
@@ -533,7 +534,7 @@ def test_options_are_given_as_a_mapping_and_the_shorthand_adds_to_it():
 
 def test_load_scorer_keywords_are_its_parameters():
     assert load_scorer_keywords() == ["name_or_path", "model", "options", "judge", "base_url", "api_key", "mode",
-                                      "timeout_s", "context_window", "label"]
+                                      "timeout_s", "context_window", "label", "cache", "refresh"]
 
 
 OPTION_NAMED_LIKE_KEYWORDS = """
@@ -717,7 +718,8 @@ def test_result_json_is_camel_case():
     assert data["runId"] == "run-1"
     assert data["scorer"] == "faithfulness" and data["specVersion"] == 1 and len(data["specHash"]) == 64
     assert data["model"] == "fake/judge"
-    assert set(data["usage"]) == {"calls", "tokensIn", "tokensOut", "reasks", "transportRetries", "seconds"}
+    assert set(data["usage"]) == {"calls", "tokensIn", "tokensOut", "reasks", "transportRetries", "seconds",
+                                  "cacheHits", "cacheMisses"}
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
     assert data["analyzeStepResult"] == [{"verdict": "yes", "reason": "r"}]

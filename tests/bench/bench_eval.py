@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # this checkout's engine, also in the child processes
@@ -117,6 +118,67 @@ async def one_level(base_url: str, n: int, concurrency: int, profile: bool = Fal
     ideal = concurrency / (calls / n * LATENCY_S)  # judge calls per item, as measured
     return {"concurrency": concurrency, "items": n, "seconds": wall, "items_s": rate, "share": rate / ideal,
             "cpu_ms_call": cpu * 1000 / calls, "calls": calls}
+
+
+async def warm_rerun(n: int, concurrency: int) -> dict:
+    """The faithfulness throughput eval (out file and store written) with a judge-call cache on an
+    SQLite file: run once to fill it, then again through a new judge and cache object, as a new
+    process would. The fake server runs in this process here, to count the requests the re-run
+    makes (it should make none). Returns the first run's requests and seconds, and the re-run's."""
+    from engine.evals import arun_evals
+    from engine.judge import RetryPolicy, make_judge
+    from engine.scorer import load_scorer
+    from engine.testing.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer(reply, latency_s=LATENCY_S) as server, tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "judge-cache.sqlite"
+
+        async def run(name: str) -> tuple[Any, float, int]:
+            judge = make_judge("openai/test-model", base_url=server.base_url, api_key="test",
+                               retry=RetryPolicy(max_retries=2, base_s=0.01), cache=cache)
+            before, t0 = len(server.requests), time.perf_counter()
+            summary = await arun_evals(items(n), [load_scorer("faithfulness", judge=judge)], concurrency=concurrency,
+                                       out=Path(tmp) / f"{name}.jsonl", store=Path(tmp) / "store.sqlite")
+            return summary, time.perf_counter() - t0, len(server.requests) - before
+
+        cold, cold_s, cold_requests = await run("cold")
+        warm, warm_s, warm_requests = await run("warm")
+    s = warm.scorers["faithfulness"]
+    assert s.scored == n and s.failed == 0 and warm.scores == cold.scores, warm.to_json_dict()
+    assert warm.usage["faithfulness"].cache_hits == 3 * n, warm.usage
+    return {"items": n, "concurrency": concurrency, "cold_s": cold_s, "cold_requests": cold_requests,
+            "warm_s": warm_s, "warm_requests": warm_requests}
+
+
+def cached_item_us(n: int) -> float:
+    """Engine time (µs) per faithfulness item whose every judge call is a cache hit: `Scorer.arun`
+    over the cache layer on an SQLite file, above an instant judge (`bench_engine.InstantJudge`),
+    after one pass over the `n` items filled the cache; the timed pass never calls the judge
+    (each hit: key, lookup, checksum, the answer validated again against its stage)."""
+    from bench_engine import FAITHFULNESS, InstantJudge
+
+    from engine.judge_cache_layer import CachedJudge
+    from engine.judge_cache_sqlite import SQLiteJudgeCache
+    from engine.judge_identity import provider_identity
+    from engine.scorer import load_scorer
+
+    instant = InstantJudge(FAITHFULNESS)
+    instant.cache_identity = provider_identity("bench/instant", mode="tool_call")  # cached like a hosted judge
+    rows = [dict(output=f"The tower is in Paris. It opened in 1889. ({i})", input="Tell me about the tower.",
+                 context=["The Eiffel Tower, in Paris, opened in 1889."]) for i in range(n)]
+    with tempfile.TemporaryDirectory() as tmp, SQLiteJudgeCache(Path(tmp) / "judge-cache.sqlite") as cache:
+        scorer = load_scorer("faithfulness", judge=CachedJudge(instant, cache))
+
+        async def one_pass() -> list:
+            return [await scorer.arun(**row) for row in rows]
+
+        asyncio.run(one_pass())  # fills the cache (and warms templates, validators, the connection)
+        instant.calls = 0
+        start = time.perf_counter()
+        results = asyncio.run(one_pass())
+        elapsed = time.perf_counter() - start
+    assert instant.calls == 0 and all(r.usage.cache_hits == 4 and r.score is not None for r in results)
+    return elapsed / n * 1e6
 
 
 # Functions whose inclusive time is reported by --profile: where the CPU of one judge call goes.

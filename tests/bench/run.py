@@ -22,6 +22,9 @@ a median of several runs (whole processes where a process is what is measured). 
    which is what the `scorespec` console script runs), whole processes.
 6. peak RSS of a rule-scorer eval (textual_difference, JSONL in and out, store on) at two
    dataset sizes, and after loading only.
+7. the judge-call cache: the faithfulness throughput eval re-run with a warm cache (the requests
+   it made, counted by the fake server, and its seconds), and the engine time per fully cached
+   faithfulness item. ``--only cache`` runs these rows alone, without the reference.
 
 The reference must be there: on first use it is installed with `npm ci` into a cache folder
 (`reference.py`: `--reference-dir`, ``$SCORESPEC_BENCH_REFERENCE_DIR``, else
@@ -71,14 +74,15 @@ class Sizes:
     ref_items: int  # the reference's items per run
     ref_items_c1: int  # at concurrency 1
     rss_items: tuple[int, int]  # two dataset sizes for the memory rows
+    cached_items: int  # engine time per fully cached item: items per run
 
 
 FULL = Sizes(runs=5, chars=500, long_chars=10_000, pairs=5000, difflib_pairs=300, node_pairs=300,
              difflib_long_runs=3, overhead_items=2000, levels=(1, 8, 32, 128), items=300, items_c1=30, ref_items=96,
-             ref_items_c1=24, rss_items=(1_000, 10_000))
+             ref_items_c1=24, rss_items=(1_000, 10_000), cached_items=1000)
 QUICK = Sizes(runs=1, chars=500, long_chars=2_000, pairs=200, difflib_pairs=20, node_pairs=20,
               difflib_long_runs=1, overhead_items=50, levels=(1, 8), items=16, items_c1=4, ref_items=8, ref_items_c1=8,
-              rss_items=(100, 1_000))
+              rss_items=(100, 1_000), cached_items=50)
 
 
 def log(message: str) -> None:
@@ -209,7 +213,46 @@ def memory(sz: Sizes) -> dict:
             small: bench_eval.peak_rss_kib(small) / 1024, large: bench_eval.peak_rss_kib(large) / 1024}
 
 
+# --- 7. the judge-call cache ---------------------------------------------------------------------
+
+
+def cache_rows(sz: Sizes) -> dict:
+    """The throughput eval at the highest level ≤ 32 run twice on one cache (medians of the
+    re-run), and the engine time per fully cached faithfulness item."""
+    level = max(c for c in sz.levels if c <= 32)
+    runs = [asyncio.run(bench_eval.warm_rerun(sz.items, level)) for _ in range(sz.runs)]
+    out = {"level": level, "items": sz.items, "requests": max(r["warm_requests"] for r in runs),
+           "cold_requests": runs[0]["cold_requests"],
+           "warm_s": statistics.median(r["warm_s"] for r in runs),
+           "cold_s": statistics.median(r["cold_s"] for r in runs),
+           "cached_item_ms": median_of(sz.runs, lambda: bench_eval.cached_item_us(sz.cached_items)) / 1000}
+    log(f"judge cache: {out}")
+    return out
+
+
+def cache_note(ca: dict) -> str:
+    return (f"Judge-call cache: the first run of the {ca['items']:,}-item eval made {ca['cold_requests']:,} judge "
+            f"requests in {ca['cold_s']:.2f} s (the items share their claims, so it already hits on them); the re-run "
+            f"is served from an SQLite cache file through a new judge, as a new process would be.")
+
+
+def cache_table_rows(ca: dict) -> list[tuple[str, ...]]:
+    n, level = ca["items"], ca["level"]
+    return [
+        ("7", f"faithfulness eval of {n:,} items re-run with a warm judge-call cache: judge requests",
+         f"{ca['requests']:,}", "—", "—", "", target("0", ca["requests"] == 0)),
+        ("7", f"faithfulness eval of {n:,} items re-run with a warm judge-call cache: seconds at concurrency {level}",
+         num(ca["warm_s"], 2), "—", "—", "", ""),
+        ("7", "engine time ms per fully cached faithfulness item (4 cache hits)", num(ca["cached_item_ms"], 2), "—",
+         "—", "", target("≤ 1 ms", ca["cached_item_ms"] <= 1)),
+    ]
+
+
 # --- the table ----------------------------------------------------------------------------------
+
+HEADER = ["| # | measure | scorespec | reference (Mastra, Node) | Python alternative (difflib) "
+          "| scorespec vs reference | target |",
+          "|---|---|---:|---:|---:|---:|---|"]
 
 
 def num(x: float | None, digits: int = 0) -> str:
@@ -240,7 +283,7 @@ def machine() -> str:
             f"Python {platform.python_version()}, Node {node.lstrip('v')}")
 
 
-def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict, mem: dict) -> list[str]:
+def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict, mem: dict, ca: dict) -> list[str]:
     s, r, d = tx["scorespec"], tx["reference"], tx["difflib"]
     lc = f"{sz.long_chars:,}"
     pps_ratio, ms_ratio = s["pps"] / r["pps"], r["ms"] / s["ms"]
@@ -293,21 +336,28 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
         ("6", f"peak RSS MiB: rule-scorer eval of {large:,} items", num(mem[large]), "—", "—", "",
          target(f"flat: {growth:+.0f} MiB over {small:,} items", growth <= 10)),
     ]
-    lines = ["| # | measure | scorespec | reference (Mastra, Node) | Python alternative (difflib) "
-             "| scorespec vs reference | target |",
-             "|---|---|---:|---:|---:|---:|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
+    rows += cache_table_rows(ca)
+    return HEADER + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run, figures mean nothing")
+    parser.add_argument("--only", choices=["cache"], default=None,
+                        help="run only these rows (cache: section 7, the judge-call cache), without the reference")
     parser.add_argument("--reference-dir", type=Path, default=None,
                         help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
                              "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
     args = parser.parse_args(argv)
     sz = QUICK if args.quick else FULL
+    if args.only == "cache":
+        started = time.perf_counter()
+        ca = cache_rows(sz)
+        print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the judge-call cache rows"
+              f"{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
+        print("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in cache_table_rows(ca)]))
+        print("\n" + cache_note(ca))
+        return 0
 
     try:
         ref_dir = reference.install(args.reference_dir)
@@ -321,18 +371,19 @@ def main(argv: list[str] | None = None) -> int:
     ref_tp = reference_throughput(sz, ref_dir)
     st = startup(sz)
     mem = memory(sz)
+    ca = cache_rows(sz)
     minutes = (time.perf_counter() - started) / 60
 
     print(f"Machine: {machine()}. Load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
           f"{minutes:.1f} min{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
-    print("\n".join(table(sz, tx, oh, tp, ref_tp, st, mem)))
+    print("\n".join(table(sz, tx, oh, tp, ref_tp, st, mem, ca)))
     print(f"\nMedians of {sz.runs} run(s). Textual pairs: {sz.pairs:,} (scorespec), {sz.difflib_pairs:,} (difflib), "
           f"{sz.node_pairs:,} (reference) per run; the {sz.long_chars:,}-character pair in a fresh process per run "
           f"({min(sz.runs, sz.difflib_long_runs)} run(s) for difflib). Throughput: {sz.items} items per level "
           f"(the reference {sz.ref_items}; fewer at concurrency 1). Cold start: `python -m engine` from this "
           f"checkout; a bare `python -c pass` takes {st['python'] * 1000:.0f} ms here and importing the libraries "
           f"`validate` needs (pydantic, typer, Jinja, PyYAML, jsonschema-rs) {st['libraries'] * 1000:.0f} ms. Memory: VmHWM of a child "
-          f"process. The reference's answer-similarity call count is from issue 8, not measured.")
+          f"process. The reference's answer-similarity call count is from issue 8, not measured. {cache_note(ca)}")
     return 0
 
 

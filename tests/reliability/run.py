@@ -239,8 +239,9 @@ class KillReport:
 
 
 def _command(data: Path, out: Path, base_url: str, *extra: str) -> list[str]:
+    # --no-cache: every killed and resumed run asks the judge (and none touches the user's cache)
     return [sys.executable, "-m", "engine", "eval", SCORER, "--data", str(data), "--model", "openai/fake-model",
-            "--base-url", base_url, "--out", str(out), "--concurrency", "4", "--quiet", *extra]
+            "--base-url", base_url, "--out", str(out), "--concurrency", "4", "--quiet", "--no-cache", *extra]
 
 
 def _key_fields(path: Path) -> list[tuple]:

@@ -1,0 +1,169 @@
+"""The judge-call cache on the command line.
+
+``scorespec cache stats`` (what the cache holds) and ``scorespec cache clear [--older-than 30d]
+[--model M]`` (`cache_app`, added to the ``scorespec`` command by `engine.cli`), and what the
+judging commands (``run``, ``eval``, ``calibrate``) share: the ``--cache PATH``, ``--no-cache``
+and ``--refresh`` flags' texts, `command_cache` (the cache a command uses, on by default) and
+`cache_line` (one scorer's calls and cache hits, for the summaries). This module imports little
+(typer); the cache itself is imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+__all__ = ["CACHE_HELP", "NO_CACHE_HELP", "REFRESH_HELP", "cache_app", "cache_line", "command_cache",
+           "parse_age"]
+
+CACHE_HELP = ("Judge-call cache file [default: $SCORESPEC_CACHE_DB, else judge-cache.sqlite in $SCORESPEC_CACHE "
+              "or ~/.cache/scorespec].")
+NO_CACHE_HELP = "Use no judge-call cache: ask the judge for every call, store nothing."
+REFRESH_HELP = "Ask the judge again for every call and overwrite its cached answer."
+
+cache_app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="The judge-call cache: what it holds (stats) and removing entries (clear).",
+)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _show_cache_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                        line: Any = None, _default: Any = warnings.showwarning) -> None:
+    """`warnings.showwarning` for the CLI: a `JudgeCacheWarning` as one ``warning:`` line on
+    stderr (the run goes on uncached), other warnings as Python shows them."""
+    from .judge_cache import JudgeCacheWarning
+
+    if issubclass(category, JudgeCacheWarning):
+        typer.echo(f"warning: {message}", err=True)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
+def command_cache(path: Optional[Path], no_cache: bool, refresh: bool) -> Any:
+    """The judge-call cache a judging command uses: None with ``--no-cache``, else the SQLite
+    cache at `path` or the default file (`engine.judge_cache.default_cache_path`), opened on first
+    use. A cache that cannot be used is reported once as a ``warning:`` line and the command goes
+    on uncached. Exits (2) for ``--no-cache`` given with ``--cache`` or ``--refresh``."""
+    if no_cache and path is not None:
+        _fail("--cache and --no-cache: give one of them")
+    if no_cache and refresh:
+        _fail("--refresh asks again and overwrites the cache: it cannot go with --no-cache")
+    if no_cache:
+        return None
+    from .judge_cache_layer import open_cache
+
+    if warnings.showwarning is not _show_cache_warning:
+        warnings.showwarning = _show_cache_warning
+    return open_cache(path if path is not None else True)
+
+
+def cache_line(scorer: str, items: int, calls: int, hits: int) -> str:
+    """``faithfulness: 96 items · 0 judge calls · 288 cache hits``: `calls` requests made to the
+    judge, `hits` calls answered from the cache."""
+    return (f"{scorer}: {items} item{'s' if items != 1 else ''} · {calls} judge call{'s' if calls != 1 else ''} · "
+            f"{hits} cache hit{'s' if hits != 1 else ''}")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a number and a unit) → seconds. Raises
+    ValueError naming the accepted forms."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text or "")
+    if not found:
+        raise ValueError(f"--older-than {text!r}: expected a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def _open(path: Optional[Path]) -> Any:
+    from .judge_cache import default_cache_path
+    from .judge_cache_sqlite import SQLiteJudgeCache
+
+    if warnings.showwarning is not _show_cache_warning:
+        warnings.showwarning = _show_cache_warning
+    return SQLiteJudgeCache(path if path is not None else default_cache_path())
+
+
+def _when(epoch: float | None) -> str:
+    from datetime import datetime, timezone
+
+    return "—" if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return str(n)  # pragma: no cover
+
+
+@cache_app.command("stats")
+def stats_cmd(
+    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+) -> None:
+    """Where the judge-call cache is, how many answers it holds (per model), its size on disk and
+    the oldest and newest entry."""
+    with _open(cache) as store:
+        stats = store.stats()
+    if as_json:
+        sys.stdout.write(json.dumps({"location": stats.location, "entries": stats.entries,
+                                     "sizeBytes": stats.size_bytes, "perModel": stats.per_model,
+                                     "oldest": stats.oldest, "newest": stats.newest,
+                                     "disabledReason": stats.disabled_reason}, ensure_ascii=False) + "\n")
+        return
+    lines = [f"judge cache {stats.location}"]
+    if stats.disabled_reason:
+        lines.append(f"not usable: {stats.disabled_reason}")
+    elif not Path(stats.location).exists():
+        lines.append("empty (no file yet: the first judged run creates it)")
+    else:
+        lines.append(f"{stats.entries} answer{'s' if stats.entries != 1 else ''} · {_size(stats.size_bytes)} · "
+                     f"oldest {_when(stats.oldest)} · newest {_when(stats.newest)}")
+        for model, count in sorted(stats.per_model.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {model or '(no model)'}: {count}")
+    typer.echo("\n".join(lines))
+
+
+@cache_app.command("clear")
+def clear_cmd(
+    older_than: Optional[str] = typer.Option(None, "--older-than", help="Only answers older than this: 30d, 12h, "
+                                             "90m, 45s or 2w."),
+    model: Optional[str] = typer.Option(None, "--model", help="Only answers of this judge model (as given to "
+                                        "--model, e.g. openai/gpt-4o-mini or local)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+) -> None:
+    """Remove cached judge answers: all of them, or those older than --older-than and/or of the
+    judge model --model (both: those matching both)."""
+    try:
+        age = parse_age(older_than) if older_than is not None else None
+    except ValueError as exc:
+        _fail(str(exc))
+    with _open(cache) as store:
+        deleted = store.clear(older_than_s=age, model=model)
+        reason = store.disabled_reason
+    if reason:
+        _fail(f"judge cache {store.path} {reason}")
+    which = []
+    if age is not None:
+        which.append(f"older than {older_than}")
+    if model is not None:
+        which.append(f"of model {model}")
+    typer.echo(f"removed {deleted} cached answer{'s' if deleted != 1 else ''}"
+               + (f" ({', '.join(which)})" if which else "") + f" from {store.path}")

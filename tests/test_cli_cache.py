@@ -1,0 +1,156 @@
+"""The judge-call cache on the command line: on by default for run, eval and calibrate;
+--cache PATH, --no-cache, --refresh; the per-scorer calls and cache-hits line; `scorespec cache
+stats` and `scorespec cache clear`. The default cache file is the test's own
+(``$SCORESPEC_CACHE_DB``, set by tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import engine.cli_eval  # noqa: F401  (registers eval and calibrate)
+from engine.cli import app
+from engine.cli_cache import parse_age
+from engine.testing.fake_openai import FakeOpenAIServer
+
+ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+
+
+def reply(request: dict) -> dict:
+    """Faithfulness: two claims of the item's own output; every claim supported."""
+    stage = request["tools"][0]["function"]["name"]
+    text = request["messages"][-1]["content"]
+    if stage == "preprocess":
+        output = text.rsplit("<<<\n", 1)[1].split("\n>>>", 1)[0]
+        return {"claims": [f"{output} one", f"{output} two"]}
+    return {"verdict": "yes", "reason": "The context says so."}
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(reply) as fake:
+        yield fake
+
+
+@pytest.fixture
+def data(tmp_path) -> str:
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "output": f"Output {i}.", "context": ["Everything holds."],
+                                        "label": "good"}) + "\n" for i in range(2)), encoding="utf-8")
+    return str(path)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+def judged(server, *args: str) -> tuple:
+    """Run a judging command against the fake server: (result, requests it made)."""
+    before = len(server.requests)
+    result = invoke(*args, "--model", "openai/test-model", "--base-url", server.base_url)
+    return result, len(server.requests) - before
+
+
+def test_eval_uses_the_default_cache_and_says_what_it_saved(server, data):
+    first, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet")
+    assert first.exit_code == 0, first.output
+    assert asked == 6
+    assert "faithfulness: 2 items · 6 judge calls · 0 cache hits" in first.stdout
+    assert Path(os.environ["SCORESPEC_CACHE_DB"]).is_file()
+    again, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--json")
+    assert again.exit_code == 0, again.output
+    assert asked == 0
+    assert "faithfulness: 2 items · 0 judge calls · 6 cache hits" in again.stderr
+    usage = json.loads(again.stdout)["usage"]["faithfulness"]
+    assert (usage["calls"], usage["cacheHits"], usage["cacheMisses"], usage["tokensIn"]) == (0, 6, 0, 0)
+
+
+def test_no_cache_refresh_and_another_cache_file(server, data, tmp_path):
+    judged(server, "eval", "faithfulness", "--data", data, "--quiet")
+    uncached, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--no-cache")
+    assert (uncached.exit_code, asked) == (0, 6)
+    assert "· 6 judge calls · 0 cache hits" in uncached.stdout
+    refreshed, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--refresh")
+    assert (refreshed.exit_code, asked) == (0, 6)
+    other = tmp_path / "other" / "cache.sqlite"
+    elsewhere, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", str(other))
+    assert (elsewhere.exit_code, asked) == (0, 6)
+    assert other.is_file()
+    _, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", str(other))
+    assert asked == 0
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--no-cache", "--refresh"), "--refresh asks again and overwrites the cache: it cannot go with --no-cache"),
+    (("--no-cache", "--cache", "x.sqlite"), "--cache and --no-cache: give one of them"),
+])
+def test_contradictory_cache_flags_are_an_error(server, data, flags, message):
+    result, asked = judged(server, "eval", "faithfulness", "--data", data, *flags)
+    assert (result.exit_code, asked) == (2, 0)
+    assert f"error: {message}" in result.stderr
+
+
+def test_run_shows_the_hits_of_the_item(server):
+    args = ("run", "faithfulness", "--output", "Output 0.", "--context", "Everything holds.")
+    first, asked = judged(server, *args)
+    assert (first.exit_code, asked) == (0, 3)
+    assert "judge cache: 0 hit(s) · 3 miss(es)" in first.stdout
+    again, asked = judged(server, *args)
+    assert (again.exit_code, asked) == (0, 0)
+    assert "judge cache: 3 hit(s) · 0 miss(es)" in again.stdout
+    assert "score 1" in again.stdout
+
+
+def test_calibrate_is_cached_too(server, data):
+    args = ("calibrate", "faithfulness", "--data", data, "--positive", "good", "--quiet")
+    first, asked = judged(server, *args)
+    assert (first.exit_code, asked) == (0, 6), first.output
+    again, asked = judged(server, *args)
+    assert (again.exit_code, asked) == (0, 0), again.output
+    assert "faithfulness: 2 items · 0 judge calls · 6 cache hits" in again.stdout
+
+
+def test_an_unusable_cache_is_one_warning_and_the_run_goes_on(server, data, tmp_path):
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"not a database" * 64)
+    result, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", str(broken))
+    assert (result.exit_code, asked) == (0, 6), result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("warning: judge cache")]
+    assert len(lines) == 1 and "going on without the cache" in lines[0]
+    assert "faithfulness: 2 items · 6 judge calls · 0 cache hits" in result.stdout
+
+
+def test_cache_stats_and_clear(server, data):
+    empty = invoke("cache", "stats")
+    assert empty.exit_code == 0
+    assert f"judge cache {os.environ['SCORESPEC_CACHE_DB']}" in empty.stdout
+    assert "empty (no file yet" in empty.stdout
+    judged(server, "eval", "faithfulness", "--data", data, "--quiet")
+    stats = invoke("cache", "stats")
+    assert "6 answers · " in stats.stdout and "  openai/test-model: 6" in stats.stdout
+    figures = json.loads(invoke("cache", "stats", "--json").stdout)
+    assert (figures["entries"], figures["perModel"]) == (6, {"openai/test-model": 6})
+    assert invoke("cache", "clear", "--model", "openai/other").stdout.startswith("removed 0 cached answers (of model")
+    kept = invoke("cache", "clear", "--older-than", "30d")
+    assert kept.stdout.startswith("removed 0 cached answers (older than 30d)")
+    cleared = invoke("cache", "clear", "--model", "openai/test-model", "--older-than", "0s")
+    assert cleared.stdout.startswith("removed 6 cached answers (older than 0s, of model openai/test-model)")
+    assert json.loads(invoke("cache", "stats", "--json").stdout)["entries"] == 0
+    _, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet")
+    assert asked == 6
+
+
+def test_cache_clear_refuses_an_age_without_a_unit():
+    result = invoke("cache", "clear", "--older-than", "30")
+    assert result.exit_code == 2
+    assert "--older-than '30': expected a number and a unit, e.g. 30d" in result.stderr
+
+
+@pytest.mark.parametrize("text, seconds", [("30d", 30 * 86400), ("12h", 43200), ("90m", 5400), ("45s", 45),
+                                           ("2w", 14 * 86400), ("1.5h", 5400)])
+def test_ages_read_as_seconds(text, seconds):
+    assert parse_age(text) == seconds
