@@ -552,3 +552,21 @@ def test_api_keys_are_neither_in_the_key_nor_stored(server, tmp_path):
     assert answer.usage.cache_hits == 1  # the other key is served the same entry
     stored = b"".join(path.read_bytes() for path in tmp_path.glob("c.sqlite*"))
     assert b"2 yes" in stored and not re.search(b"another-key|Bearer", stored)
+
+
+def test_a_child_spec_overriding_one_prompt_asks_only_that_stage(server, tuned, write_spec, tmp_path):
+    """Issue 17 with the cache: a spec that `extends` the tuned one and overrides the verdict
+    prompt asks the judge only for that stage (and the stage whose prompt it changes); the
+    parent's other stages are served from the cache."""
+    cache = tmp_path / "cache.sqlite"
+    parent = tuned()
+    Run(server, parent, cache)
+    child = write_spec("strict", f"format: 1\nid: strict\nextends: {parent.name}\n"
+                                 "stages:\n  - id: analyze\n    prompt: s/verdicts.j2\n",
+                       {"s/verdicts.j2": "Judge each claim strictly:\n" + VERDICTS_PROMPT.split("\n", 1)[1]})
+    before = len(server.requests)
+    scorer = load_scorer(str(child), judge=judge_for(server, cache), label="tuned")
+    summary = run_evals(ITEMS, [scorer], store=False, concurrency=1)
+    assert Counter(stage_of(r) for r in server.requests[before:]) == {"analyze": 3, "summary": 3}
+    assert summary.scores == {"tuned": 0.5}
+    assert (summary.usage["tuned"].cache_hits, summary.usage["tuned"].cache_misses) == (3, 6)
