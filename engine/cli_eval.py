@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP
 from .cli_app import app, fail, parse_options
 
 if TYPE_CHECKING:
@@ -84,9 +85,12 @@ def eval_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
+    summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
+    item_cutoff: list[str] = typer.Option([], "--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
-    threshold, 2 errors."""
+    threshold (or an item below its --item-cutoff), 2 errors."""
     import asyncio
 
     from .cli_report import ConsoleReporter, err_console, out_console, print_summary
@@ -126,6 +130,7 @@ def eval_cmd(
         except ValueError as exc:
             fail(str(exc))
         scorers = _load_scorers(names, model, base_url, option)
+        cutoffs = _item_cutoffs(item_cutoff, scorers)
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url}
@@ -145,9 +150,45 @@ def eval_cmd(
             sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
         else:
             print_summary(summary, out_console())
-        raise typer.Exit(summary.exit_code)
+        exit_code = summary.exit_code
+        if junit or summary_md or cutoffs:
+            from .ci_report import eval_report
+            from .direction import direction_of
+
+            report = eval_report(summary, db.results(summary.run_id), cutoffs=cutoffs,
+                                 directions={s.label: direction_of(s) for s in scorers})
+            _write_ci_reports(report, junit, summary_md)
+            exit_code = max(exit_code, report.exit_code)
+        raise typer.Exit(exit_code)
     finally:
         db.close()
+
+
+def _item_cutoffs(pairs: list[str], scorers: list[Any]) -> dict[str, float]:
+    """--item-cutoff values by scorer label or id; exits with a message on a bad one."""
+    from .ci_report import check_item_cutoffs, parse_item_cutoffs
+
+    try:
+        cutoffs = parse_item_cutoffs(pairs)
+        check_item_cutoffs(cutoffs, [name for s in scorers for name in (s.label, s.id)])
+    except ValueError as exc:
+        fail(str(exc))
+    return cutoffs
+
+
+def _write_ci_reports(report: Any, junit: Optional[Path], summary_md: Optional[Path]) -> None:
+    """Write --junit and --summary-md (`engine.ci_files`), saying where on stderr; exits 2 when one
+    cannot be written."""
+    from .ci_files import cutoff_note, write_reports
+    from .cli_report import err_console
+
+    try:
+        written = write_reports(report, junit=junit, summary_md=summary_md)
+    except OSError as exc:
+        fail(f"cannot write the report: {exc}")
+    note = cutoff_note(report)
+    for line in ([note] if note else []) + ["reports: " + " · ".join(written)] * bool(written):
+        err_console().print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("runs")
@@ -306,6 +347,9 @@ def calibrate_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report: a test "
+                                         "case per item (failed → error, not scorable → skipped)."),
+    summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -361,6 +405,10 @@ def calibrate_cmd(
                               highlight=False, soft_wrap=True)
         if as_json:
             sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
+        if junit or summary_md:
+            from .ci_report import calibration_report
+
+            _write_ci_reports(calibration_report(report, db.results(report.run_id)), junit, summary_md)
         raise typer.Exit(2 if report.failed else 0)
     finally:
         db.close()
