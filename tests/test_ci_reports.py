@@ -252,3 +252,31 @@ def test_calibrate_writes_both_reports(tmp_path):
                          "**calibration of numeric: Spearman 1 · Pearson 1 · 3 item(s) used**"]
     assert cells(lines[lines.index("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |") + 1]) == [
         "numeric", "3", "1", "0", "0.5333", "0.1", "0.6", "0.9", ""]
+
+
+# --- the README's CI recipes ---------------------------------------------------------------------------
+
+
+def test_the_readme_ci_recipes_are_yaml_and_use_only_flags_eval_knows():
+    import shlex
+
+    import typer.main
+    import yaml
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## In CI", 1)[1].split("\n## ", 1)[0]
+    recipes = [yaml.safe_load(block.split("```", 1)[0]) for block in section.split("```yaml\n")[1:]]
+    assert len(recipes) == 2
+    github, gitlab = recipes[0]["jobs"]["eval"], recipes[1]["eval"]
+    commands = [step["run"] for step in github["steps"] if "run" in step] + gitlab["script"]
+    evals = [shlex.split(c) for c in commands if c.startswith("scorespec eval")]
+    assert len(evals) == 2
+    known = {opt for p in typer.main.get_command(app).commands["eval"].params for opt in p.opts}
+    for args in evals:
+        flags = {a for a in args if a.startswith("--")}
+        assert flags <= known, flags - known
+        assert {"--junit", "--summary-md", "--threshold"} <= flags
+    cached = next(step for step in github["steps"] if step.get("uses", "").startswith("actions/cache"))
+    assert "hashFiles('scorer_specs/**'" in cached["with"]["key"]
+    assert any(step.get("env", {}).get("SCORESPEC_CACHE_DB") for step in github["steps"])
+    assert gitlab["variables"]["SCORESPEC_CACHE_DB"] and gitlab["artifacts"]["reports"]["junit"] == "junit.xml"
