@@ -67,7 +67,8 @@ def _item_case(suite: ET.Element, o: ItemOutcome) -> None:
         where = f" at stage {o.error_stage}" if o.error_stage else ""
         message = o.error_message or ""
         detail = f"stage: {o.error_stage or '—'}\nkind: {o.error_kind}\nmessage: {message}"
-        _sub(case, "error", detail, type=str(o.error_kind or "error"), message=_short(f"{o.error_kind}{where}: {message}"))
+        _sub(case, "error", detail, type=str(o.error_kind or "error"),
+             message=_short(f"{o.error_kind}{where}: {message}"))
     elif kind == "skipped":
         _sub(case, "skipped", message=_short(f"not scorable: {o.not_scorable_reason or o.reason or ''}"))
     elif kind == "failure":

@@ -46,7 +46,9 @@ def _summary_table(report: CIReport) -> list[str]:
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for label, s in report.summaries.items():
         name = md_cell(label) + ("" if label == s.scorer else f" ({md_cell(s.scorer)})")
-        limit = "" if s.threshold is None else f"{md_cell(s.threshold)} " + ("✅ met" if s.threshold_met else "❌ missed")
+        limit = ""
+        if s.threshold is not None:
+            limit = f"{md_cell(s.threshold)} " + ("✅ met" if s.threshold_met else "❌ missed")
         lines.append(f"| {name} | {s.scored} | {s.not_scorable} | {s.failed} | {_fmt(s.mean)} | {_fmt(s.min)} | "
                      f"{_fmt(s.median)} | {_fmt(s.max)} | {limit} |")
     return lines

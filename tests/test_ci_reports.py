@@ -188,6 +188,17 @@ def test_md_cell_keeps_user_text_inside_its_cell():
     assert md_cell("x" * 400) == "x" * 299 + "…"
 
 
+@given(st.text())
+def test_any_text_stays_in_one_table_cell_with_no_code_span_or_tag(text):
+    cell = md_cell(text)
+    # a GFM table row splits at pipes that are not backslash-escaped; a backslash escapes any punctuation
+    row = f"| {cell} |"
+    tokens = re.findall(r"\\.|[^\\]", row, re.S)
+    assert "".join(tokens) == row  # no lone backslash left to escape the closing pipe
+    assert [t for t in tokens if t == "|"] == ["|", "|"]
+    assert not {"`", "<", "\n", "\r"} & set(tokens)
+
+
 def test_summary_md_appends_to_the_github_step_summary_and_replaces_other_files(tmp_path, monkeypatch):
     data = write_jsonl(tmp_path / "data.jsonl", ITEMS[:2])
     step = tmp_path / "step_summary.md"
