@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP
+from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
 from .cli_app import app, fail, parse_options
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def eval_cmd(
         except ValueError as exc:
             fail(str(exc))
         scorers = _load_scorers(names, model, base_url, option)
-        cutoffs = _item_cutoffs(item_cutoff, scorers)
+        cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url}
@@ -157,38 +157,11 @@ def eval_cmd(
 
             report = eval_report(summary, db.results(summary.run_id), cutoffs=cutoffs,
                                  directions={s.label: direction_of(s) for s in scorers})
-            _write_ci_reports(report, junit, summary_md)
+            write_reports_or_exit(report, junit, summary_md)
             exit_code = max(exit_code, report.exit_code)
         raise typer.Exit(exit_code)
     finally:
         db.close()
-
-
-def _item_cutoffs(pairs: list[str], scorers: list[Any]) -> dict[str, float]:
-    """--item-cutoff values by scorer label or id; exits with a message on a bad one."""
-    from .ci_report import check_item_cutoffs, parse_item_cutoffs
-
-    try:
-        cutoffs = parse_item_cutoffs(pairs)
-        check_item_cutoffs(cutoffs, [name for s in scorers for name in (s.label, s.id)])
-    except ValueError as exc:
-        fail(str(exc))
-    return cutoffs
-
-
-def _write_ci_reports(report: Any, junit: Optional[Path], summary_md: Optional[Path]) -> None:
-    """Write --junit and --summary-md (`engine.ci_files`), saying where on stderr; exits 2 when one
-    cannot be written."""
-    from .ci_files import cutoff_note, write_reports
-    from .cli_report import err_console
-
-    try:
-        written = write_reports(report, junit=junit, summary_md=summary_md)
-    except OSError as exc:
-        fail(f"cannot write the report: {exc}")
-    note = cutoff_note(report)
-    for line in ([note] if note else []) + ["reports: " + " · ".join(written)] * bool(written):
-        err_console().print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("runs")
@@ -408,7 +381,7 @@ def calibrate_cmd(
         if junit or summary_md:
             from .ci_report import calibration_report
 
-            _write_ci_reports(calibration_report(report, db.results(report.run_id)), junit, summary_md)
+            write_reports_or_exit(calibration_report(report, db.results(report.run_id)), junit, summary_md)
         raise typer.Exit(2 if report.failed else 0)
     finally:
         db.close()
