@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
 from .cli_app import app, fail, parse_options
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
 
@@ -90,9 +91,12 @@ def eval_cmd(
     cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
+    summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
+    item_cutoff: list[str] = typer.Option([], "--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
-    threshold, 2 errors."""
+    threshold (or an item below its --item-cutoff), 2 errors."""
     import asyncio
 
     from .cli_report import ConsoleReporter, err_console, out_console, print_summary
@@ -132,6 +136,7 @@ def eval_cmd(
         except ValueError as exc:
             fail(str(exc))
         scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+        cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url}
@@ -151,7 +156,16 @@ def eval_cmd(
             sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
         else:
             print_summary(summary, out_console())
-        raise typer.Exit(summary.exit_code)
+        exit_code = summary.exit_code
+        if junit or summary_md or cutoffs:
+            from .ci_report import eval_report
+            from .direction import direction_of
+
+            report = eval_report(summary, db.results(summary.run_id), cutoffs=cutoffs,
+                                 directions={s.label: direction_of(s) for s in scorers})
+            write_reports_or_exit(report, junit, summary_md)
+            exit_code = max(exit_code, report.exit_code)
+        raise typer.Exit(exit_code)
     finally:
         db.close()
 
@@ -315,6 +329,9 @@ def calibrate_cmd(
     cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report: a test "
+                                         "case per item (failed → error, not scorable → skipped)."),
+    summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -375,6 +392,10 @@ def calibrate_cmd(
                               highlight=False, soft_wrap=True)
         if as_json:
             sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
+        if junit or summary_md:
+            from .ci_report import calibration_report
+
+            write_reports_or_exit(calibration_report(report, db.results(report.run_id)), junit, summary_md)
         raise typer.Exit(2 if report.failed else 0)
     finally:
         db.close()

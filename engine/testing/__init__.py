@@ -7,6 +7,8 @@
   openai + instructor path end to end.
 - `FaultInjector` (`engine.testing.faults`): a reply for that server injecting faults (429,
   5xx, resets, timeouts, malformed or cut-off answers, refusals) at seeded rates.
+- `assert_scores` (`engine.testing.assertions`): a scorer on a few cases inside a pytest suite,
+  failing with each case's id, score, reason and stage answers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from ..answer_contract import AnswerInvalid, no_valid_answer
 from ..judge_call import JudgeAnswer, JudgeCall
 from ..result import Usage
+from .assertions import assert_scores
 
 Reply = Any  # a JSON value, or a callable (JudgeCall) -> JSON value, or an Exception to raise
 
@@ -110,4 +113,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["FakeJudge", "scripted", "FakeOpenAIServer", "Fault"]
+__all__ = ["FakeJudge", "scripted", "assert_scores", "FakeOpenAIServer", "Fault"]
