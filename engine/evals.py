@@ -37,7 +37,7 @@ from .judge_rate_limit import RateLimiter
 from .reporting import EvalReporter, RunState, StderrReporter
 from .result import ScoreResult
 from .resume import find_prior, tidy_out_file
-from .runner import Runner, label_of, uses_judge
+from .runner import Runner, declared_names, label_of, uses_judge
 from .store import Store
 from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
 from .sync import run_sync
@@ -132,7 +132,8 @@ async def arun_evals(
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
     labels = [label_of(s) for s in scorer_list]
     limits = _thresholds(thresholds, labels)
-    field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
+    field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
+        fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(out).resolve() if out is not None else None
