@@ -44,9 +44,9 @@ def resolve(fields: Mapping[str, FieldPlan], item: Mapping[str, Any], options: M
         elif value is not None:
             given.add(name)
         if value is not None:
-            error = field.validator.error(value)
+            error = field.validator.located_error(value, name)
             if error is not None:
-                raise FieldValueError(f"field {name!r} (from {source}): {error}")
+                raise FieldValueError(f"{error} (field {name!r}, from {source})")
         values[name] = value
     return DeclaredValues(values, frozenset(given))
 
