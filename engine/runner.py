@@ -78,14 +78,16 @@ def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreRes
 
 def apply_target_output(item: Item, produced: Any) -> Item:
     """The item with the target's output. A mapping with an ``output`` key also sets
-    ``context`` / ``ground_truth`` when it has them (e.g. an agent's retrieved passages)."""
+    ``context``, ``ground_truth``, ``system`` and ``tool_calls`` when it has them (e.g. an
+    agent's retrieved passages and the tools it called)."""
     updated = dict(item)
     if isinstance(produced, Mapping) and "output" in produced:
         updated["output"] = produced["output"]
         if "context" in produced:
             updated["context"] = coerce_context(produced["context"])
-        if "ground_truth" in produced:
-            updated["ground_truth"] = produced["ground_truth"]
+        for name in ("ground_truth", "system", "tool_calls"):
+            if name in produced:
+                updated[name] = produced[name]
     else:
         updated["output"] = produced
     return updated
