@@ -44,7 +44,10 @@ def resolve(fields: Mapping[str, FieldPlan], item: Mapping[str, Any], options: M
         elif value is not None:
             given.add(name)
         if value is not None:
-            error = field.validator.located_error(value, name)
+            try:
+                error = field.validator.located_error(value, name)
+            except RecursionError:
+                error = f"{name}: nested too deeply to check"
             if error is not None:
                 raise FieldValueError(f"{error} (field {name!r}, from {source})")
         values[name] = value

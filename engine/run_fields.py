@@ -29,7 +29,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from .messages import (assistant_text, content_text, is_messages, last_user_text, read_messages, read_tool_calls,
+from .messages import (MessageError, assistant_text, content_text, is_messages, last_user_text, read_messages, read_tool_calls,
                        system_text, tool_calls_of)
 
 RunField = Literal["input", "output", "ground_truth", "context", "system", "tool_calls"]
@@ -61,16 +61,20 @@ def coerce_context(value: Any) -> list[str]:
     return [str(value)]
 
 
-def as_text(value: Any) -> str:
+def as_text(value: Any, field: str = "the value") -> str:
     """A value that is not messages, as text: None → "", a text as it is, a list or object as
-    JSON, anything else as `str` gives it (what ``{{ value }}`` renders)."""
+    JSON, anything else as `str` gives it (what ``{{ value }}`` renders). Raises `MessageError`
+    for a value nested too deeply (or circular) to write."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, (list, tuple, Mapping)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
+    try:
+        if isinstance(value, (list, tuple, Mapping)):
+            return json.dumps(value, ensure_ascii=False, default=str)
+        return str(value)
+    except (RecursionError, ValueError) as exc:
+        raise MessageError(f"{field}: cannot be read as text ({type(exc).__name__})") from None
 
 
 def _side(value: Any, field: str, role: str) -> tuple[str, list[dict[str, Any]], bool]:
@@ -81,7 +85,7 @@ def _side(value: Any, field: str, role: str) -> tuple[str, list[dict[str, Any]],
         return text, messages, True
     if value is None:
         return "", [], False
-    text = as_text(value)
+    text = as_text(value, field)
     return text, [{"role": role, "content": value, "text": text}], False
 
 
@@ -137,7 +141,7 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
         return "its messages have no user text" if is_messages(run["input"]) else "it is empty"
     if name == "context":
         return None if any(p.strip() for p in run["context"]) else "it has no passage with text"
-    return None if as_text(run[name]).strip() else "it is empty"
+    return None if as_text(run[name], name).strip() else "it is empty"
 
 
 __all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField", "as_text",

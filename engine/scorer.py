@@ -310,9 +310,9 @@ class Scorer:
         try:
             declared = resolve_declared(self.plan.declared, item, self.options)
             run = run_namespace(item, declared.values, declared.given)
+            self._check_required(run)
         except (MessageError, FieldValueError) as exc:
             raise ScorerRunError("input", f"{self.id}: {exc}") from None
-        self._check_required(run)
         return run
 
     def _check_required(self, run: Mapping[str, Any]) -> None:

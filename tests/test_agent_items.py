@@ -547,3 +547,12 @@ def test_a_target_may_return_the_tools_it_called():
     run_evals([{"id": 1, "input": INPUT, "expected_trajectory": ["get_weather"]}], [TRAJECTORY], target=agent,
               store=False, on_item_complete=lambda item, done: results.update(done))
     assert results["tool_trajectory"].score == 1
+
+
+def test_values_too_deep_to_read_fail_the_item_not_the_run():
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    result = load_scorer("textual_difference").run(output="a", input=deep)
+    assert (result.error.kind, result.error.message) == (
+        "input", "textual_difference: input: cannot be read as text (RecursionError)")
