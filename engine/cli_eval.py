@@ -298,7 +298,8 @@ def calibrate_cmd(
                                                        "scorable items [default: left out of the figures]."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use only the first N labelled items."),
     top: int = typer.Option(5, "--top", min=0, help="List the N items where scorer and label disagree most."),
-    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column."),
+    field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field the scorer "
+                                    "declares, from another column."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs at once "

@@ -118,7 +118,7 @@ async def arun_evals(
     (``$SCORESPEC_STORE`` or ``.scorespec/store.sqlite``), or False for none. progress: an
     `EvalReporter` (the terminal's is `engine.cli_report.ConsoleReporter`), or True for plain
     progress lines on stderr (`engine.reporting.StderrReporter`). fields: a field mapping
-    ``{"output": "answer"}`` or ``["output=answer"]``. config: extra data recorded with the run
+    ``{"output": "answer"}`` or ``["output=answer"]`` (a run field, or a field a scorer declares). config: extra data recorded with the run
     in the store (the CLI records its arguments to resume from).
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
