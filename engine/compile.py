@@ -32,6 +32,7 @@ from .spec_validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index"}
 _BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
+_RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
 class _Compiler:
@@ -194,9 +195,10 @@ def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, U
             if field_spec.schema_ is not None:
                 c.doc.add("invalid-value", f"{key}.schema", f"{name!r} is a run field, whose shape is the engine's",
                           "schema: is for a field the scorer declares under a name of its own")
-        elif name in RUN_NAMES or name in RESERVED or not re.match(FIELD_NAME_PATTERN, name):
+        elif name in RUN_NAMES or name in RESERVED or name in _RUN_KEYWORDS or not re.match(FIELD_NAME_PATTERN, name):
             c.doc.add("reserved-name", key, f"{name!r} cannot name a field of this scorer",
-                      "use lower case letters, digits and _, and none of: " + ", ".join(sorted(RUN_NAMES)))
+                      "use lower case letters, digits and _, and none of: "
+                      + ", ".join(sorted(RUN_NAMES | _RUN_KEYWORDS)))
         elif field_spec.schema_ is None:
             hint = did_you_mean(name, RUN_FIELDS)
             c.doc.add("unknown-field", key, f"{name!r} is not a run field; a field of this scorer's own needs a "

@@ -22,16 +22,16 @@ from typing import Any
 
 from .answer_contract import AnswerContract, normalize_answer
 from .compile import load_spec
+from .declared_fields import FieldValueError, missing_reason
+from .declared_fields import resolve as resolve_declared
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
 from .judge import make_judge
 from .judge_call import Judge, JudgeAnswer, JudgeCall
 from .judge_model import check_model, resolve_model
+from .messages import MessageError
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
-from .declared_fields import FieldValueError, missing_reason
-from .declared_fields import resolve as resolve_declared
-from .messages import MessageError
 from .run_fields import empty_reason, run_namespace
 from .sync import run_sync
 from .window import configured_window

@@ -357,6 +357,7 @@ def load_fields(write_spec, fields: str, default: str = "null", reference: str =
     ("      output: {schema: {type: string}}",
      [("invalid-value", "fields.output.schema", "schema: is for a field the scorer declares under a name of its own")]),
     ("      input_text: {schema: {type: string}}", [("reserved-name", "fields.input_text", None)]),
+    ("      run_id: {schema: {type: string}}", [("reserved-name", "fields.run_id", None)]),
     ("      rubric: {schema: {type: strin}}", [("invalid-schema", "fields.rubric.schema", "")]),
 ])
 def test_field_declarations_are_checked_at_load(write_spec, fields, expected):
