@@ -248,7 +248,7 @@ async def acalibrate(
     Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
     """
     from .evals import arun_evals, resolve_scorers
-    from .runner import label_of
+    from .runner import declared_names, label_of
 
     (resolved,) = resolve_scorers([scorer])
     run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
@@ -257,7 +257,8 @@ async def acalibrate(
     wanted_neg = {str(v) for v in negative} if negative is not None else None
     if wanted_neg is not None and wanted_pos is None:
         raise LabelError("--negative needs --positive too")
-    field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
+    field_map = parse_fields(fields, declared_names([resolved])) if fields is not None and not isinstance(
+        fields, Mapping) else dict(fields or {})
 
     found = _labelled_items(data, field_map, label_field, wanted_pos, wanted_neg, limit)
     items, labels, problems = found.items, found.labels, found.problems

@@ -120,6 +120,27 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
 
 
+_MESSAGES_HELP = ("A JSON array of chat messages {role, content}: the conversation. Those up to the last user "
+                  "message are the input, the rest the output.")
+_TOOL_CALLS_HELP = "A JSON array of the tool calls made, {name, arguments, result?, error?} (or OpenAI-style)."
+_FIELD_HELP = ("NAME=VALUE or NAME=@FILE: a field the spec declares (rubric=@rubric.json) or a run field "
+               "(system=@prompt.txt); JSON where the field wants more than text (repeatable).")
+
+
+def _item(scorer: Any, output: Optional[str], input: Optional[str], ground_truth: Optional[str],
+          context: Optional[list[str]], messages_file: Optional[Path], tool_calls_file: Optional[Path],
+          field: list[str]) -> dict[str, Any]:
+    """The item the flags give (`engine.cli_item`); exits with the problem when they cannot."""
+    from .cli_item import item_from_flags
+
+    try:
+        return item_from_flags(scorer.plan.declared, output=output, input=input, ground_truth=ground_truth,
+                               context=context, messages_file=messages_file, tool_calls_file=tool_calls_file,
+                               fields=field)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 class _NoJudge:
     """The judge of `render`, which calls no model (so no model string needs to work)."""
 
@@ -136,6 +157,9 @@ def run_cmd(
     input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
     ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
     context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
+    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
+    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
+    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
@@ -147,7 +171,8 @@ def run_cmd(
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
     scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
-    result = scorer.run(output=output, input=input, ground_truth=ground_truth, context=context)
+    item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
+    result = scorer.run(**item)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
     else:
@@ -212,6 +237,9 @@ def render_cmd(
     input: Optional[str] = typer.Option(None, "--input"),
     ground_truth: Optional[str] = typer.Option(None, "--ground-truth"),
     context: Optional[list[str]] = typer.Option(None, "--context"),
+    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
+    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
+    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value (repeatable)."),
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
     resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "
@@ -222,6 +250,7 @@ def render_cmd(
         _print_resolved(spec)
         return
     scorer = _load(spec, None, option, None, judge=_NoJudge())
+    item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
     answers = {}
     for pair in answer:
         stage, _, raw = pair.partition("=")
@@ -230,9 +259,9 @@ def render_cmd(
         except json.JSONDecodeError as exc:
             fail(f"--answer {stage}: not JSON: {exc}")
     try:
-        shown = scorer.render(output=output, input=input, ground_truth=ground_truth, context=context, answers=answers)
-    except Exception as exc:  # an invalid scripted answer
-        fail(f"{type(exc).__name__}: {exc}")
+        shown = scorer.render(answers=answers, **item)
+    except Exception as exc:  # the item fails before its first prompt (a ValueError), or an invalid scripted answer
+        fail(str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}")
     for stage, text in shown:
         sys.stdout.write(f"===== {stage} =====\n{text}\n\n")
     if shown and shown[-1][0] not in answers:

@@ -70,8 +70,9 @@ def eval_cmd(
     scorer_args: Optional[list[str]] = typer.Argument(None, metavar="SCORER...", help="Scorer ids or spec files."),
     scorer_opts: list[str] = typer.Option([], "--scorer", help="A scorer (repeatable; same as the arguments)."),
     data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items."),
-    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column "
-                                    "(e.g. output=answer, context=passages; repeatable)."),
+    field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field a scorer "
+                                    "declares, from another column (e.g. output=answer, context=passages, "
+                                    "tool_calls=calls; repeatable)."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
@@ -130,13 +131,17 @@ def eval_cmd(
             fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
         try:
             parse_thresholds(threshold)
-            from .datasets import parse_fields
-
-            parse_fields(field)
         except ValueError as exc:
             fail(str(exc))
         scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
         cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
+        try:
+            from .datasets import parse_fields
+            from .runner import declared_names
+
+            parse_fields(field, declared_names(scorers))  # a run field, or one a scorer declares
+        except ValueError as exc:
+            fail(str(exc))
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url}
@@ -313,7 +318,8 @@ def calibrate_cmd(
                                                        "scorable items [default: left out of the figures]."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use only the first N labelled items."),
     top: int = typer.Option(5, "--top", min=0, help="List the N items where scorer and label disagree most."),
-    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column."),
+    field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field the scorer "
+                                    "declares, from another column."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs at once "

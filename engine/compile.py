@@ -22,16 +22,17 @@ from .document import Document, parse_document
 from .errors import Problem, SpecError, did_you_mean
 from .inherit import load_document, resolve_extends
 from .expressions import Expression, Template
-from .plans import (REASON_SCHEMA, CheckPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
+from .plans import (REASON_SCHEMA, CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
-from .run_fields import RUN_NAMES
+from .run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from .schemas import OptionValidator, schema_error
 from .scope import Scope, answer_keys
-from .spec import JudgeSpec, PromptStage, Spec
+from .spec import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .spec_validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index"}
 _BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
+_RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
 class _Compiler:
@@ -181,21 +182,62 @@ def _options(spec: Spec, doc: Document) -> OptionsPlan:
     return OptionsPlan(defaults, validators, schemas)
 
 
-def _required(spec: Spec, c: _Compiler, scope: Scope) -> dict[str, Union[bool, Expression]]:
+def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, Union[bool, Expression]],
+                                                                      dict[str, FieldPlan]]:
+    """Each field's `required` (True, or an expression over options) and the fields the spec
+    declares: a name that is not a run field needs a `schema`; a run field takes none."""
     required: dict[str, Union[bool, Expression]] = {}
+    declared: dict[str, FieldPlan] = {}
+    scope = Scope({"options": frozenset(options.defaults)})
     for name, field_spec in spec.fields.items():
-        key = f"fields.{name}.required"
+        key = f"fields.{name}"
+        if name in RUN_FIELDS:
+            if field_spec.schema_ is not None:
+                c.doc.add("invalid-value", f"{key}.schema", f"{name!r} is a run field, whose shape is the engine's",
+                          "schema: is for a field the scorer declares under a name of its own")
+        elif name in RUN_NAMES or name in RESERVED or name in _RUN_KEYWORDS or not re.match(FIELD_NAME_PATTERN, name):
+            c.doc.add("reserved-name", key, f"{name!r} cannot name a field of this scorer",
+                      "use lower case letters, digits and _, and none of: "
+                      + ", ".join(sorted(RUN_NAMES | _RUN_KEYWORDS)))
+        elif field_spec.schema_ is None:
+            hint = did_you_mean(name, RUN_FIELDS)
+            c.doc.add("unknown-field", key, f"{name!r} is not a run field; a field of this scorer's own needs a "
+                      "schema", hint if hint.startswith("did you mean") else
+                      "add schema: {type: string} (any JSON Schema), or use a run field: " + ", ".join(RUN_FIELDS))
+        else:
+            plan = _declared_field(name, field_spec.schema_, field_spec.description, c.doc, options)
+            if plan is not None:
+                declared[name] = plan
         value = field_spec.required
         if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-            c.doc.add("wrong-type", key, f"{value!r} is a string here, not a boolean (YAML 1.2 reads only "
-                      "true/false as booleans)", "write true or false, or an expression over options")
+            c.doc.add("wrong-type", f"{key}.required", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
+                      "only true/false as booleans)", "write true or false, or an expression over options")
         elif isinstance(value, str):
-            compiled = c.expr(value, key, scope)
+            compiled = c.expr(value, f"{key}.required", scope)
             if compiled is not None:
                 required[name] = compiled
         elif value:
             required[name] = True
-    return required
+    return required, declared
+
+
+def _declared_field(name: str, schema: dict[str, Any], description: str, doc: Document,
+                    options: OptionsPlan) -> FieldPlan | None:
+    """A declared field's plan; its schema must be valid, and the default of an option of the
+    same name (when not null) must satisfy it."""
+    exc = schema_error(schema)
+    if exc is not None:
+        doc.add("invalid-schema", f"fields.{name}.schema", f"not a valid JSON Schema: {exc.message}")
+        return None
+    validator = OptionValidator(schema)
+    from_option = name in options.defaults
+    default = options.defaults.get(name)
+    if default is not None:
+        error = validator.error(default)
+        if error is not None:
+            doc.add("option-default", f"options.{name}.default", f"the default does not satisfy the schema of "
+                    f"field {name!r}: {error}", "an option named like a field gives that field's default")
+    return FieldPlan(name, validator, from_option, description)
 
 
 def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judge: JudgeSpec,
@@ -276,7 +318,8 @@ def _score(spec: Spec, c: _Compiler, scope: Scope) -> tuple[ScorePlan | None, Sc
             let.append((name, compiled))
         scope = scope.with_names(**{name: None})
     formula = c.expr(score.formula, "score.formula", scope)
-    scale_scope = Scope({"options": None, "run": frozenset(RUN_NAMES), **{name: None for name in spec.vars}})
+    scale_scope = Scope({"options": None, "run": run_keys(n for n in spec.fields if n not in RUN_FIELDS),
+                         **{name: None for name in spec.vars}})
     scale = c.expr(score.scale, "score.scale", scale_scope)
     if formula is None or scale is None:
         return None, scope
@@ -305,8 +348,9 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     """The scorer plan, or None when a problem was recorded in `doc`."""
     c = _Compiler(doc)
     options = _options(spec, doc)
-    scope = Scope({"run": frozenset(RUN_NAMES), "options": frozenset(options.defaults)})
-    required = _required(spec, c, Scope({"options": frozenset(options.defaults)}))
+    required, declared = _fields(spec, c, options)
+    own = [name for name in spec.fields if name not in RUN_FIELDS]  # known to `run` even when broken
+    scope = Scope({"run": run_keys(own), "options": frozenset(options.defaults)})
     vars_: list[tuple[str, Expression]] = []
     for name, source in spec.vars.items():
         if name in RESERVED:
@@ -326,7 +370,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         id=spec.id, name=spec.name or "", description=spec.description or "", version=spec.version or 0,
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
-        reasons=tuple(reasons), templates=dict(c.templates),
+        reasons=tuple(reasons), templates=dict(c.templates), declared=declared,
     )
 
 

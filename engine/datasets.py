@@ -9,9 +9,13 @@ Every source becomes a stream of *items*, plain dicts with the run fields a scor
 - ``ground_truth`` also reads ``groundTruth`` (the seed's spelling) when no mapping is given.
 - ``context``: a list of strings; a string becomes a one-element list (in CSV, a cell holding a
   JSON array of strings is read as that list); absent or empty → None (not given).
+- ``input`` / ``output``: a text or a list of chat messages (`engine.messages`); in CSV a cell
+  holding a JSON array of messages is read as that list. ``system`` and ``tool_calls`` (in CSV:
+  a JSON array in the cell) are in the item only when the record has them.
 - Field mapping: ``{"output": "answer", "context": "passages"}`` (from ``--field
-  output=answer``) reads a run field from another column; a dotted name (``meta.passages``)
-  reads a nested key. Every other column is kept under its own name.
+  output=answer``) reads a run field — or a field a scorer declares (``rubric=criteria``) —
+  from another column; a dotted name (``meta.passages``) reads a nested key. Every other column
+  is kept under its own name (a scorer's declared field too).
 
 Reading streams: items are yielded one at a time and never all held in memory. A malformed
 record (bad JSON, invalid UTF-8, a CSV row with the wrong number of cells, a duplicate id) is
@@ -34,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .run_fields import RUN_FIELDS
+from .messages import is_messages
+from .run_fields import ITEM_FIELDS, RUN_FIELDS
 
 MAPPABLE = ("id",) + RUN_FIELDS
 ALIASES = {"ground_truth": ("groundTruth",)}
@@ -69,10 +74,11 @@ class DatasetError(ValueError):
 OnProblem = Callable[[DatasetProblem], None]
 
 
-def parse_fields(pairs: Iterable[str]) -> dict[str, str]:
+def parse_fields(pairs: Iterable[str], declared: Iterable[str] = ()) -> dict[str, str]:
     """``["output=answer", "context=passages"]`` → ``{"output": "answer", "context": "passages"}``.
-    Raises `ValueError` for a pair without ``=`` or a name that is not id, input, output,
-    ground_truth or context."""
+    Raises `ValueError` for a pair without ``=`` or a name that is neither ``id``, a run field
+    (`engine.run_fields.RUN_FIELDS`) nor one of `declared` (the fields the scorers declare)."""
+    known = MAPPABLE + tuple(name for name in declared if name not in MAPPABLE)
     mapping: dict[str, str] = {}
     for pair in pairs:
         name, sep, column = pair.partition("=")
@@ -81,8 +87,8 @@ def parse_fields(pairs: Iterable[str]) -> dict[str, str]:
             name = "ground_truth"
         if not sep or not name or not column:
             raise ValueError(f"--field {pair!r}: expected name=column (e.g. output=answer)")
-        if name not in MAPPABLE:
-            raise ValueError(f"--field {pair!r}: {name!r} is not one of {', '.join(MAPPABLE)}")
+        if name not in known:
+            raise ValueError(f"--field {pair!r}: {name!r} is not one of {', '.join(known)}")
         mapping[name] = column
     return mapping
 
@@ -131,6 +137,20 @@ def coerce_context(value: Any, *, from_text: bool = False) -> list[str] | None:
     return [str(value)]
 
 
+def _json_cell(name: str, text: str) -> Any:
+    """A CSV cell of `name`: chat messages for input / output and tool calls written as a JSON
+    array are read as that list; any other cell stays text."""
+    if name not in ("input", "output", "tool_calls") or not text.lstrip().startswith("["):
+        return text
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if name == "tool_calls" and isinstance(parsed, list):
+        return parsed
+    return parsed if parsed and is_messages(parsed) else text
+
+
 def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | None = None,
             *, from_text: bool = False) -> Item:
     """Build an item from one record. `number` is its line (or 1-based position), used as the id
@@ -139,7 +159,7 @@ def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | 
     fields = fields or {}
     item: Item = {}
     used: set[str] = set()
-    for name in MAPPABLE:
+    for name in MAPPABLE + tuple(name for name in fields if name not in MAPPABLE):
         column = fields.get(name)
         if column is not None:
             found, value = _lookup(record, column)
@@ -155,11 +175,12 @@ def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | 
                         found, value = True, record[alias]
                         used.add(alias)
                         break
-        if from_text and isinstance(value, str) and not value.strip():
-            value = None  # an empty CSV cell: not given
+        if from_text and isinstance(value, str):
+            value = None if not value.strip() else _json_cell(name, value)  # an empty CSV cell: not given
         if _missing(value):
             value = None
-        item[name] = value
+        if found or name == "id" or name in ITEM_FIELDS:
+            item[name] = value
     if item["id"] is None or item["id"] == "":
         item["id"] = number
     elif not isinstance(item["id"], (str, int)) or isinstance(item["id"], bool):
@@ -482,10 +503,17 @@ def _dataframe_records(frame: Any) -> Iterator[dict[str, Any]]:
         yield {c: _plain(v) for c, v in zip(columns, row)}
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars → Python values; NaN/NaT → None."""
+def _plain(value: Any, depth: int = 0) -> Any:
+    """numpy scalars → Python values; NaN/NaT → None; numpy arrays (a list column read from
+    Parquet: messages, tool calls) → lists, inside lists and dicts too."""
     if value is None:
         return None
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) >= 1:
+        value = value.tolist()
+    if isinstance(value, (list, tuple, dict)) and depth < MAX_DEPTH:
+        if isinstance(value, dict):
+            return {k: _plain(v, depth + 1) for k, v in value.items()}
+        return [_plain(v, depth + 1) for v in value]
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)) and getattr(value, "ndim", 1) == 0:
         value = value.item()
     if isinstance(value, float) and math.isnan(value):

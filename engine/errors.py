@@ -62,7 +62,9 @@ ErrorKind = Literal[
 ]
 """Why an item failed — a closed set:
 
-- ``input``: a required field is missing (no judge call was made);
+- ``input``: a required field is missing, or empty where the scorer is given it (an input with no
+  text), or a field cannot be read (messages, tool calls, a declared field failing its schema);
+  no judge call was made;
 - ``judge``: no valid answer after the allowed re-asks;
 - ``auth``: the provider refused the credentials or the model's access (HTTP 401/403, not retried);
 - ``truncated``: the answer was cut off by its token limit (never parsed, never a partial score);

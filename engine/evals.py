@@ -37,7 +37,7 @@ from .judge_rate_limit import RateLimiter
 from .reporting import EvalReporter, RunState, StderrReporter
 from .result import ScoreResult
 from .resume import find_prior, tidy_out_file
-from .runner import Runner, label_of, uses_judge
+from .runner import Runner, declared_names, label_of, uses_judge
 from .store import Store
 from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
 from .sync import run_sync
@@ -120,12 +120,13 @@ async def arun_evals(
     (``$SCORESPEC_STORE`` or ``.scorespec/store.sqlite``), or False for none. progress: an
     `EvalReporter` (the terminal's is `engine.cli_report.ConsoleReporter`), or True for plain
     progress lines on stderr (`engine.reporting.StderrReporter`). fields: a field mapping
-    ``{"output": "answer"}`` or ``["output=answer"]``. config: extra data recorded with the run
-    in the store (the CLI records its arguments to resume from). cache: the judge-call cache
-    for every scorer's judge (`engine.judge_cache_layer.open_cache`: True for the default file,
-    a path, a `JudgeCache`; False takes the scorers' cache off); None leaves each scorer's judge
-    as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask every call again
-    and overwrite its entry.
+    ``{"output": "answer"}`` or ``["output=answer"]`` (a run field, or a field a scorer declares).
+    config: extra data recorded with the run in the store (the CLI records its arguments to
+    resume from). cache: the judge-call cache for every scorer's judge
+    (`engine.judge_cache_layer.open_cache`: True for the default file, a path, a `JudgeCache`;
+    False takes the scorers' cache off); None leaves each scorer's judge as it was built
+    (`load_scorer(..., cache=...)`). refresh: with `cache`, ask every call again and overwrite
+    its entry.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
     threshold for an unknown label, concurrency < 1, resuming a run that does not exist),
@@ -142,7 +143,8 @@ async def arun_evals(
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
     labels = [label_of(s) for s in scorer_list]
     limits = _thresholds(thresholds, labels)
-    field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
+    field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
+        fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(out).resolve() if out is not None else None

@@ -9,7 +9,7 @@ answers) or a `RuleStagePlan` (a registered function computes); a judge-written 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
@@ -120,12 +120,24 @@ class OptionsPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldPlan:
+    """A field the spec declares (`fields.NAME.schema`): its JSON Schema, compiled, and whether
+    an option of the same name gives the value of an item that has none (`from_option`)."""
+
+    name: str
+    validator: OptionValidator
+    from_option: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ScorerPlan:
     """A compiled spec: everything the interpreter runs, nothing it must look up.
 
     hash: sha256 of the spec source(s) and every template used (`engine.document`). chain: this
     spec's id and the ids of the specs it extends, nearest first.
-    required: run field → True, or an expression over `options` deciding per run.
+    required: field → True, or an expression over `options` deciding per run. declared: the
+    fields the spec declares beyond the run fields, by name.
     instructions: the system message template, or None. model: the spec's default judge model.
     """
 
@@ -145,6 +157,7 @@ class ScorerPlan:
     reasons: tuple[ReasonPlan, ...]
     templates: Mapping[str, str]
     chain: tuple[str, ...] = ()
+    declared: Mapping[str, FieldPlan] = field(default_factory=dict)
 
     @property
     def uses_judge(self) -> bool:
@@ -152,5 +165,5 @@ class ScorerPlan:
         return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
 
 
-__all__ = ["CheckPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "ScorePlan", "ScorerPlan",
+__all__ = ["CheckPlan", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "ScorePlan", "ScorerPlan",
            "StagePlan", "REASON_SCHEMA"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from .judge_rate_limit import RateLimiter
 from .outfile import OutWriter, out_line
 from .reporting import EvalReporter, RunState
 from .result import ItemError, ScoreResult, Usage
+from .run_fields import RUN_FIELDS
 from .resume import PriorResults
 from .store import Store
 
@@ -48,6 +49,23 @@ def uses_judge(scorer: Any) -> bool:
     return bool(getattr(plan, "uses_judge", True))
 
 
+def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
+    """What `scorer` is given of an item: its run fields (`engine.run_fields.RUN_FIELDS`), and
+    the fields the scorer's spec declares that the item has."""
+    fields = {name: item.get(name) for name in RUN_FIELDS}
+    declared = getattr(getattr(scorer, "plan", None), "declared", None) or {}
+    fields.update((name, item[name]) for name in declared if name in item)
+    return fields
+
+
+def declared_names(scorers: Iterable[Any]) -> list[str]:
+    """The names of the fields the scorers' specs declare, each once, in order."""
+    names: dict[str, None] = {}
+    for scorer in scorers:
+        names.update(dict.fromkeys(getattr(getattr(scorer, "plan", None), "declared", None) or {}))
+    return list(names)
+
+
 def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreResult:
     """A failed result of `scorer` made by the runner itself (kind ``target`` or ``internal``)."""
     plan = getattr(scorer, "plan", None)
@@ -60,14 +78,16 @@ def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreRes
 
 def apply_target_output(item: Item, produced: Any) -> Item:
     """The item with the target's output. A mapping with an ``output`` key also sets
-    ``context`` / ``ground_truth`` when it has them (e.g. an agent's retrieved passages)."""
+    ``context``, ``ground_truth``, ``system`` and ``tool_calls`` when it has them (e.g. an
+    agent's retrieved passages and the tools it called)."""
     updated = dict(item)
     if isinstance(produced, Mapping) and "output" in produced:
         updated["output"] = produced["output"]
         if "context" in produced:
             updated["context"] = coerce_context(produced["context"])
-        if "ground_truth" in produced:
-            updated["ground_truth"] = produced["ground_truth"]
+        for name in ("ground_truth", "system", "tool_calls"):
+            if name in produced:
+                updated[name] = produced[name]
     else:
         updated["output"] = produced
     return updated
@@ -233,8 +253,7 @@ class Runner:
 
     async def _score(self, scorer: Any, item: Item, key: str) -> ScoreResult:
         run_id = self.state.run_id
-        kwargs = dict(output=item.get("output"), input=item.get("input"), ground_truth=item.get("ground_truth"),
-                      context=item.get("context"), run_id=run_id)
+        kwargs = {**item_fields(scorer, item), "run_id": run_id}
         try:
             if not uses_judge(scorer):
                 result = scorer.run(**kwargs)
@@ -271,4 +290,4 @@ class Runner:
                 await outcome
 
 
-__all__ = ["Runner", "label_of", "uses_judge", "failed_result", "apply_target_output", "SKIPPED_BATCH"]
+__all__ = ["Runner", "declared_names", "item_fields", "label_of", "uses_judge", "failed_result", "apply_target_output", "SKIPPED_BATCH"]

@@ -20,14 +20,14 @@ _QUESTION_PROMPT = """\
 Does the OUTPUT meet this criterion? Replace this sentence with your criterion, for example:
 the OUTPUT answers the question in the INPUT without inventing facts.
 
-{% if run.input %}INPUT:
+{% if run.input_text %}INPUT:
 <<<
-{{ run.input }}
+{{ run.input_text }}
 >>>
 
 {% endif %}OUTPUT:
 <<<
-{{ run.output }}
+{{ run.output_text }}
 >>>
 
 Give the verdict first, then a short reason (at most 20 words).

@@ -49,6 +49,19 @@ class OptionValidator:
         (python-jsonschema's `best_match`). jsonschema-rs accepts at once; what it rejects,
         python-jsonschema judges (values with no JSON form, like inf and nan, which jsonschema-rs
         reads as null, are judged as the Python values they are)."""
+        found = self._best(value)
+        return None if found is None else found.message
+
+    def located_error(self, value: Any, name: str) -> str | None:
+        """As `error`, prefixed with where in the value `name` the problem is
+        (``expected[1]: 3 is not of type 'string'``)."""
+        found = self._best(value)
+        if found is None:
+            return None
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in found.absolute_path)
+        return f"{where}: {found.message}"
+
+    def _best(self, value: Any) -> Any:
         try:
             if self._validator is not None and self._validator.is_valid(value):
                 return None
@@ -56,5 +69,4 @@ class OptionValidator:
             pass
         import jsonschema
 
-        best = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(self.schema).iter_errors(value))
-        return None if best is None else best.message
+        return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(self.schema).iter_errors(value))

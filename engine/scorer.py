@@ -22,15 +22,18 @@ from typing import Any
 
 from .answer_contract import AnswerContract, normalize_answer
 from .compile import load_spec
+from .declared_fields import FieldValueError, missing_reason
+from .declared_fields import resolve as resolve_declared
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
 from .judge import make_judge
 from .judge_cache_layer import CacheSetting, open_cache, with_cache
 from .judge_call import Judge, JudgeAnswer, JudgeCall
 from .judge_model import check_model, resolve_model
+from .messages import MessageError
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
-from .run_fields import run_namespace
+from .run_fields import empty_reason, run_namespace
 from .sync import run_sync
 from .window import configured_window
 
@@ -158,10 +161,15 @@ class Scorer:
     # -- running ---------------------------------------------------------------------------
 
     def run(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
-            *, run_id: str | None = None) -> ScoreResult:
+            *, system: Any = None, tool_calls: Any = None, run_id: str | None = None, **fields: Any) -> ScoreResult:
         """Score one item synchronously. Rule-only scorers start no event loop; others run
-        `arun` on a private loop (in a worker thread when called from inside a running loop)."""
-        gen = self._interpret(output, input, ground_truth, context, run_id)
+        `arun` on a private loop (in a worker thread when called from inside a running loop).
+
+        output / input: a text or a list of chat messages; ground_truth: a text; context: a
+        text or a list of passages; system: the system prompt; tool_calls: the calls made,
+        ``[{name, arguments, result?, error?}]`` (see `engine.run_fields`); `fields`: the fields
+        the spec declares, by name. Raises `TypeError` for a keyword that is none of these."""
+        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields), run_id)
         if not self.plan.uses_judge:
             try:
                 next(gen)
@@ -171,9 +179,23 @@ class Scorer:
         return run_sync(self._drive_and_close(gen), thread_name=f"scorespec-{self.id}")
 
     async def arun(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
-                   *, run_id: str | None = None) -> ScoreResult:
+                   *, system: Any = None, tool_calls: Any = None, run_id: str | None = None,
+                   **fields: Any) -> ScoreResult:
         """Score one item; see `run`."""
-        return await self._drive(self._interpret(output, input, ground_truth, context, run_id))
+        item = self._item(output, input, ground_truth, context, system, tool_calls, fields)
+        return await self._drive(self._interpret(item, run_id))
+
+    def _item(self, output: Any, input: Any, ground_truth: Any, context: Any, system: Any, tool_calls: Any,
+              fields: Mapping[str, Any]) -> dict[str, Any]:
+        """The item's fields by name; `TypeError` for a field the spec does not declare."""
+        unknown = [name for name in fields if name not in self.plan.declared]
+        if unknown:
+            declared = ", ".join(self.plan.declared) or "none"
+            hint = did_you_mean(unknown[0], list(self.plan.declared) + ["run_id", "system", "tool_calls"])
+            raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (the fields it declares: {declared})"
+                            + (f"; {hint}" if hint.startswith("did you mean") else ""))
+        return {"output": output, "input": input, "ground_truth": ground_truth, "context": context, "system": system,
+                "tool_calls": tool_calls, **fields}
 
     async def aclose(self) -> None:
         """Release the judge's resources bound to the running event loop (HTTP connections)."""
@@ -204,13 +226,16 @@ class Scorer:
             return stop.value
 
     def render(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
-               answers: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+               answers: Mapping[str, Any] | None = None, *, system: Any = None, tool_calls: Any = None,
+               **fields: Any) -> list[tuple[str, str]]:
         """The prompts that would be sent, as (stage id, text) pairs, without calling a model.
-        `answers` gives a judge answer per stage id so later stages can be rendered; rendering
-        stops at the first stage whose answer is needed and not given."""
+        The item's fields are `run`'s. `answers` gives a judge answer per stage id so later
+        stages can be rendered; rendering stops at the first stage whose answer is needed and not
+        given. Raises `ValueError` when the item fails before its first prompt (a missing or empty
+        required field, messages that cannot be read: the item's error message)."""
         answers = dict(answers or {})
         shown: list[tuple[str, str]] = []
-        gen = self._interpret(output, input, ground_truth, context, None)
+        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields), None)
         try:
             call = next(gen)
             while True:
@@ -220,23 +245,23 @@ class Scorer:
                     gen.close()
                     return shown
                 call = gen.send(JudgeAnswer(call.validate(answers[call.stage]), "", 0))
-        except StopIteration:
+        except StopIteration as stop:
+            error = stop.value.error
+            if error is not None and not shown and error.kind == "input":
+                raise ValueError(error.message) from None
             return shown
 
     # -- the interpreter -----------------------------------------------------------------------
 
-    def _interpret(self, output: Any, input: Any, ground_truth: Any, context: Any,
-                   run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
+    def _interpret(self, item: Mapping[str, Any], run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
         plan = self.plan
         result = ScoreResult(scorer=plan.id, label=self.label, spec_version=plan.version, spec_hash=plan.hash,
                              spec_chain=list(plan.chain), model=self.model)
         if run_id:
             result.run_id = run_id
-        run = run_namespace({"input": input, "output": output, "ground_truth": ground_truth, "context": context})
-        ns: dict[str, Any] = prepare({"run": run, "options": self.options})
         stage_id: str | None = None
         try:
-            self._check_required(run["given"])
+            ns: dict[str, Any] = prepare({"run": self._run_fields(item), "options": self.options})
             for name, expression in plan.vars:
                 ns[name] = self._eval(expression, ns, f"vars.{name}")
             for stage in plan.stages:
@@ -279,16 +304,37 @@ class Scorer:
                 result.usage.add(record.usage)
         return result
 
-    def _check_required(self, given: list[str]) -> None:
-        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give
-        (required means given, not None; an empty text is a value the spec decides about)."""
+    def _run_fields(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """`run` for the item (`engine.run_fields`), its declared fields resolved; raises
+        `ScorerRunError` (kind ``input``) for messages, tool calls or a declared field that cannot
+        be read, and for a required field that is missing or empty (`_check_required`)."""
+        try:
+            declared = resolve_declared(self.plan.declared, item, self.options)
+            run = run_namespace(item, declared.values, declared.given)
+            self._check_required(run)
+        except (MessageError, FieldValueError) as exc:
+            raise ScorerRunError("input", f"{self.id}: {exc}") from None
+        return run
+
+    def _check_required(self, run: Mapping[str, Any]) -> None:
+        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give,
+        and for a required field given empty unless the system produced it (case C24: an input
+        with no text fails, an empty output is judged; `engine.run_fields.empty_reason`). A
+        declared field is required to have a value, from the item or its option."""
         for name, required in self.plan.required.items():
             needed = required if isinstance(required, bool) else bool(
                 self._eval(required, {"options": self.options}, f"fields.{name}.required"))
-            if needed and name not in given:
+            if not needed:
+                continue
+            field = self.plan.declared.get(name)
+            if field is not None:
+                why = missing_reason(field) if run[name] is None else None
+            else:
+                why = empty_reason(name, run)
+            if why is not None:
                 hint = " (set requireGroundTruth=false to score it 0)" if name == "ground_truth" \
                     and "requireGroundTruth" in self.options else ""
-                raise ScorerRunError("input", f"{self.id} needs '{name}' and the item has none{hint}")
+                raise ScorerRunError("input", f"{self.id} needs '{name}' and {why}{hint}")
 
     def _rule_stage(self, stage: RuleStagePlan, ns: dict[str, Any]) -> Any:
         args = {name: self._eval(expression, ns, f"{stage.id}.args.{name}") for name, expression in stage.args.items()}

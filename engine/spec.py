@@ -11,9 +11,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from .run_fields import RunField
 
 FORMAT_VERSION = 1
+FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]*$"
+"""A field's name under `fields:` (a run field's, or one the scorer declares)."""
 
 
 class _Model(BaseModel):
@@ -21,15 +22,24 @@ class _Model(BaseModel):
 
 
 class FieldSpec(_Model):
-    """A run field the scorer reads."""
+    """A field the scorer reads: a run field (input, output, ground_truth, context, system,
+    tool_calls) or one the scorer declares, with a `schema`."""
 
     required: Union[bool, str] = Field(
         False,
         description="true, false, or an expression over `options` deciding per run "
         "(e.g. `options.requireGroundTruth`). A required field the item does not give (null or "
-        "absent) fails the item before any judge call; an empty text is given.",
+        "absent) fails the item before any judge call, and so does a required input, ground truth, "
+        "context or system prompt with no text; an empty output or an empty list of tool calls is "
+        "a real answer.",
     )
     description: str = Field("", description="What the field means for this scorer.")
+    schema_: dict[str, Any] | None = Field(
+        None, alias="schema",
+        description="A field the scorer declares (any name that is not a run field): the JSON Schema "
+        "(Draft 2020-12) its value must satisfy, checked per item. The item gives it by name; an option "
+        "of the same name gives a default. Not allowed on a run field.",
+    )
 
 
 class JudgeSpec(_Model):
@@ -171,9 +181,12 @@ class Spec(_Model):
                                     "abstract).")
     version: Union[int, str, None] = Field(None, description="The scorer's own version; bump when behaviour "
                                            "changes (required unless abstract).")
-    fields: dict[RunField, FieldSpec] = Field(
+    fields: dict[str, FieldSpec] = Field(
         default_factory=dict,
-        description="Run fields the scorer reads. Every run provides all four (empty when not given).",
+        description="The fields the scorer reads: run fields (input, output, ground_truth, context, system, "
+        "tool_calls; every run provides them all, empty when not given) and fields of its own, each "
+        "with a `schema` (read as run.NAME).",
+        json_schema_extra={"propertyNames": {"pattern": FIELD_NAME_PATTERN}},
     )
     options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

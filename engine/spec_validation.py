@@ -89,7 +89,7 @@ def _keys_at(loc: tuple[Any, ...]) -> list[str]:
     for tp in types:
         for t in _unwrap(tp):
             if isinstance(t, type) and issubclass(t, BaseModel):
-                keys.update(t.model_fields)
+                keys.update(f.alias or name for name, f in t.model_fields.items())
     return sorted(keys)
 
 
