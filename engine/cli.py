@@ -36,18 +36,20 @@ def list_cmd() -> None:
     from .errors import SpecError
     from .functions import names
 
-    table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
+    from .direction import short
+
+    table = Table("id", "name", "origin", "judge", "better", "description", box=None, pad_edge=False)
     for entry in list_specs():
         if entry.abstract:
-            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "a base for other specs "
+            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "", "a base for other specs "
                           "(extends: " + entry.id + "); not run itself")
             continue
         try:
             spec = compile_file(entry.path)
             table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
-                          "yes" if spec.uses_judge else "no", escape(spec.description))
+                          "yes" if spec.uses_judge else "no", short(spec.direction), escape(spec.description))
         except SpecError as exc:
-            table.add_row(entry.id, "?", entry.origin, "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
+            table.add_row(entry.id, "?", entry.origin, "?", "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
     console = _stdout()
     console.print(table)
     console.print(f"\nrule functions: {', '.join(names())}")
@@ -143,7 +145,7 @@ def run_cmd(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
     else:
-        print_result(result, _stdout())
+        print_result(result, _stdout(), direction=scorer.plan.direction)
     if result.error is not None:
         if as_json:
             _stderr().print(f"error: [{result.error.kind}] {result.error.message}", markup=False)
@@ -160,7 +162,9 @@ def not_scorable_why(reason: str) -> str:
     return text or reason
 
 
-def print_result(result: Any, console: Any) -> None:
+def print_result(result: Any, console: Any, direction: str | None = None) -> None:
+    """A result for people: score or why none, the reason, a row per stage, and a footer (model,
+    spec, its `direction` when given, run)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -190,8 +194,10 @@ def print_result(result: Any, console: Any) -> None:
                       str(u.transport_retries) if asked else "", f"{u.tokens_in}/{u.tokens_out}" if asked else "",
                       f"{u.seconds:.2f}" if asked else "")
     console.print(table)
+    better = f" · {direction.replace('_', ' ')}" if direction else ""
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False, soft_wrap=True)
+                  f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
+                  soft_wrap=True)
 
 
 @app.command("render")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from .direction import HIGHER, Direction
 from .expressions import Expression, Template
 from .schemas import OptionValidator
 
@@ -124,7 +125,9 @@ class ScorerPlan:
     """A compiled spec: everything the interpreter runs, nothing it must look up.
 
     hash: sha256 of the spec source(s) and every template used (`engine.document`). chain: this
-    spec's id and the ids of the specs it extends, nearest first.
+    spec's id and the ids of the specs it extends, nearest first. sources: (file, text) of every
+    spec file merged into this one, the spec's own first (with `templates`, the full text the
+    store keeps per run). direction: ``higher_is_better`` or ``lower_is_better`` (`engine.direction`).
     required: run field → True, or an expression over `options` deciding per run.
     instructions: the system message template, or None. model: the spec's default judge model.
     """
@@ -145,6 +148,8 @@ class ScorerPlan:
     reasons: tuple[ReasonPlan, ...]
     templates: Mapping[str, str]
     chain: tuple[str, ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
+    direction: Direction = HIGHER
 
     @property
     def uses_judge(self) -> bool:
