@@ -277,15 +277,17 @@ def new_cmd(
                     markup=False)
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare"}
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The console script. The batch commands (`engine.cli_eval`) are registered only when they
-    may be needed (their name, or help), which keeps `validate`, `run` and `list` quick to start."""
+    """The console script. The batch commands (`engine.cli_eval`, `engine.cli_compare`) are
+    registered only when they may be needed (their name, or help), which keeps `validate`, `run`
+    and `list` quick to start."""
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
-        import engine.cli_eval  # noqa: F401 - registers the commands on `app`
+        import engine.cli_compare  # noqa: F401 - registers the commands on `app`
+        import engine.cli_eval  # noqa: F401
     try:
         app(args=args)
     except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")
