@@ -196,6 +196,10 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
                 raise ValueError(f"run {run['run_id']} has no scorer labelled {label!r} (its labels: "
                                  f"{', '.join(labels) or 'none'})")
             picked.extend((run, name) for name in ([label] if label is not None else labels))
+        seen = [(run["run_id"], name) for run, name in picked]
+        twice = next((pair for pair in seen if seen.count(pair) > 1), None)
+        if twice is not None:
+            raise ValueError(f"{twice[1]} of run {twice[0]} is given twice: compare different runs or labels")
         names = [name for _, name in picked]
         infos, outcomes = [], {}
         order: list[str] = []
