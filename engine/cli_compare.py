@@ -138,7 +138,6 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
     from rich.table import Table
 
     from .cli_report import fmt
-    from .compare_stats import p_text
     from .direction import words
 
     _say(console, f"compare · baseline {comparison.baseline} · {words(comparison.direction)} · run "
@@ -155,12 +154,10 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
     for c in comparison.comparisons:
         p = c.paired
         _say(console, f"\n{c.label} vs {comparison.baseline}", "bold")
-        if p.n:
-            ci = "—" if p.ci95 is None else f"{fmt(p.ci95[0])} to {fmt(p.ci95[1])}"
-            test = p_text(p.p_value) if p.p_value is not None else "not computable"
-            _say(console, f"  paired over {p.n} item(s): mean difference {fmt(p.mean_difference)} (95% CI {ci}) · "
-                 f"wins {p.wins} · ties {p.ties} · losses {p.losses} · Wilcoxon signed-rank {test}")
         _say(console, f"  {c.words}")
+        if p.n:
+            _say(console, f"  {p.n} pair(s) · wins {p.wins} · ties {p.ties} · losses {p.losses} · Wilcoxon signed-rank "
+                 f"test · bootstrap interval, seed {comparison.seed}", "dim")
         _print_changes(console, c)
         _print_movers(console, c, comparison.baseline)
         if c.labels is not None:

@@ -385,6 +385,11 @@ def _items(n: int) -> str:
     return f"{n} item" + ("" if n == 1 else "s")
 
 
+def _signed(value: float | None) -> str:
+    """A difference for people: its sign, up to 4 decimals (``-0.0663``, ``+0``)."""
+    return f"{value or 0.0:+.4f}".rstrip("0").rstrip(".")
+
+
 def _words(baseline: str, label: str, paired: PairedDifference) -> str:
     """E.g. "B is better than A on 31 of 40 items, worse on 4, the same on 5; mean difference
     +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002"."""
@@ -401,9 +406,9 @@ def _words(baseline: str, label: str, paired: PairedDifference) -> str:
             text += f", {other} on {counts[other]}"
         if paired.ties:
             text += f", the same on {paired.ties}"
-    text += f"; mean difference {paired.mean_difference:+.4g}"
+    text += f"; mean difference {_signed(paired.mean_difference)}"
     if paired.ci95 is not None:
-        text += f" (95% CI {paired.ci95[0]:+.4g} to {paired.ci95[1]:+.4g})"
+        text += f" (95% CI {_signed(paired.ci95[0])} to {_signed(paired.ci95[1])})"
     if paired.p_value is None:
         return text + "; " + (paired.notes[-1] if paired.notes else "the signed-rank test is not computable")
     chance = "unlikely to be chance" if paired.significant else "could well be chance"
