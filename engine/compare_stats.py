@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from .direction import HIGHER, Direction, sign
+from .direction import HIGHER_IS_BETTER, Direction, sign
 
 __all__ = ["ALPHA", "CONFIDENCE", "RESAMPLES", "PairedDifference", "McNemar", "paired_difference", "mcnemar",
            "exact_mean", "p_text"]
@@ -45,7 +45,7 @@ class PairedDifference:
     """
 
     n: int
-    direction: Direction = HIGHER
+    direction: Direction = HIGHER_IS_BETTER
     mean_difference: float | None = None
     baseline_mean: float | None = None
     mean: float | None = None
@@ -101,7 +101,7 @@ def _differences(baseline: Sequence[float], version: Sequence[float]) -> list[De
     return [Decimal(repr(float(b))) - Decimal(repr(float(a))) for a, b in zip(baseline, version)]
 
 
-def paired_difference(baseline: Sequence[float], version: Sequence[float], direction: Direction = HIGHER, *,
+def paired_difference(baseline: Sequence[float], version: Sequence[float], direction: Direction = HIGHER_IS_BETTER, *,
                       seed: int = 0, resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> PairedDifference:
     """The paired statistics of `version` against `baseline` (scores of the same items, in the
     same order); see the module docstring. seed: the bootstrap's random seed. Raises

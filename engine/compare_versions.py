@@ -22,7 +22,7 @@ from typing import Any
 from .comparison import (DEFAULT_TOP, Comparison, HumanLabels, Outcome, Version, as_label_set, build_comparison,
                          label_value, outcome_of)
 from .datasets import item_key, iter_items, parse_fields
-from .direction import HIGHER, direction_of
+from .direction import HIGHER_IS_BETTER, direction_of
 
 __all__ = ["acompare", "compare", "run_reference"]
 
@@ -212,7 +212,7 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
                     found[item_key(line["id"])] = outcome_of(line)
                     scorer = scorer or line.get("scorer")
             infos.append(Version(name, scorer or label, about.get("specHash"), run["run_id"],
-                                 about.get("direction") or HIGHER, about.get("scale")))
+                                 about.get("direction") or HIGHER_IS_BETTER, about.get("scale")))
             outcomes[name] = found
         _check_directions(infos)
         notes = [f"run {run['run_id']} is {run['status']}: it holds the results made so far"

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
-from .direction import HIGHER, Direction
+from .direction import HIGHER_IS_BETTER, Direction
+from .summary import ScorerSummary
 
 __all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison",
            "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison", "label_value",
@@ -106,14 +107,14 @@ def first_differing_stage(a: Outcome, b: Outcome) -> str | None:
 @dataclass
 class Version:
     """One version: its label (its name in the comparison), scorer id, spec hash, run, scale
-    (None when unknown) and direction; its counts over every item it has a result for; `mean`
-    and `median` over the `common` items every version scored."""
+    (None when unknown) and direction; its counts over every item it has a result for; `mean`,
+    `median`, `min` and `max` over the `common` items every version scored."""
 
     label: str
     scorer: str
     spec_hash: str | None = None
     run_id: str | None = None
-    direction: Direction = HIGHER
+    direction: Direction = HIGHER_IS_BETTER
     scale: float | None = None
     scored: int = 0
     not_scorable: int = 0
@@ -121,12 +122,21 @@ class Version:
     common: int = 0
     mean: float | None = None
     median: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    def summary(self) -> ScorerSummary:
+        """This version as a `engine.summary.ScorerSummary` (statistics over the common items),
+        for reports shared with ``eval``."""
+        return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, self.mean, self.min,
+                             self.median, self.max, label=self.label, spec_hash=self.spec_hash,
+                             direction=self.direction)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"label": self.label, "scorer": self.scorer, "specHash": self.spec_hash, "runId": self.run_id,
                 "direction": self.direction, "scale": self.scale,
                 "counts": {"scored": self.scored, "notScorable": self.not_scorable, "failed": self.failed},
-                "common": self.common, "mean": self.mean, "median": self.median}
+                "common": self.common, "mean": self.mean, "median": self.median, "min": self.min, "max": self.max}
 
 
 @dataclass(frozen=True)
@@ -207,9 +217,21 @@ class VersionComparison:
     label: str
     paired: PairedDifference
     words: str
+    baseline: str = ""
     status_changes: list[StatusChange] = field(default_factory=list)
     movers: list[Mover] = field(default_factory=list)
     labels: LabelComparison | None = None
+
+    @property
+    def headline(self) -> str:
+        """One line: ``B is worse than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``."""
+        p = self.paired
+        if p.n == 0:
+            return f"{self.label}: no item in common with the baseline"
+        verdict = {"better": "better than", "worse": "worse than"}.get(p.verdict, "not clearly different from")
+        ci = "" if p.ci95 is None else f"95% CI {_signed(p.ci95[0])}..{_signed(p.ci95[1])}, "
+        test = p_text(p.p_value).replace(" = ", " ") if p.p_value is not None else "no test"
+        return f"{self.label} is {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
 
     def worse_by_more_than(self, delta: float) -> bool:
         """Whether this version is worse than the baseline by more than `delta` (by direction)
@@ -219,6 +241,7 @@ class VersionComparison:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"label": self.label, "paired": self.paired.to_json_dict(), "words": self.words,
+                "headline": self.headline,
                 "statusChanges": [c.to_json_dict() for c in self.status_changes],
                 "movers": [m.to_json_dict() for m in self.movers],
                 "labels": self.labels.to_json_dict() if self.labels is not None else None}
@@ -252,6 +275,15 @@ class Comparison:
     def failed(self) -> int:
         """Failed results over every version."""
         return sum(v.failed for v in self.versions.values())
+
+    @property
+    def headline(self) -> str:
+        """Every version's one-line finding against the baseline (`VersionComparison.headline`)."""
+        return "; ".join(c.headline for c in self.comparisons)
+
+    def summaries(self) -> dict[str, ScorerSummary]:
+        """Each version as a `ScorerSummary`, by label (see `Version.summary`)."""
+        return {label: v.summary() for label, v in self.versions.items()}
 
     def worse(self, delta: float) -> list[str]:
         """Labels of the versions worse than the baseline by more than `delta` (see
@@ -332,6 +364,7 @@ def _fill_version(version: Version, outcomes: Mapping[str, Outcome], common: Seq
     version.common = len(scores)
     version.mean = exact_mean(scores)
     if scores:
+        version.min, version.max = scores[0], scores[-1]
         mid = len(scores) // 2
         version.median = scores[mid] if len(scores) % 2 else exact_mean(scores[mid - 1: mid + 1])
 
@@ -353,7 +386,7 @@ def _compare_one(baseline: Version, version: Version, ours: Mapping[str, Outcome
                                         mine.score if mine else None, other.score if other else None,
                                         _detail(mine), _detail(other)))
     comparison = VersionComparison(version.label, paired, _words(baseline.label, version.label, paired),
-                                   changes, _movers(pairs, ours, theirs, top))
+                                   baseline.label, changes, _movers(pairs, ours, theirs, top))
     if labels is not None:
         cutoff = labels.cutoff if labels.cutoff is not None else (baseline.scale or 1.0) / 2
         comparison.labels = _label_comparison(pairs, a, b, labels, cutoff)

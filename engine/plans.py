@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .direction import HIGHER, Direction
+from .direction import HIGHER_IS_BETTER, Direction
 from .expressions import Expression, Template
 from .schemas import OptionValidator
 
@@ -149,7 +149,7 @@ class ScorerPlan:
     templates: Mapping[str, str]
     chain: tuple[str, ...] = ()
     sources: tuple[tuple[str, str], ...] = ()
-    direction: Direction = HIGHER
+    direction: Direction = HIGHER_IS_BETTER
 
     @property
     def uses_judge(self) -> bool:

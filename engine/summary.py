@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from .direction import HIGHER, Direction
+from .direction import HIGHER_IS_BETTER, Direction
 
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
 
@@ -44,7 +44,7 @@ class Threshold:
         if not self.limit:
             return self
         value = self.min if self.min is not None else self.max
-        return Threshold(value, None, True) if direction == HIGHER else Threshold(None, value, True)
+        return Threshold(value, None, True) if direction == HIGHER_IS_BETTER else Threshold(None, value, True)
 
     def met(self, mean: float | None) -> bool:
         if mean is None:
@@ -117,7 +117,7 @@ class ScorerStats:
     spec's hash, when known; direction: which scores are better (`engine.direction`)."""
 
     def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None,
-                 direction: Direction = HIGHER):
+                 direction: Direction = HIGHER_IS_BETTER):
         self.label = label
         self.scorer = scorer or label
         self.spec_hash = spec_hash
@@ -175,7 +175,7 @@ class ScorerSummary:
     threshold_met: bool | None = None
     label: str = ""
     spec_hash: str | None = None
-    direction: Direction = HIGHER
+    direction: Direction = HIGHER_IS_BETTER
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer

@@ -109,6 +109,10 @@ def test_a_child_that_halves_the_formula_loses_everywhere(half_spec):
     assert c.words.startswith("half is worse than verdicts on 20 of 20 items; mean difference -0.375")
     assert "unlikely to be chance, p < 0.001" in c.words
     assert result.exit_code(0.1) == 1 and result.exit_code(0.4) == 0 and result.exit_code() == 0
+    assert result.headline == f"half is worse than verdicts: -0.375 (95% CI {c.paired.ci95[0]:g}..{c.paired.ci95[1]:g}, " \
+                              "p < 0.001, 20 pairs)"
+    assert {label: (s.scored, s.mean, s.min, s.max, s.direction) for label, s in result.summaries().items()} == {
+        "verdicts": (20, 0.75, 0.5, 1.0, "higher_is_better"), "half": (20, 0.375, 0.25, 0.5, "higher_is_better")}
     # the movers: the largest moves first (1 → 0.5), with both reasons; only the formula changed
     assert [(m.id, m.baseline_score, m.score) for m in c.movers[:2]] == [(1, 1.0, 0.5), (3, 1.0, 0.5)]
     assert c.movers[0].baseline_reason == "2 of 2 claims supported" and c.movers[0].first_differing_stage is None
@@ -148,6 +152,20 @@ def test_the_bootstrap_interval_is_seeded(half_spec):
     first = compare(versions, rng_rows, store=False, seed=7).comparisons[0].paired.ci95
     again = compare(versions, rng_rows, store=False, seed=7).comparisons[0].paired.ci95
     assert first == again and first[0] < first[1] < 0
+
+
+def test_a_resumed_comparison_counts_the_earlier_results(half_spec, tmp_path):
+    parent, child = half_spec
+    judge = word_judge()
+    versions = [load_scorer(str(parent), judge=judge), load_scorer(str(child), judge=judge)]
+    out = tmp_path / "compare.jsonl"
+    first = compare(versions, twenty_items()[:12], out=out)
+    calls = len(judge.calls)
+    again = compare(versions, twenty_items(), out=out, resume=True)  # 8 more items
+    assert len(judge.calls) - calls == 8 * 2 * 2  # only the new items were asked about
+    assert again.run_ids == first.run_ids and again.comparisons[0].paired.n == 20
+    assert again.comparisons[0].paired.mean_difference == -0.375 and first.comparisons[0].paired.n == 12
+    assert [m.id for m in again.comparisons[0].movers] == [1, 3, 5, 7, 9]  # in the data's order
 
 
 # --- identical versions, a third version, direction --------------------------------------------
