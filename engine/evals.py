@@ -130,7 +130,8 @@ async def arun_evals(
     embedded model (it answers one call at a time, so items then finish one after another).
     on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each
     item's scorers finished, with the results made in this attempt; an exception from it stops
-    the run (every completed result is already saved). thresholds: ``{label: min | (min, max)}``.
+    the run (every completed result is already saved). thresholds: ``{label: limit | (min,
+    max)}`` (a limit: a mean at least as good as it, by the scorer's direction; a pair: a range).
     out: the JSONL file results are appended to. resume: continue the run of `out` (or of
     `run_id` in the store). run_id: the id of a new run (default: a fresh one). rate_limit:
     judge requests per second. store: a `Store`, a path, None for the default store
