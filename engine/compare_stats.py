@@ -9,8 +9,8 @@
 - `mcnemar`: the exact McNemar test on two versions' right/wrong decisions on the same items
   (a two-sided binomial test on the discordant pairs, `scipy.stats.binomtest`).
 
-Nothing here is ever NaN: a figure that cannot be computed (no pair, one pair, every pair tied,
-no discordant pair) is None, and `notes` says why. NumPy and SciPy are imported when first used.
+Nothing here is ever NaN: a figure that cannot be computed (no pair, too few pairs, every pair
+tied, no discordant pair) is None, and `notes` says why. NumPy and SciPy are imported when first used.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from decimal import Decimal
 
 from .direction import HIGHER_IS_BETTER, Direction, sign
 
-__all__ = ["ALPHA", "CONFIDENCE", "RESAMPLES", "PairedDifference", "McNemar", "paired_difference", "mcnemar",
+__all__ = ["ALPHA", "MIN_PAIRS", "CONFIDENCE", "RESAMPLES", "PairedDifference", "McNemar", "paired_difference", "mcnemar",
            "exact_mean", "p_text"]
 
 ALPHA = 0.05
 """A p-value below this is called unlikely to be chance."""
+MIN_PAIRS = 2
+"""Fewer pairs than this: the signed-rank test is not computed (one pair says nothing)."""
 CONFIDENCE = 0.95
 RESAMPLES = 9999
 _BATCH_VALUES = 2_000_000  # bootstrap resamples are drawn in batches of about this many values
@@ -157,6 +159,9 @@ def _tidy(value: float) -> float:
 
 def _wilcoxon(diffs: list[float], ties: int, notes: list[str]) -> tuple[float | None, float | None]:
     untied = len(diffs) - ties
+    if len(diffs) < MIN_PAIRS:
+        notes.append(f"too few pairs ({len(diffs)}): the signed-rank test needs at least {MIN_PAIRS}")
+        return None, None
     if untied == 0:
         notes.append(f"every one of the {len(diffs)} pairs ties: the signed-rank test is not computable")
         return None, None

@@ -443,7 +443,8 @@ def _words(baseline: str, label: str, paired: PairedDifference) -> str:
     if paired.ci95 is not None:
         text += f" (95% CI {_signed(paired.ci95[0])} to {_signed(paired.ci95[1])})"
     if paired.p_value is None:
-        return text + "; " + (paired.notes[-1] if paired.notes else "the signed-rank test is not computable")
+        why = next((note for note in paired.notes if "signed-rank" in note), "the signed-rank test is not computable")
+        return text + "; " + why
     chance = "unlikely to be chance" if paired.significant else "could well be chance"
     return text + f"; a difference this large is {chance}, {p_text(paired.p_value)}"
 

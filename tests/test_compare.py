@@ -359,7 +359,9 @@ def test_paired_statistics_are_never_nan():
     assert empty.notes == ["no item was scored by both versions: no difference to measure"]
     one = paired_difference([0.2], [0.5])
     assert one.mean_difference == 0.3 and one.ci95 is None and one.wins == 1
-    assert one.notes == ["one pair: no confidence interval"] and one.p_value == 1.0
+    assert one.notes == ["too few pairs (1): the signed-rank test needs at least 2", "one pair: no confidence interval"]
+    assert one.p_value is None and one.statistic is None
+    assert paired_difference([0.2, 0.4], [0.5, 0.4]).p_value == 1.0  # two pairs, one differs: computed
     for found in (empty, one):
         assert not any(isinstance(v, float) and math.isnan(v) for v in found.to_json_dict().values())
 
