@@ -2,7 +2,7 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, run_evals, calibrate, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, run_evals, calibrate, compare, SpecError, ScoreResult
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ _EXPORTS = {
     "spec_json_schema": "spec",
     "calibrate": "calibration",
     "Calibration": "calibration",
+    "compare": "compare_versions",
+    "Comparison": "comparison",
 }
 
 

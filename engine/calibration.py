@@ -71,10 +71,14 @@ class Calibration:
     value; only with ``negative``). Rates, AUC and correlations are floats (rates and AUC in
     [0, 1], correlations in [-1, 1]) or None when undefined (see `notes`). `confusion` is
     ``{"tp", "fp", "tn", "fn"}`` at `threshold`. Scores and thresholds are on the scorer's scale.
+    label: the scorer's label in the run (its id unless given); direction: which of its scores
+    are better (`engine.direction`).
     """
 
     scorer: str
     kind: str
+    label: str | None = None
+    direction: str = "higher_is_better"
     labelled: int = 0
     left_out: int = 0
     unlabelled: int = 0
@@ -247,6 +251,7 @@ async def acalibrate(
 
     Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
     """
+    from .direction import direction_of
     from .evals import arun_evals, resolve_scorers
     from .runner import declared_names, label_of
 
@@ -281,6 +286,7 @@ async def acalibrate(
                                         label=run_label).items():
             results.setdefault(key, line)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
+                         label=run_label, direction=direction_of(resolved),
                          labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
                          unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
                          not_scorable_score=not_scorable_score, seconds=summary.seconds,

@@ -39,18 +39,20 @@ def list_cmd() -> None:
     from .errors import SpecError
     from .functions import names
 
-    table = Table("id", "name", "origin", "judge", "description", box=None, pad_edge=False)
+    from .direction import short
+
+    table = Table("id", "name", "origin", "judge", "better", "description", box=None, pad_edge=False)
     for entry in list_specs():
         if entry.abstract:
-            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "a base for other specs "
+            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "", "a base for other specs "
                           "(extends: " + entry.id + "); not run itself")
             continue
         try:
             spec = compile_file(entry.path)
             table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
-                          "yes" if spec.uses_judge else "no", escape(spec.description))
+                          "yes" if spec.uses_judge else "no", short(spec.direction), escape(spec.description))
         except SpecError as exc:
-            table.add_row(entry.id, "?", entry.origin, "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
+            table.add_row(entry.id, "?", entry.origin, "?", "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
     console = _stdout()
     console.print(table)
     console.print(f"\nrule functions: {', '.join(names())}")
@@ -176,7 +178,7 @@ def run_cmd(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
     else:
-        print_result(result, _stdout())
+        print_result(result, _stdout(), direction=scorer.plan.direction)
     if result.error is not None:
         if as_json:
             _stderr().print(f"error: [{result.error.kind}] {result.error.message}", markup=False)
@@ -193,7 +195,9 @@ def not_scorable_why(reason: str) -> str:
     return text or reason
 
 
-def print_result(result: Any, console: Any) -> None:
+def print_result(result: Any, console: Any, direction: str | None = None) -> None:
+    """A result for people: score or why none, the reason, a row per stage, and a footer (model,
+    spec, its `direction` when given, run)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -226,8 +230,10 @@ def print_result(result: Any, console: Any) -> None:
     if result.usage.cache_hits or result.usage.cache_misses:
         console.print(f"judge cache: {result.usage.cache_hits} hit(s) · {result.usage.cache_misses} miss(es)",
                       style="dim", markup=False)
+    better = f" · {direction.replace('_', ' ')}" if direction else ""
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}) · run {result.run_id}", style="dim", markup=False, soft_wrap=True)
+                  f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
+                  soft_wrap=True)
 
 
 @app.command("render")
@@ -311,15 +317,17 @@ def new_cmd(
                     markup=False)
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare"}
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The console script. The batch commands (`engine.cli_eval`) are registered only when they
-    may be needed (their name, or help), which keeps `validate`, `run` and `list` quick to start."""
+    """The console script. The batch commands (`engine.cli_eval`, `engine.cli_compare`) are
+    registered only when they may be needed (their name, or help), which keeps `validate`, `run`
+    and `list` quick to start."""
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
-        import engine.cli_eval  # noqa: F401 - registers the commands on `app`
+        import engine.cli_compare  # noqa: F401 - registers the commands on `app`
+        import engine.cli_eval  # noqa: F401
     try:
         app(args=args)
     except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")

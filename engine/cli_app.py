@@ -61,32 +61,47 @@ def parse_option_value(raw: str, schema: dict[str, Any] | None) -> Any:
         return raw
 
 
-def parse_options(pairs: list[str], compiled_list: list[Any]) -> dict[str, dict[str, Any]]:
-    """``--option`` values → options per scorer id, the same on every command.
+def parse_options(pairs: list[str], compiled_list: list[Any], labels: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``--option`` values → options per scorer, the same on every command.
 
-    ``ID.key=value`` sets scorer ID's option; plain ``key=value`` is accepted when one scorer
-    runs (an option whose own name holds a dot is plain too). Values are typed by the option's
-    schema (`parse_option_value`). Exits with an error naming the flag's value when a pair has
-    no ``=``, names a scorer that is not running, or is plain while several scorers run.
+    `labels`: each compiled spec's label in the run (default: its id); the result is keyed by
+    them. ``LABEL.key=value`` sets that scorer's option, ``ID.key=value`` that option of every
+    scorer of spec ID (both versions of a scorer compared under two labels); plain
+    ``key=value`` is accepted when every scorer is one spec id (an option whose own name holds
+    a dot is plain too). Values are typed by each target's option schema
+    (`parse_option_value`). Exits with an error naming the flag's value when a pair has no
+    ``=``, names a scorer that is not running, or is plain while several scorers run.
     """
-    by_id = {c.id: c for c in compiled_list}
-    ids = list(by_id)
-    out: dict[str, dict[str, Any]] = {sid: {} for sid in ids}
+    names = list(labels) if labels is not None else [c.id for c in compiled_list]
+    by_name = dict(zip(names, compiled_list))
+    ids = list(dict.fromkeys(c.id for c in compiled_list))
+    out: dict[str, dict[str, Any]] = {name: {} for name in names}
     example = f"{ids[0]}.scale=10" if ids else "faithfulness.scale=10"
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             fail(f"--option {pair!r}: expected key=value or ID.key=value (e.g. {example})")
-        head, dot, rest = key.partition(".")
-        if dot and head in by_id and rest:
-            target, key = head, rest
-        elif len(ids) == 1 and (not dot or key in by_id[ids[0]].options.schemas):
-            target = ids[0]
-        elif dot:
-            fail(f"--option {pair!r}: {head!r} is not among the scorers ({', '.join(ids)}); "
-                 f"write ID.key=value (e.g. {example})")
-        else:
-            fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
-                 f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
-        out[target][key] = parse_option_value(value, by_id[target].options.schemas.get(key))
+        targets = _option_targets(pair, key, value, by_name, ids, example)
+        for name, option in targets:
+            out[name][option] = parse_option_value(value, by_name[name].options.schemas.get(option))
     return out
+
+
+def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], ids: list[str],
+                    example: str) -> list[tuple[str, str]]:
+    """(scorer name, option name) pairs an ``--option`` pair sets; exits on a bad one."""
+    # a label that is not a spec id names one scorer (a label may hold dots: the longest first)
+    for name in sorted((n for n in by_name if n not in ids), key=len, reverse=True):
+        if key.startswith(name + ".") and len(key) > len(name) + 1:
+            return [(name, key[len(name) + 1:])]
+    head, dot, rest = key.partition(".")
+    if dot and head in ids and rest:
+        return [(name, rest) for name, c in by_name.items() if c.id == head]
+    if len(ids) == 1 and (not dot or all(key in c.options.schemas for c in by_name.values())):
+        return [(name, key) for name in by_name]
+    if dot:
+        fail(f"--option {pair!r}: {head!r} is not among the scorers ({', '.join(by_name)}); "
+             f"write ID.key=value (e.g. {example})")
+    fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
+         f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
+    raise AssertionError  # fail exits

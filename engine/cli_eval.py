@@ -37,29 +37,39 @@ def _open_store(path: Optional[Path]) -> Any:
 
 def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
                   cache: Any = None, refresh: bool = False) -> list[Any]:
-    """Compiled `Scorer`s for `names`; options are ``ID.key=value``, or ``key=value`` when one
-    scorer runs (`engine.cli_app.parse_options`). Exits with a message on bad input."""
+    """Compiled `Scorer`s for `names`, each ``SPEC`` or ``LABEL=SPEC`` (`engine.evals.
+    scorer_reference`: one spec may run twice under two labels); options are ``LABEL.key=value``,
+    ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli_app.parse_options`). Exits
+    with a message on bad input."""
     from .compile import load_spec
     from .errors import SpecError
+    from .evals import scorer_reference
     from .judge import make_judge
     from .judge_model import ModelError
-    from .scorer import OptionError, Scorer
+    from .scorer import OptionError, Scorer, check_label
 
-    compiled_list = []
+    compiled_list, labels = [], []
     for name in names:
         try:
-            compiled_list.append(load_spec(name))
+            label, spec = scorer_reference(name)
+            compiled = load_spec(spec)
+            labels.append(compiled.id if label is None else check_label(label))
+            compiled_list.append(compiled)
         except SpecError as exc:
             fail(f"{name}: the spec has problems:\n" + exc.render())
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ValueError) as exc:
             fail(str(exc))
-    by_id = parse_options(options, compiled_list)
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        fail(f"scorer label {twice[0]!r} is given twice: give each version its own label, e.g. "
+             f"{twice[0]}@draft=my_specs/{twice[0]}.yaml")
+    by_label = parse_options(options, compiled_list, labels)
     factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
         if base_url or cache is not None else None
     scorers = []
-    for compiled in compiled_list:
+    for compiled, label in zip(compiled_list, labels):
         try:
-            scorers.append(Scorer(compiled, model=model, options=by_id[compiled.id], judge_factory=factory))
+            scorers.append(Scorer(compiled, model=model, options=by_label[label], judge_factory=factory, label=label))
         except (OptionError, ModelError) as exc:
             fail(str(exc))
     return scorers
@@ -67,7 +77,9 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
 
 @app.command("eval")
 def eval_cmd(
-    scorer_args: Optional[list[str]] = typer.Argument(None, metavar="SCORER...", help="Scorer ids or spec files."),
+    scorer_args: Optional[list[str]] = typer.Argument(None, metavar="SCORER...", help="Scorer ids or spec files; "
+                                                      "LABEL=SPEC runs one under a label (e.g. two versions of a "
+                                                      "scorer: faithfulness faithfulness@draft=my_specs/faith.yaml)."),
     scorer_opts: list[str] = typer.Option([], "--scorer", help="A scorer (repeatable; same as the arguments)."),
     data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items."),
     field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field a scorer "
@@ -78,10 +90,11 @@ def eval_cmd(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
                                               "once [default: 8; 1 on an embedded model]."),
     rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
-    threshold: list[str] = typer.Option([], "--threshold", help="LABEL=min (mean ≥ min) or LABEL=min:max "
-                                        "(repeatable; a scorer's label is its id)."),
-    option: list[str] = typer.Option([], "--option", help="ID.key=value, a scorer option (repeatable); key=value "
-                                     "when one scorer runs."),
+    threshold: list[str] = typer.Option([], "--threshold", help="LABEL=limit (a mean at least as good as limit: ≥, "
+                                        "or ≤ for a lower-is-better scorer) or LABEL=min:max (repeatable; a scorer's "
+                                        "label is its id unless given)."),
+    option: list[str] = typer.Option([], "--option", help="ID.key=value or LABEL.key=value, a scorer option "
+                                     "(repeatable); key=value when one spec runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and scorer."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run of --out (or of --run-id)."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="The run's id (to resume a run without --out)."),
@@ -240,11 +253,14 @@ def stored_summaries(db: Any, run: dict[str, Any]) -> dict[str, ScorerSummary]:
     from .summary import ScorerStats, Threshold
 
     config = run.get("config") or {}
-    thresholds = {k: Threshold(v.get("min"), v.get("max")) for k, v in (config.get("thresholds") or {}).items()}
-    known = config.get("labels") or {}  # label → scorer id and spec hash (runs before labels lack it)
+    thresholds = {k: Threshold(v.get("min"), v.get("max"), bool(v.get("limit")))
+                  for k, v in (config.get("thresholds") or {}).items()}
+    known = config.get("labels") or {}  # label → scorer id, spec hash, direction (runs before labels lack it)
 
     def stats_of(label: str) -> ScorerStats:
-        return ScorerStats(label, known.get(label, {}).get("scorer"), known.get(label, {}).get("specHash"))
+        about = known.get(label, {})
+        return ScorerStats(label, about.get("scorer"), about.get("specHash"),
+                           about.get("direction") or "higher_is_better")
 
     stats: dict[str, ScorerStats] = {label: stats_of(label) for label in run.get("scorers") or []}
     for _item, label, status, score in db.statuses(run["run_id"]):
@@ -258,16 +274,26 @@ def show_cmd(
     store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
                                          ".scorespec/store.sqlite)."),
     results: bool = typer.Option(False, "--results", help="Print every result as a JSON line on stdout."),
+    spec: Optional[str] = typer.Option(None, "--spec", metavar="LABEL", help="Print the full spec the run used "
+                                       "for this label: merged over what it extends, and its templates."),
+    write: Optional[Path] = typer.Option(None, "--write", metavar="DIR", help="With --spec: write that spec and "
+                                         "its templates under DIR, to run that version again."),
     as_json: bool = typer.Option(False, "--json", help="Print the run as JSON on stdout."),
 ) -> None:
-    """Show one stored run: its summary, failed items, and (with --results) every result."""
+    """Show one stored run: its summary, failed items, (with --results) every result, or (with
+    --spec LABEL) the spec a label ran with."""
     from .cli_report import out_console, summary_table
 
     path = store or _default_store()
     if not Path(path).exists():
         fail(f"no store at {path}")
+    if write is not None and spec is None:
+        fail("--write needs --spec LABEL")
     with _open_store(path) as db:
         found = _find_run(db, run)
+        if spec is not None:
+            _show_spec(db, found, spec, write)
+            return
         if results:
             for line in db.results(found["run_id"]):
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -295,6 +321,24 @@ def show_cmd(
                       f"{' '.join(str(error.get('message')).split())[:400]}", markup=False, soft_wrap=True)
 
 
+def _show_spec(db: Any, run: dict[str, Any], label: str, write: Optional[Path]) -> None:
+    """Print the kept spec of `label` in `run` on stdout, or write it under `write`."""
+    from .spec_snapshot import SpecNotKept, resolved_text, run_spec, write_snapshot
+
+    try:
+        kept = run_spec(db, run, label)
+        if write is None:
+            sys.stdout.write(resolved_text(kept))
+            return
+        written = write_snapshot(kept, write)
+    except (SpecNotKept, FileExistsError, ValueError, OSError) as exc:
+        fail(str(exc))
+    from .cli_app import stderr_console
+
+    stderr_console().print(f"wrote {written} and its templates under {write / 'prompts'}; run that version with "
+                           f"`scorespec eval {label}={written} --data …`", markup=False, soft_wrap=True)
+
+
 __all__ = ["eval_cmd", "runs_cmd", "show_cmd", "calibrate_cmd", "calibrations_cmd", "EXIT_INTERRUPTED"]
 
 
@@ -303,7 +347,7 @@ __all__ = ["eval_cmd", "runs_cmd", "show_cmd", "calibrate_cmd", "calibrations_cm
 
 @app.command("calibrate")
 def calibrate_cmd(
-    scorer: str = typer.Argument(..., metavar="SCORER", help="A scorer id or spec file."),
+    scorer: str = typer.Argument(..., metavar="SCORER", help="A scorer id or spec file (LABEL=SPEC: under a label)."),
     data: Path = typer.Option(..., "--data", help="JSONL, CSV or JSON-array file of labelled items."),
     label_field: str = typer.Option("label", "--label-field", help="The items' label key (dots reach inside)."),
     positive: list[str] = typer.Option([], "--positive", help="A label value of the class the scorer should score "
@@ -381,8 +425,10 @@ def calibrate_cmd(
         except (ValueError, FileExistsError, DatasetError) as exc:  # LabelError is a ValueError
             fail(str(exc))
         console = err_console() if as_json else out_console()
-        console.print(f"calibration of {report.scorer} · model {report.model or '—'} · spec {report.spec_hash or '—'}"
-                      f" · run {report.run_id}", markup=False, highlight=False, soft_wrap=True)
+        name = report.scorer if report.label in (None, report.scorer) else f"{report.label} ({report.scorer})"
+        console.print(f"calibration of {name} · {report.direction.replace('_', ' ')} · model {report.model or '—'} "
+                      f"· spec {report.spec_hash or '—'} · run {report.run_id}", markup=False, highlight=False,
+                      soft_wrap=True)
         console.print(calibration_table(report))
         if report.judge_calls or report.cache_hits:
             items = report.scored + report.not_scorable + report.failed

@@ -150,15 +150,17 @@ def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table("scorer", "scored", "not scorable", "failed", "mean", "min", "median", "max", "threshold",
-                  box=None, pad_edge=False)
+    from .direction import short
+
+    table = Table("scorer", "better", "scored", "not scorable", "failed", "mean", "min", "median", "max",
+                  "threshold", box=None, pad_edge=False)
     for s in scorers.values():
         if s.threshold is None:
             limit = ""
         else:
             limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
         name = s.label if s.label == s.scorer else f"{s.label} ({s.scorer})"
-        table.add_row(escape(name), str(s.scored), str(s.not_scorable),
+        table.add_row(escape(name), short(s.direction), str(s.scored), str(s.not_scorable),
                       f"[red]{s.failed}[/red]" if s.failed else "0",
                       fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max), limit)
     return table

@@ -370,7 +370,8 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         id=spec.id, name=spec.name or "", description=spec.description or "", version=spec.version or 0,
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
-        reasons=tuple(reasons), templates=dict(c.templates), declared=declared,
+        reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
+        direction=spec.direction,
     )
 
 

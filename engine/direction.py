@@ -1,20 +1,22 @@
 """Which way a score is better: the one place that decides it.
 
 A scorer's scores are better either higher (``higher_is_better``: faithfulness, similarity) or
-lower (``lower_is_better``: an error rate, a distance). Everything that ranks or gates single
-scores — item cut-offs, the worst items of a summary — asks `better`, never ``<`` directly.
-
-Until specs declare a direction, `direction_of` answers ``higher_is_better`` for every scorer
-unless its plan carries a ``direction`` attribute.
+lower (``lower_is_better``: hallucination, toxicity, an error rate). A spec declares it
+(``direction:``, default ``higher_is_better``); the compiled `engine.plans.ScorerPlan` carries
+it. Everything that ranks or gates scores asks this module, never ``<`` directly: summaries,
+``eval --threshold LABEL=limit`` ("at least as good as limit"), item cut-offs, and ``scorespec
+compare`` (wins, losses, "better", "worse", ``--fail-if-worse``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-HIGHER_IS_BETTER = "higher_is_better"
-LOWER_IS_BETTER = "lower_is_better"
-DIRECTIONS = (HIGHER_IS_BETTER, LOWER_IS_BETTER)
+Direction = Literal["higher_is_better", "lower_is_better"]
+
+HIGHER_IS_BETTER: Direction = "higher_is_better"
+LOWER_IS_BETTER: Direction = "lower_is_better"
+DIRECTIONS: tuple[Direction, ...] = (HIGHER_IS_BETTER, LOWER_IS_BETTER)
 
 
 def check_direction(direction: str) -> str:
@@ -37,6 +39,12 @@ def worst_first_key(score: float, direction: str = HIGHER_IS_BETTER) -> float:
     return score if check_direction(direction) == HIGHER_IS_BETTER else -score
 
 
+def sign(direction: str) -> int:
+    """+1 when higher scores are better, -1 when lower ones are: ``sign × (b − a) > 0`` means b
+    is better than a. Raises `ValueError` for an unknown direction."""
+    return 1 if check_direction(direction) == HIGHER_IS_BETTER else -1
+
+
 def direction_of(scorer: Any) -> str:
     """A scorer's direction: its plan's ``direction`` when it has one, else ``higher_is_better``."""
     plan = getattr(scorer, "plan", None)
@@ -44,5 +52,15 @@ def direction_of(scorer: Any) -> str:
     return check_direction(str(declared)) if declared else HIGHER_IS_BETTER
 
 
-__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "DIRECTIONS", "better", "check_direction", "direction_of",
-           "worst_first_key"]
+def short(direction: str) -> str:
+    """``higher`` or ``lower`` (for table columns headed "better")."""
+    return "lower" if direction == LOWER_IS_BETTER else "higher"
+
+
+def words(direction: str) -> str:
+    """``higher is better`` or ``lower is better``."""
+    return f"{short(direction)} is better"
+
+
+__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "DIRECTIONS", "Direction", "better", "check_direction", "direction_of",
+           "sign", "short", "words", "worst_first_key"]

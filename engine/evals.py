@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import DatasetProblem, Item, data_len, iter_items, parse_fields
+from .direction import direction_of
 from .judge_rate_limit import RateLimiter
 from .reporting import EvalReporter, RunState, StderrReporter
 from .result import ScoreResult
@@ -51,17 +52,35 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
+def scorer_reference(text: str) -> tuple[str | None, str]:
+    """``"SPEC"`` → (None, SPEC); ``"LABEL=SPEC"`` → (LABEL, SPEC), split at the first ``=`` (a
+    label holds none): ``faithfulness@draft=my_specs/faith.yaml`` runs that file under the label
+    ``faithfulness@draft``. SPEC is a spec id or path. Raises `ValueError` for an empty side."""
+    label, sep, spec = text.partition("=")
+    if not sep:
+        return None, text
+    if not label.strip() or not spec.strip():
+        raise ValueError(f"scorer {text!r}: expected SPEC or LABEL=SPEC (e.g. faithfulness@draft=my_specs/faith.yaml)")
+    return label, spec
+
+
 def resolve_scorers(scorers: Any) -> list[Any]:
     """The run's scorers: `Scorer` objects (or objects with ``id``, ``run``, ``arun`` and
-    optionally ``label``) and spec ids loaded with `engine.scorer.load_scorer`; one scorer or
-    spec id alone is a list of one. Each is known in the run by its label (`label_of`: its id
-    unless given), so one spec may run twice under two labels. Raises `ValueError` for no
-    scorer or a label given twice, and what `load_scorer` raises."""
+    optionally ``label``) and spec references (``SPEC`` or ``LABEL=SPEC``, `scorer_reference`)
+    loaded with `engine.scorer.load_scorer`; one scorer or reference alone is a list of one.
+    Each is known in the run by its label (`label_of`: its id unless given), so one spec may run
+    twice under two labels. Raises `ValueError` for no scorer or a label given twice, and what
+    `load_scorer` raises."""
     from .scorer import Scorer, load_scorer
 
     if isinstance(scorers, (str, Scorer)):
         scorers = [scorers]
-    resolved = [load_scorer(s) if isinstance(s, str) else s for s in scorers]
+    resolved = []
+    for scorer in scorers:
+        if isinstance(scorer, str):
+            label, spec = scorer_reference(scorer)
+            scorer = load_scorer(spec, label=label)
+        resolved.append(scorer)
     if not resolved:
         raise ValueError("give at least one scorer")
     seen: set[str] = set()
@@ -113,7 +132,8 @@ async def arun_evals(
     embedded model (it answers one call at a time, so items then finish one after another).
     on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each
     item's scorers finished, with the results made in this attempt; an exception from it stops
-    the run (every completed result is already saved). thresholds: ``{label: min | (min, max)}``.
+    the run (every completed result is already saved). thresholds: ``{label: limit | (min,
+    max)}`` (a limit: a mean at least as good as it, by the scorer's direction; a pair: a range).
     out: the JSONL file results are appended to. resume: continue the run of `out` (or of
     `run_id` in the store). run_id: the id of a new run (default: a fresh one). rate_limit:
     judge requests per second. store: a `Store`, a path, None for the default store
@@ -142,7 +162,7 @@ async def arun_evals(
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
     labels = [label_of(s) for s in scorer_list]
-    limits = _thresholds(thresholds, labels)
+    limits = _thresholds(thresholds, scorer_list)
     field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
@@ -150,13 +170,14 @@ async def arun_evals(
     out_path = Path(out).resolve() if out is not None else None
     try:
         prior = find_prior(out_path, run_id, db, resume=resume, note=reporter.note)
-        stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s)) for s in scorer_list}
+        stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
         state = RunState(prior.run_id or new_run_id(), labels, stats, data_len(data),
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
         items = _items(data, field_map, state, reporter)
         if db is not None:
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
-                         config=_run_config(config, concurrency, limits, stats))
+                         config=_run_config(config, concurrency, limits, stats, scorer_list))
+            _record_specs(db, scorer_list)
         runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
                         RateLimiter(rate_limit) if rate_limit else None)
         reporter.start(state)
@@ -178,22 +199,43 @@ async def arun_evals(
             db.close()
 
 
-def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, labels: list[str]) -> dict[str, Threshold]:
+def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: list[Any]) -> dict[str, Threshold]:
+    """Thresholds by label, a limit set by its scorer's direction (`Threshold.for_direction`)."""
+    by_label = {label_of(s): s for s in scorers}
     limits = parse_thresholds(thresholds)
-    unknown = [t for t in limits if t not in labels]
+    unknown = [t for t in limits if t not in by_label]
     if unknown:
         raise ValueError(f"threshold for {', '.join(map(repr, unknown))}, which is not among the scorers "
-                         f"({', '.join(labels)})")
-    return limits
+                         f"({', '.join(by_label)})")
+    return {label: t.for_direction(direction_of(by_label[label])) for label, t in limits.items()}
 
 
 def _run_config(config: Mapping[str, Any] | None, concurrency: int, limits: Mapping[str, Threshold],
-                stats: Mapping[str, ScorerStats]) -> dict[str, Any]:
+                stats: Mapping[str, ScorerStats], scorers: list[Any]) -> dict[str, Any]:
     """What the store records with a run: the caller's `config`, the concurrency, the
-    thresholds, and per label the scorer's id and spec hash."""
+    thresholds, and per label the scorer's id, spec hash (its text: `Store.spec`), direction
+    and scale (None when unknown)."""
+    scales = {label_of(s): _scale(s) for s in scorers}
     return {**(config or {}), "concurrency": concurrency,
             "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
-            "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash} for label, s in stats.items()}}
+            "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash, "direction": s.direction,
+                               "scale": scales.get(label)} for label, s in stats.items()}}
+
+
+def _scale(scorer: Any) -> float | None:
+    try:
+        return float(scorer.scale)
+    except Exception:  # a scorer object without a scale, or one its options cannot compute
+        return None
+
+
+def _record_specs(db: Store, scorers: list[Any]) -> None:
+    """Keep each scorer's full spec text in the store (`Store.record_spec`), so the version a
+    run used can be shown and run again after its files changed."""
+    for scorer in scorers:
+        plan = getattr(scorer, "plan", None)
+        if plan is not None and getattr(plan, "sources", None):
+            db.record_spec(plan.hash, plan.id, plan.sources, plan.templates)
 
 
 def _spec_hash(scorer: Any) -> str | None:
@@ -249,6 +291,6 @@ def run_evals(data: Any, scorers: Any, **kwargs: Any) -> EvalSummary:
     return run_sync(arun_evals(data, scorers, **kwargs), thread_name="scorespec-run-evals")
 
 
-__all__ = ["run_evals", "arun_evals", "resolve_scorers", "default_concurrency", "new_run_id", "EvalSummary",
+__all__ = ["run_evals", "arun_evals", "resolve_scorers", "scorer_reference", "default_concurrency", "new_run_id", "EvalSummary",
            "ScorerSummary", "ScorerStats", "Threshold", "parse_thresholds", "verdict_of", "RateLimiter",
            "EvalReporter", "RunState", "VERDICT_EXIT"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from .direction import HIGHER_IS_BETTER, Direction
 from .expressions import Expression, Template
 from .schemas import OptionValidator
 
@@ -135,8 +136,10 @@ class ScorerPlan:
     """A compiled spec: everything the interpreter runs, nothing it must look up.
 
     hash: sha256 of the spec source(s) and every template used (`engine.document`). chain: this
-    spec's id and the ids of the specs it extends, nearest first.
-    required: field → True, or an expression over `options` deciding per run. declared: the
+    spec's id and the ids of the specs it extends, nearest first. sources: (file, text) of every
+    spec file merged into this one, the spec's own first (with `templates`, the full text the
+    store keeps per run). direction: ``higher_is_better`` or ``lower_is_better`` (`engine.direction`).
+    required: run field → True, or an expression over `options` deciding per run. declared: the
     fields the spec declares beyond the run fields, by name.
     instructions: the system message template, or None. model: the spec's default judge model.
     """
@@ -158,6 +161,8 @@ class ScorerPlan:
     templates: Mapping[str, str]
     chain: tuple[str, ...] = ()
     declared: Mapping[str, FieldPlan] = field(default_factory=dict)
+    sources: tuple[tuple[str, str], ...] = ()
+    direction: Direction = HIGHER_IS_BETTER
 
     @property
     def uses_judge(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from .direction import Direction
 
 FORMAT_VERSION = 1
 FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]*$"
@@ -181,6 +182,11 @@ class Spec(_Model):
                                     "abstract).")
     version: Union[int, str, None] = Field(None, description="The scorer's own version; bump when behaviour "
                                            "changes (required unless abstract).")
+    direction: Direction = Field(
+        "higher_is_better", description="Which scores are better: `higher_is_better` (the default) or "
+        "`lower_is_better` (e.g. hallucination). Summaries, eval thresholds (`LABEL=limit`: at least as good as "
+        "limit) and `scorespec compare` (wins, losses, better, worse) follow it.",
+    )
     fields: dict[str, FieldSpec] = Field(
         default_factory=dict,
         description="The fields the scorer reads: run fields (input, output, ground_truth, context, system, "

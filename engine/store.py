@@ -14,6 +14,9 @@ Tables (`engine.store_schema`: the DDL, versioned, and the migration of older st
              `ScoreResult.to_json_dict`), created_at, updated_at
     calibrations  (run_id, scorer_id) PK, spec_hash, model, figures (JSON: `engine.calibration.
              Calibration.to_json_dict`), created_at — the latest calibration of a run
+    specs    spec_hash PK, scorer_id, sources (JSON: [[file, text], …], the spec first, then what
+             it extends), templates (JSON: name → text), created_at — every spec version a run
+             used; a run's config names each label's spec hash (`engine.spec_snapshot`)
 
 Item ids are stored as text (`engine.datasets.item_key`: a string id as is, any other id as JSON,
 so 1 → ``1``). Each result is committed on its own as it completes (``synchronous=NORMAL``: a
@@ -170,6 +173,23 @@ class Store:
         self._exec("INSERT OR REPLACE INTO calibrations (run_id, scorer_id, spec_hash, model, figures, created_at) "
                    "VALUES (?, ?, ?, ?, ?, ?)", (run_id, scorer_id, spec_hash, model, json_text(figures), now()))
 
+    def record_spec(self, spec_hash: str, scorer_id: str, sources: Any, templates: Any) -> None:
+        """Keep a spec version's full text (kept once per hash): `sources` as (file, text) pairs,
+        the spec's own first; `templates` as name → text."""
+        self._exec("INSERT OR IGNORE INTO specs (spec_hash, scorer_id, sources, templates, created_at) "
+                   "VALUES (?, ?, ?, ?, ?)", (spec_hash, scorer_id, json_text([list(p) for p in sources]),
+                                              json_text(dict(templates)), now()))
+
+    def spec(self, spec_hash: str) -> dict[str, Any] | None:
+        """A kept spec version: ``{spec_hash, scorer, sources: [(file, text)…], templates: {name:
+        text}, created_at}``, or None when this store has no text for the hash."""
+        row = self._exec("SELECT spec_hash, scorer_id, sources, templates, created_at FROM specs WHERE spec_hash=?",
+                         (spec_hash,)).fetchone()
+        if row is None:
+            return None
+        return {"spec_hash": row[0], "scorer": row[1], "sources": [tuple(p) for p in json.loads(row[2])],
+                "templates": json.loads(row[3]), "created_at": row[4]}
+
     def calibrations(self, scorer_id: str | None = None) -> list[dict[str, Any]]:
         """Stored calibrations, newest first: ``{run_id, scorer, spec_hash, model, created_at,
         figures}``; only `scorer_id`'s when given."""
@@ -203,6 +223,12 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def items(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(item key, item data) of every item of a run, in the order the run recorded them."""
+        for item_id, item in self._exec("SELECT item_id, item FROM items WHERE run_id=? ORDER BY position, rowid",
+                                        (run_id,)).fetchall():
+            yield item_id, json.loads(item)
 
     def statuses(self, run_id: str) -> Iterator[tuple[str, str, str, float | None]]:
         """(item id, label, status, score) of every stored result of a run."""

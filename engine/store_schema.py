@@ -4,15 +4,16 @@ Version 1 keyed results by (run, item, scorer id). Version 2 keys them by (run, 
 a scorer's name in its run, its id unless given — so one run can hold two versions of a scorer;
 the scorer id stays a column. `prepare` brings a store of any earlier version up to
 `SCHEMA_VERSION` in one transaction (a version-1 store's results get their scorer id as label),
-so a store written before labels existed opens and resumes. A store written by a newer
-scorespec is refused rather than misread.
+so a store written before labels existed opens and resumes. Version 3 adds ``specs``: the
+full text of every spec version a run used (by spec hash), so it can be shown and run again. A
+store written by a newer scorespec is refused rather than misread.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 RUNS = """CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -62,7 +63,15 @@ CALIBRATIONS = """CREATE TABLE IF NOT EXISTS calibrations (
     PRIMARY KEY (run_id, scorer_id)
 )"""
 
-TABLES = (RUNS, ITEMS, RESULTS, CALIBRATIONS, "CREATE INDEX IF NOT EXISTS runs_out ON runs (out)")
+SPECS = """CREATE TABLE IF NOT EXISTS specs (
+    spec_hash TEXT PRIMARY KEY,
+    scorer_id TEXT NOT NULL,
+    sources TEXT NOT NULL,
+    templates TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)"""
+
+TABLES = (RUNS, ITEMS, RESULTS, CALIBRATIONS, SPECS, "CREATE INDEX IF NOT EXISTS runs_out ON runs (out)")
 
 _RESULT_COLUMNS = "status, score, spec_hash, model, usage, result, created_at, updated_at"
 

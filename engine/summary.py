@@ -4,9 +4,10 @@
   counts of scored / not scorable / failed items; mean, min, median and max over the *scored*
   items only (None, never NaN, when there are none). Means are computed on the scores' decimal
   forms (0.7 and 0.9 average to exactly 0.8).
-- **Thresholds**, by label: ``{"faithfulness": 0.8}`` (mean ≥ 0.8) or ``{"faithfulness": (0.2, 0.9)}``
-  (0.2 ≤ mean ≤ 0.9; either bound may be None). A threshold on a scorer with no scored item
-  is missed.
+- **Thresholds**, by label: ``{"faithfulness": 0.8}`` — a limit: the mean must be at least as
+  good as 0.8, by the scorer's direction (≥ 0.8 when higher is better, ≤ 0.8 when lower is:
+  `Threshold.for_direction`) — or ``{"faithfulness": (0.2, 0.9)}``, a plain range (0.2 ≤ mean ≤
+  0.9; either bound may be None). A threshold on a scorer with no scored item is missed.
 - **Verdict** (and the CLI's exit code): ``errors`` (2) when any result failed or any dataset
   record could not be read (or the dataset had no item); else ``below_threshold`` (1) when any
   threshold was missed; else ``passed`` (0).
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .direction import HIGHER_IS_BETTER, Direction
 from .result import Usage
 
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
@@ -27,10 +29,23 @@ VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
 
 @dataclass(frozen=True)
 class Threshold:
-    """Bounds on a scorer's mean: ``min ≤ mean ≤ max`` (a None bound is open)."""
+    """Bounds on a scorer's mean: ``min ≤ mean ≤ max`` (a None bound is open).
+
+    limit: True for a single limit ("at least as good as"), parsed as a minimum and turned into
+    a maximum for a lower-is-better scorer by `for_direction`; False for a range, which means the
+    same whatever the direction."""
 
     min: float | None = None
     max: float | None = None
+    limit: bool = False
+
+    def for_direction(self, direction: Direction) -> "Threshold":
+        """This threshold for a scorer of `direction`: a limit becomes ``mean ≥ limit`` when higher
+        is better and ``mean ≤ limit`` when lower is; a range is returned unchanged."""
+        if not self.limit:
+            return self
+        value = self.min if self.min is not None else self.max
+        return Threshold(value, None, True) if direction == HIGHER_IS_BETTER else Threshold(None, value, True)
 
     def met(self, mean: float | None) -> bool:
         if mean is None:
@@ -44,19 +59,19 @@ class Threshold:
             return f"≤ {self.max:g}"
         return f"{self.min:g}..{self.max:g}"
 
-    def to_json_dict(self) -> dict[str, float | None]:
-        return {"min": self.min, "max": self.max}
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"min": self.min, "max": self.max, "limit": self.limit}
 
     @classmethod
     def parse(cls, value: Any) -> "Threshold":
-        """A number (the minimum mean), a (min, max) pair, ``"0.8"``, ``"0.2:0.9"``, ``":0.9"``
-        or ``"0.2:"``. Raises `ValueError`."""
+        """A number or ``"0.8"`` (a limit: at least as good as, see `for_direction`), a (min, max)
+        pair, ``"0.2:0.9"``, ``":0.9"`` or ``"0.2:"`` (a range). Raises `ValueError`."""
         if isinstance(value, Threshold):
             return value
         if isinstance(value, bool):
             raise ValueError(f"threshold {value!r} is not a number")
         if isinstance(value, (int, float)):
-            return cls(float(value), None)
+            return cls(float(value), None, True)
         if isinstance(value, (tuple, list)) and len(value) == 2:
             low, high = (None if v is None else float(v) for v in value)
             if low is not None and high is not None and low > high:
@@ -72,13 +87,14 @@ class Threshold:
                 raise ValueError(f"threshold {value!r}: expected a number, min:max, :max or min:") from None
             if low is None and high is None:
                 raise ValueError(f"threshold {value!r}: give a minimum, a maximum or both")
-            return cls.parse((low, high))
+            return cls(low, None, True) if not sep else cls.parse((low, high))
         raise ValueError(f"threshold {value!r}: expected a number or a (min, max) pair")
 
 
 def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Threshold]:
     """``{label: 0.8 | (min, max) | "min:max"}`` or ``["label=0.8", "label=0.2:0.9"]`` →
-    thresholds by scorer label (a scorer's label is its id unless given). Raises `ValueError`."""
+    thresholds by scorer label (a scorer's label is its id unless given); a single value is a
+    limit, to be set by the scorer's direction (`Threshold.for_direction`). Raises `ValueError`."""
     if not thresholds:
         return {}
     if isinstance(thresholds, Mapping):
@@ -87,7 +103,7 @@ def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> di
     for pair in thresholds:
         name, sep, value = str(pair).partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--threshold {pair!r}: expected LABEL=min or LABEL=min:max (e.g. faithfulness=0.8)")
+            raise ValueError(f"--threshold {pair!r}: expected LABEL=limit or LABEL=min:max (e.g. faithfulness=0.8)")
         out[name.strip()] = Threshold.parse(value)
     return out
 
@@ -99,12 +115,14 @@ def _exact_mean(values: Iterable[float], n: int) -> float:
 class ScorerStats:
     """Counts and the scores of one scorer of a run (scores in a compact float array, for the
     median). label: its name in the run; scorer: its id (default: the label); spec_hash: its
-    spec's hash, when known."""
+    spec's hash, when known; direction: which scores are better (`engine.direction`)."""
 
-    def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None):
+    def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None,
+                 direction: Direction = HIGHER_IS_BETTER):
         self.label = label
         self.scorer = scorer or label
         self.spec_hash = spec_hash
+        self.direction = direction
         self.scored = 0
         self.not_scorable = 0
         self.failed = 0
@@ -137,14 +155,14 @@ class ScorerStats:
             median = values[mid] if n % 2 else _exact_mean(values[mid - 1: mid + 1], 2)
         return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, mean, low, median, high,
                              threshold, None if threshold is None else threshold.met(mean), label=self.label,
-                             spec_hash=self.spec_hash)
+                             spec_hash=self.spec_hash, direction=self.direction)
 
 
 @dataclass
 class ScorerSummary:
     """One scorer over a run. Statistics are over scored items only; None when there are none.
     scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
-    spec's hash, when known."""
+    spec's hash, when known; direction: which scores are better (`engine.direction`)."""
 
     scorer: str
     scored: int = 0
@@ -158,6 +176,7 @@ class ScorerSummary:
     threshold_met: bool | None = None
     label: str = ""
     spec_hash: str | None = None
+    direction: Direction = HIGHER_IS_BETTER
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -167,7 +186,8 @@ class ScorerSummary:
         return self.scored + self.not_scorable + self.failed
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"scorer": self.scorer, "label": self.label, "specHash": self.spec_hash, "scored": self.scored,
+        return {"scorer": self.scorer, "label": self.label, "specHash": self.spec_hash, "direction": self.direction,
+                "scored": self.scored,
                 "notScorable": self.not_scorable, "failed": self.failed, "mean": self.mean, "min": self.min,
                 "median": self.median, "max": self.max,
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,

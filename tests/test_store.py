@@ -41,7 +41,7 @@ def test_schema_wal_and_one_row_per_item_and_label(tmp_path):
     columns = [r[1] for r in db.execute("PRAGMA table_info(results)")]
     assert columns == ["run_id", "item_id", "label", "scorer_id", "status", "score", "spec_hash", "model", "usage",
                        "result", "created_at", "updated_at"]
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (2,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
     assert db.execute("SELECT usage, model FROM results WHERE item_id='1'").fetchone() == (
         '{"calls": 3, "tokensIn": 10}', "openai/m")
 
@@ -173,7 +173,7 @@ def test_a_store_without_labels_is_migrated_on_open(tmp_path):
         store.record_result("old", "1", "numeric-v2", result(score=1.0, scorer="numeric"))
         assert len(list(store.statuses("old"))) == 3
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("PRAGMA user_version").fetchone() == (3,)
     assert [r[1] for r in db.execute("PRAGMA table_info(results)")][:4] == ["run_id", "item_id", "label", "scorer_id"]
     assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'results_v1'").fetchone() == (0,)
     db.close()
