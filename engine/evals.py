@@ -122,8 +122,8 @@ async def arun_evals(
     progress lines on stderr (`engine.reporting.StderrReporter`). fields: a field mapping
     ``{"output": "answer"}`` or ``["output=answer"]``. config: extra data recorded with the run
     in the store (the CLI records its arguments to resume from). cache: the judge-call cache
-    for every scorer's judge (`engine.judge_cache_layer.open_cache`: True for the default file,
-    a path, a `JudgeCache`; False takes the scorers' cache off); None leaves each scorer's judge
+    for every scorer's judge (`engine.judge_cache_layer.open_cache`: True for the default cache,
+    a file path, a ``redis://`` URL, a `JudgeCache`; False takes the scorers' cache off); None leaves each scorer's judge
     as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask every call again
     and overwrite its entry.
 

@@ -139,6 +139,15 @@ def redis_url(redis_server) -> str:
     return redis_server.url
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def cache_location(request, tmp_path) -> str:
+    """Where a test's judge-call cache lives, once per backend: a new SQLite file's path under
+    tmp_path, and the session's Redis server's URL (emptied). `open_cache` takes either."""
+    if request.param == "redis":
+        return request.getfixturevalue("redis_url")
+    return str(tmp_path / "judge-cache.sqlite")
+
+
 @pytest.fixture
 def own_redis_server(tmp_path) -> Iterator[RedisServer]:
     """A redis-server of this test alone, which it may kill; stopped at the end."""
