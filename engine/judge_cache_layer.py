@@ -41,7 +41,8 @@ from .judge_cache import CachedAnswer, JudgeCache, JudgeCacheWarning
 from .judge_call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
 from .result import Usage
 
-__all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache", "without_cache"]
+__all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache",
+           "without_cache"]
 
 #: What the ``cache=`` arguments accept: True (the default cache, see `open_cache`), a file path,
 #: a Redis URL, a `JudgeCache` object, or False / None (no cache).

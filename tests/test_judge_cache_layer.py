@@ -181,7 +181,8 @@ def test_rerunning_an_unchanged_eval_asks_the_judge_nothing(server, tuned, cache
     assert json.loads(result.stages["analyze"].raw_answer) == {"verdicts": [{"verdict": "yes"}, {"verdict": "yes"}]}
 
 
-def test_editing_one_stage_template_asks_only_that_stage_and_the_stages_whose_prompts_change(server, tuned, cache_location):
+def test_editing_one_stage_template_asks_only_that_stage_and_the_stages_whose_prompts_change(server, tuned,
+                                                                                             cache_location):
     """Case C21: stages before the edit are served from the cache, the edited stage asks again,
     a later stage asks again only when its prompt changed; no stale answer is reused."""
     cache = cache_location
