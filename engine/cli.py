@@ -167,7 +167,7 @@ def run_cmd(
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
                                      "(repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
 ) -> None:

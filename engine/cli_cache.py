@@ -2,8 +2,8 @@
 
 ``scorespec cache stats`` (what the cache holds) and ``scorespec cache clear [--older-than 30d]
 [--model M]`` (`cache_app`, added to the ``scorespec`` command by `engine.cli`), and what the
-judging commands (``run``, ``eval``, ``calibrate``) share: the ``--cache PATH``, ``--no-cache``
-and ``--refresh`` flags' texts, `command_cache` (the cache a command uses, on by default) and
+judging commands (``run``, ``eval``, ``calibrate``) share: the ``--cache PATH|URL``,
+``--no-cache`` and ``--refresh`` flags' texts, `command_cache` (the cache a command uses, on by default) and
 `cache_line` (one scorer's calls and cache hits, for the summaries). This module imports little
 (typer); the cache itself is imported when a command runs.
 """
@@ -11,7 +11,6 @@ and ``--refresh`` flags' texts, `command_cache` (the cache a command uses, on by
 from __future__ import annotations
 
 import json
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -22,8 +21,9 @@ import typer
 __all__ = ["CACHE_HELP", "NO_CACHE_HELP", "REFRESH_HELP", "cache_app", "cache_line", "command_cache",
            "parse_age"]
 
-CACHE_HELP = ("Judge-call cache file [default: $SCORESPEC_CACHE_DB, else judge-cache.sqlite in $SCORESPEC_CACHE "
-              "or ~/.cache/scorespec].")
+CACHE_HELP = ("Judge-call cache: a SQLite file, or a Redis server's URL (redis://host:6379/0, ?ttl=30d) "
+              "[default: $SCORESPEC_CACHE_URL, else the file $SCORESPEC_CACHE_DB, else judge-cache.sqlite in "
+              "$SCORESPEC_CACHE or ~/.cache/scorespec].")
 NO_CACHE_HELP = "Use no judge-call cache: ask the judge for every call, store nothing."
 REFRESH_HELP = "Ask the judge again for every call and overwrite its cached answer."
 
@@ -53,22 +53,20 @@ def _show_cache_warning(message: Any, category: type, filename: str, lineno: int
         _default(message, category, filename, lineno, file, line)
 
 
-def command_cache(path: Optional[Path], no_cache: bool, refresh: bool) -> Any:
-    """The judge-call cache a judging command uses: None with ``--no-cache``, else the SQLite
-    cache at `path` or the default file (`engine.judge_cache.default_cache_path`), opened on first
-    use. A cache that cannot be used is reported once as a ``warning:`` line and the command goes
-    on uncached. Exits (2) for ``--no-cache`` given with ``--cache`` or ``--refresh``."""
-    if no_cache and path is not None:
+def command_cache(cache: Optional[str], no_cache: bool, refresh: bool) -> Any:
+    """The judge-call cache a judging command uses: None with ``--no-cache``, else the one `cache`
+    names (a file path or a Redis URL) or the default (``$SCORESPEC_CACHE_URL``, else the SQLite
+    file `engine.judge_cache.default_cache_path`; see `engine.judge_cache_layer.open_cache`),
+    opened on first use. A cache that cannot be used is reported once as a ``warning:`` line and
+    the command goes on uncached. Exits (2) for ``--no-cache`` given with ``--cache`` or
+    ``--refresh``, a URL that is not a Redis URL, or a Redis URL without the redis client."""
+    if no_cache and cache is not None:
         _fail("--cache and --no-cache: give one of them")
     if no_cache and refresh:
         _fail("--refresh asks again and overwrites the cache: it cannot go with --no-cache")
     if no_cache:
         return None
-    from .judge_cache_layer import open_cache
-
-    if warnings.showwarning is not _show_cache_warning:
-        warnings.showwarning = _show_cache_warning
-    return open_cache(path if path is not None else True)
+    return _open(cache)
 
 
 def cache_line(scorer: str, items: int, calls: int, hits: int) -> str:
@@ -78,31 +76,43 @@ def cache_line(scorer: str, items: int, calls: int, hits: int) -> str:
             f"{hits} cache hit{'s' if hits != 1 else ''}")
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_age(text: str) -> float:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a number and a unit) → seconds. Raises
-    ValueError naming the accepted forms."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text or "")
-    if not found:
-        raise ValueError(f"--older-than {text!r}: expected a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
-    return float(found.group(1)) * _UNITS[found.group(2)]
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a number and a unit) → seconds
+    (`engine.judge_cache.parse_duration`). Raises ValueError naming ``--older-than`` and the
+    accepted forms."""
+    from .judge_cache import parse_duration
+
+    try:
+        return parse_duration(text or "")
+    except ValueError as exc:
+        raise ValueError(f"--older-than {exc}") from None
 
 
-def _open(path: Optional[Path]) -> Any:
-    from .judge_cache import default_cache_path
-    from .judge_cache_sqlite import SQLiteJudgeCache
+def _open(cache: Optional[str]) -> Any:
+    """The cache `cache` names (None: the default), its warnings shown as ``warning:`` lines.
+    Exits (2) for a cache that cannot be named (`open_cache`'s ValueError or ImportError)."""
+    from .judge_cache_layer import open_cache
 
     if warnings.showwarning is not _show_cache_warning:
         warnings.showwarning = _show_cache_warning
-    return SQLiteJudgeCache(path if path is not None else default_cache_path())
+    try:
+        return open_cache(cache if cache is not None else True)
+    except (ValueError, ImportError) as exc:
+        _fail(str(exc))
 
 
 def _when(epoch: float | None) -> str:
     from datetime import datetime, timezone
 
     return "—" if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _age(seconds: float) -> str:
+    """Seconds in the largest unit that divides them: ``30d``, ``12h``, ``90s``."""
+    for unit, size in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def _size(n: int) -> str:
@@ -115,11 +125,12 @@ def _size(n: int) -> str:
 
 @cache_app.command("stats")
 def stats_cmd(
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
 ) -> None:
-    """Where the judge-call cache is, how many answers it holds (per model), its size on disk and
-    the oldest and newest entry."""
+    """Where the judge-call cache is, how many answers it holds (per model), its size (on disk, or
+    in a Redis server's memory), the oldest and newest entry and, for Redis, the entries' time to
+    live."""
     with _open(cache) as store:
         stats = store.stats()
     if as_json:
@@ -131,9 +142,12 @@ def stats_cmd(
     lines = [f"judge cache {stats.location}"]
     if stats.disabled_reason:
         lines.append(f"not usable: {stats.disabled_reason}")
-    elif not Path(stats.location).exists():
+    elif isinstance(getattr(store, "path", None), Path) and not store.path.exists():
         lines.append("empty (no file yet: the first judged run creates it)")
     else:
+        ttl = getattr(store, "ttl_s", None)
+        if ttl is not None:
+            lines.append(f"entries expire {_age(ttl)} after they are stored")
         lines.append(f"{stats.entries} answer{'s' if stats.entries != 1 else ''} · {_size(stats.size_bytes)} · "
                      f"oldest {_when(stats.oldest)} · newest {_when(stats.newest)}")
         for model, count in sorted(stats.per_model.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -147,7 +161,7 @@ def clear_cmd(
                                              "90m, 45s or 2w."),
     model: Optional[str] = typer.Option(None, "--model", help="Only answers of this judge model (as given to "
                                         "--model, e.g. openai/gpt-4o-mini or local)."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
 ) -> None:
     """Remove cached judge answers: all of them, or those older than --older-than and/or of the
     judge model --model (both: those matching both)."""
@@ -159,11 +173,11 @@ def clear_cmd(
         deleted = store.clear(older_than_s=age, model=model)
         reason = store.disabled_reason
     if reason:
-        _fail(f"judge cache {store.path} {reason}")
+        _fail(f"judge cache {store.location} {reason}")
     which = []
     if age is not None:
         which.append(f"older than {older_than}")
     if model is not None:
         which.append(f"of model {model}")
     typer.echo(f"removed {deleted} cached answer{'s' if deleted != 1 else ''}"
-               + (f" ({', '.join(which)})" if which else "") + f" from {store.path}")
+               + (f" ({', '.join(which)})" if which else "") + f" from {store.location}")

@@ -64,7 +64,7 @@ def compare_cmd(
                                                   "(by direction) with its 95% interval excluding zero."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON on stdout."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),

@@ -102,7 +102,7 @@ def eval_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
@@ -376,7 +376,7 @@ def calibrate_cmd(
                                          ".scorespec/store.sqlite)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report: a test "

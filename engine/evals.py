@@ -143,10 +143,10 @@ async def arun_evals(
     ``{"output": "answer"}`` or ``["output=answer"]`` (a run field, or a field a scorer declares).
     config: extra data recorded with the run in the store (the CLI records its arguments to
     resume from). cache: the judge-call cache for every scorer's judge
-    (`engine.judge_cache_layer.open_cache`: True for the default file, a path, a `JudgeCache`;
-    False takes the scorers' cache off); None leaves each scorer's judge as it was built
-    (`load_scorer(..., cache=...)`). refresh: with `cache`, ask every call again and overwrite
-    its entry.
+    (`engine.judge_cache_layer.open_cache`: True for the default cache, a file path, a
+    ``redis://`` URL, a `JudgeCache`; False takes the scorers' cache off); None leaves each
+    scorer's judge as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask
+    every call again and overwrite its entry.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
     threshold for an unknown label, concurrency < 1, resuming a run that does not exist),

@@ -54,7 +54,7 @@ def make_judge(
     models). context_window: tokens for prompt + answer, 0 = no check (`engine.window`).
     rate_limit: requests per second, or a `RateLimiter` shared with other judges.
     cache: the judge-call cache (`engine.judge_cache_layer.open_cache`: True for the default
-    file, a path, a `JudgeCache`; None or False for none); refresh: ask every call again and
+    cache, a file path, a ``redis://`` URL, a `JudgeCache`; None or False for none); refresh: ask every call again and
     overwrite its entry. Raises `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError`
     for a bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
     """

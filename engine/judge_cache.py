@@ -15,9 +15,10 @@ longer passes is a miss).
 bytes name their key, so a value found under another key, or one whose bytes do not match their
 checksum or do not parse, is never served (`decode_entry` gives None: a miss).
 
-**Backends** implement `JudgeCache`. A cache never raises into the judge call: a store that cannot
-be opened or used is reported once (`JudgeCacheWarning`, and `disabled_reason` says why) and
-then behaves as empty and drops writes.
+**Backends** implement `JudgeCache`: SQLite (`judge_cache_sqlite`, the default) and Redis
+(`judge_cache_redis`). A cache never raises into the judge call: a store that cannot be opened
+or used (a file, a server) is reported once (`JudgeCacheWarning`, and `disabled_reason` says
+why) and then behaves as empty and drops writes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "decode_entry",
     "default_cache_path",
     "encode_entry",
+    "parse_duration",
 ]
 
 #: Version of the key's material. Bump it when the engine changes how a call is built from the
@@ -303,6 +305,19 @@ class JudgeCache(Protocol):
     def close(self) -> None:
         """Release the store's connection (a later call opens it again)."""
         ...
+
+
+_SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w``, ``1.5h`` (a number and a unit) → seconds (a
+    cache's age filter or time to live). Raises ValueError quoting `text` and naming the
+    accepted forms."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text) if isinstance(text, str) else None
+    if not found:
+        raise ValueError(f"{text!r}: expected a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
+    return float(found.group(1)) * _SECONDS_PER_UNIT[found.group(2)]
 
 
 def default_cache_path() -> Path:

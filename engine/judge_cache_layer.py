@@ -19,7 +19,7 @@ temperature, max tokens, seed, sample index 0), then:
   ask again if it failed.
 
 A cache problem never fails an item: the store reports its own failures once and then acts empty
-(`engine.judge_cache_sqlite`); anything else that goes wrong here (a key that cannot be
+(`engine.judge_cache_sqlite`, `engine.judge_cache_redis`); anything else that goes wrong here (a key that cannot be
 computed, weights that cannot be read, a cache object that raises) is reported once as a
 `JudgeCacheWarning`, and the layer then passes every call through uncached. A judge without a
 provider identity (a test double, a user's own judge) passes through uncached.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+import re
 import time
 import warnings
 import weakref
@@ -40,32 +41,71 @@ from .judge_cache import CachedAnswer, JudgeCache, JudgeCacheWarning
 from .judge_call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
 from .result import Usage
 
-__all__ = ["CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache", "without_cache"]
+__all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache",
+           "without_cache"]
 
-#: What the ``cache=`` arguments accept: True (the default file, `default_cache_path()`), a file
-#: path, a `JudgeCache` object, or False / None (no cache).
+#: What the ``cache=`` arguments accept: True (the default cache, see `open_cache`), a file path,
+#: a Redis URL, a `JudgeCache` object, or False / None (no cache).
 CacheSetting = bool | str | os.PathLike | JudgeCache | None
+
+#: The environment variable naming a shared (Redis) cache: ``cache=True`` and the CLI use it
+#: before the default SQLite file.
+CACHE_URL_VARIABLE = "SCORESPEC_CACHE_URL"
 
 # calls in flight, per event loop: (id of the cache, key) → the future the waiting calls share
 _FLIGHTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[int, str], asyncio.Future]] = \
     weakref.WeakKeyDictionary()
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
 
 def open_cache(setting: CacheSetting) -> JudgeCache | None:
-    """The cache a ``cache=`` argument names: None for False or None; the SQLite cache at
-    `engine.judge_cache.default_cache_path()` for True, or at the given path; a `JudgeCache`
-    object as it is. Nothing is opened yet (the file is opened on first use). Raises TypeError
-    for anything else."""
+    """The cache a ``cache=`` argument names (nothing is opened or reached yet: that happens on
+    first use):
+
+    - False or None: no cache;
+    - True: the default cache, ``$SCORESPEC_CACHE_URL`` (a Redis URL) when set, else the SQLite
+      file `engine.judge_cache.default_cache_path()` (``$SCORESPEC_CACHE_DB``, …);
+    - a ``redis://`` or ``rediss://`` URL (``redis://host:6379/0?ttl=30d``): the Redis cache
+      (`engine.judge_cache_redis.RedisJudgeCache`);
+    - any other text or path: the SQLite cache in that file;
+    - a `JudgeCache` object: itself.
+
+    Raises TypeError for anything else; ValueError for a URL of another scheme or a bad Redis URL
+    (naming ``$SCORESPEC_CACHE_URL`` when it came from there); ImportError for a Redis URL when
+    the redis client is not installed."""
     if setting is None or setting is False:
         return None
-    if setting is True or isinstance(setting, (str, os.PathLike)):
+    if setting is True:
+        url = os.environ.get(CACHE_URL_VARIABLE)
+        if url:
+            try:
+                return _open_url(url)
+            except ValueError as exc:
+                raise ValueError(f"${CACHE_URL_VARIABLE}: {exc}") from None
         from .judge_cache import default_cache_path
+
+        setting = default_cache_path()
+    if isinstance(setting, str) and _URL.match(setting):
+        return _open_url(setting)
+    if isinstance(setting, (str, os.PathLike)):
         from .judge_cache_sqlite import SQLiteJudgeCache
 
-        return SQLiteJudgeCache(default_cache_path() if setting is True else setting)
+        return SQLiteJudgeCache(setting)
     if isinstance(setting, JudgeCache):
         return setting
-    raise TypeError(f"cache: expected True, False, a file path or a JudgeCache, not {type(setting).__name__}")
+    raise TypeError(f"cache: expected True, False, a file path, a Redis URL or a JudgeCache, "
+                    f"not {type(setting).__name__}")
+
+
+def _open_url(url: str) -> JudgeCache:
+    from .judge_cache_redis import RedisJudgeCache, URL_SCHEMES, masked_url
+
+    scheme = url.split("://", 1)[0].lower() if _URL.match(url) else ""
+    if scheme not in URL_SCHEMES:
+        raise ValueError(f"cache {masked_url(url)}: a cache URL starts with redis:// or rediss:// "
+                         "(a SQLite cache is a file path)")
+    return RedisJudgeCache(url)
 
 
 class _Switch:
@@ -175,7 +215,8 @@ class CachedJudge(JudgeLayer):
     def _turn_off(self, reason: str) -> None:
         if self._switch.reason is None:
             self._switch.reason = reason
-            message = f"judge cache {getattr(self.cache, 'path', self.cache)} {reason}; going on without the cache"
+            where = getattr(self.cache, "location", None) or getattr(self.cache, "path", self.cache)
+            message = f"judge cache {where} {reason}; going on without the cache"
             try:
                 warnings.warn(JudgeCacheWarning(message), stacklevel=3)
             except Warning:  # warnings turned into errors: a cache problem still never fails an item

@@ -91,6 +91,11 @@ class SQLiteJudgeCache:
         self._pid: int | None = None
         self._hits = self._misses = self._writes = self._discarded = self._dropped = 0
 
+    @property
+    def location(self) -> str:
+        """The file's path, as messages and `stats` show it."""
+        return str(self.path)
+
     def __repr__(self) -> str:
         state = f", disabled={self.disabled_reason!r}" if self.disabled_reason else ""
         return f"SQLiteJudgeCache({str(self.path)!r}{state})"

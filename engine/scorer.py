@@ -494,9 +494,10 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
     model, else no check; 0 = no check (see `engine.window`). judge: an explicit judge object
     (e.g. `engine.testing.FakeJudge`). label: the scorer's name in a batch run (default: its
     id; see `Scorer`). cache: keep the judge's validated answers and serve them
-    again (`engine.judge_cache_layer`): True for the default file (``$SCORESPEC_CACHE_DB``, else
-    ``judge-cache.sqlite`` in ``$SCORESPEC_CACHE`` or ``~/.cache/scorespec``), a file path, or a
-    `engine.judge_cache.JudgeCache`; False (the default here; the CLI's default is on) for none.
+    again (`engine.judge_cache_layer.open_cache`): True for the default cache
+    (``$SCORESPEC_CACHE_URL``, else the file ``$SCORESPEC_CACHE_DB``, else ``judge-cache.sqlite``
+    in ``$SCORESPEC_CACHE`` or ``~/.cache/scorespec``), a file path, a Redis URL
+    (``redis://host:6379/0``), or a `engine.judge_cache.JudgeCache`; False (the default here; the CLI's default is on) for none.
     A judge given as `judge` is cached only when it has a provider identity (the judges
     `engine.judge.make_judge` builds). refresh: with a cache, ask every call again and
     overwrite its entry.

@@ -3,6 +3,7 @@ a fast judge against it, spec writers. Tests that load an embedded model are `sl
 
 from __future__ import annotations
 
+import os
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from engine.judge import RetryPolicy, make_judge
 from engine.local import cache_dir
 from engine.testing.fake_openai import FakeOpenAIServer
+from redis_server import RedisServer, redis_server_executable
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -24,8 +26,9 @@ SPEC_FIXTURES = TESTS / "specs"
 USER_MODEL_CACHE = cache_dir()
 
 # The user's settings must not change what a test does (a test that needs one sets it itself).
-USER_SETTINGS = ("SCORESPEC_MODEL", "SCORESPEC_MODE", "SCORESPEC_CONTEXT_WINDOW", "OPENAI_API_KEY",
-                 "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
+# (``SCORESPEC_CACHE_URL`` among them: no test reads or writes the user's shared judge cache.)
+USER_SETTINGS = ("SCORESPEC_MODEL", "SCORESPEC_MODE", "SCORESPEC_CONTEXT_WINDOW", "SCORESPEC_CACHE_URL",
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
 
 # Speed is no part of a property test's verdict: no deadline, no "generation too slow" failure.
 settings.register_profile("scorespec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,7 +86,8 @@ def model_cache() -> Iterator[Path]:
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path_factory, model_cache) -> Path:
     """Point every test at places of its own: the default store (``$SCORESPEC_STORE``), the
-    judge-call cache (``$SCORESPEC_CACHE_DB``: no test is served another test's answers), home
+    judge-call cache (``$SCORESPEC_CACHE_DB``, and no ``$SCORESPEC_CACHE_URL``: no test is served
+    another test's answers), home
     (``$HOME`` and the XDG folders: anything written to ``~`` lands there) and the model cache.
     Subprocesses inherit them. Returns the test's home."""
     home = tmp_path_factory.mktemp("home")
@@ -97,6 +101,59 @@ def isolated_environment(monkeypatch, tmp_path_factory, model_cache) -> Path:
     for variable in USER_SETTINGS:
         monkeypatch.delenv(variable, raising=False)
     return home
+
+
+def require_redis() -> None:
+    """Skip the test when redis-server or the redis client is missing; fail it instead under
+    ``SCORESPEC_REQUIRE_REDIS=1`` (as CI sets it, after installing the server)."""
+    missing = []
+    if redis_server_executable() is None:
+        missing.append("redis-server (Debian: apt-get install redis-server)")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        missing.append("the redis client (pip install -e '.[test]')")
+    if missing:
+        message = f"the Redis cache tests need {' and '.join(missing)}"
+        if os.environ.get("SCORESPEC_REQUIRE_REDIS") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory) -> Iterator[RedisServer]:
+    """One real redis-server for the session (127.0.0.1, a free port, nothing kept on disk),
+    stopped at the end. Tests use it through `redis_url`, which empties it first."""
+    require_redis()
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The session's Redis server's URL, its database emptied for this test."""
+    import redis
+
+    with redis.Redis.from_url(redis_server.url) as client:
+        client.flushall()
+    return redis_server.url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def cache_location(request, tmp_path) -> str:
+    """Where a test's judge-call cache lives, once per backend: a new SQLite file's path under
+    tmp_path, and the session's Redis server's URL (emptied). `open_cache` takes either."""
+    if request.param == "redis":
+        return request.getfixturevalue("redis_url")
+    return str(tmp_path / "judge-cache.sqlite")
+
+
+@pytest.fixture
+def own_redis_server(tmp_path) -> Iterator[RedisServer]:
+    """A redis-server of this test alone, which it may kill; stopped at the end."""
+    require_redis()
+    with RedisServer(tmp_path / "redis") as server:
+        yield server
 
 
 @pytest.fixture

@@ -154,3 +154,86 @@ def test_cache_clear_refuses_an_age_without_a_unit():
                                            ("2w", 14 * 86400), ("1.5h", 5400)])
 def test_ages_read_as_seconds(text, seconds):
     assert parse_age(text) == seconds
+
+
+# --------------------------------------------------------------------------- a Redis server as the cache
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_eval_stats_and_clear_on_a_redis_cache(server, data, redis_url):
+    url = redis_url + "?ttl=30d"
+    first, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", url)
+    assert (first.exit_code, asked) == (0, 6), first.output
+    again, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", url)
+    assert (again.exit_code, asked) == (0, 0), again.output
+    assert "faithfulness: 2 items · 0 judge calls · 6 cache hits" in again.stdout
+    assert not Path(os.environ["SCORESPEC_CACHE_DB"]).exists()
+    stats = invoke("cache", "stats", "--cache", url)
+    assert stats.stdout.splitlines()[:2] == [f"judge cache {url}", "entries expire 30d after they are stored"]
+    assert "6 answers · " in stats.stdout and "  openai/test-model: 6" in stats.stdout
+    figures = json.loads(invoke("cache", "stats", "--cache", redis_url, "--json").stdout)
+    assert (figures["location"], figures["entries"], figures["perModel"]) == (redis_url, 6, {"openai/test-model": 6})
+    assert figures["sizeBytes"] > 0 and figures["disabledReason"] is None
+    kept = invoke("cache", "clear", "--cache", url, "--older-than", "1d")
+    assert kept.stdout == f"removed 0 cached answers (older than 1d) from {url}\n"
+    cleared = invoke("cache", "clear", "--cache", url, "--model", "openai/test-model")
+    assert cleared.stdout == f"removed 6 cached answers (of model openai/test-model) from {url}\n"
+    _, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", url)
+    assert asked == 6
+
+
+def test_scorespec_cache_url_is_the_default_and_cache_overrides_it(server, data, redis_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("SCORESPEC_CACHE_URL", redis_url)
+    first, asked = judged(server, "run", "faithfulness", "--output", "Output 0.", "--context", "Everything holds.")
+    assert (first.exit_code, asked) == (0, 3), first.output
+    assert not Path(os.environ["SCORESPEC_CACHE_DB"]).exists()  # the URL wins over the file's variable
+    assert json.loads(invoke("cache", "stats", "--json").stdout)["entries"] == 3
+    again, asked = judged(server, "run", "faithfulness", "--output", "Output 0.", "--context", "Everything holds.")
+    assert (again.exit_code, asked) == (0, 0)
+    file_cache = str(tmp_path / "file.sqlite")
+    elsewhere, asked = judged(server, "run", "faithfulness", "--output", "Output 0.", "--context", "Everything holds.",
+                              "--cache", file_cache)
+    assert (elsewhere.exit_code, asked) == (0, 3)
+    assert Path(file_cache).is_file()
+    uncached, asked = judged(server, "run", "faithfulness", "--output", "Output 0.", "--context", "Everything holds.",
+                             "--no-cache")
+    assert (uncached.exit_code, asked) == (0, 3)
+    assert invoke("cache", "clear").stdout == f"removed 3 cached answers from {redis_url}\n"
+
+
+@pytest.mark.parametrize("args, variable, message", [
+    (("--cache", "memcached://127.0.0.1:11211"), None,
+     "error: cache memcached://127.0.0.1:11211: a cache URL starts with redis:// or rediss://"),
+    (("--cache", "redis://127.0.0.1/0?ttl=30"), None,
+     "error: cache URL redis://127.0.0.1/0?ttl=30: ttl '30': expected a number and a unit"),
+    ((), "rediss:/127.0.0.1", "error: $SCORESPEC_CACHE_URL: cache rediss:/127.0.0.1: a cache URL starts with"),
+])
+def test_a_cache_url_that_cannot_name_a_cache_is_an_error(server, data, monkeypatch, args, variable, message):
+    if variable:
+        monkeypatch.setenv("SCORESPEC_CACHE_URL", variable)
+    for command in (("eval", "faithfulness", "--data", data), ("cache", "stats")):
+        result, asked = judged(server, *command, *args) if command[0] == "eval" else (invoke(*command, *args), 0)
+        assert (result.exit_code, asked) == (2, 0), result.output
+        assert result.stderr.startswith(message)
+
+
+def test_an_unreachable_redis_server_is_one_warning_and_the_run_goes_on(server, data):
+    url = f"redis://:s3cret@127.0.0.1:{closed_port()}/0"
+    result, asked = judged(server, "eval", "faithfulness", "--data", data, "--quiet", "--cache", url)
+    assert (result.exit_code, asked) == (0, 6), result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("warning: judge cache")]
+    assert len(lines) == 1 and "cannot be reached" in lines[0] and "going on without the cache" in lines[0]
+    assert "s3cret" not in result.output
+    assert "faithfulness: 2 items · 6 judge calls · 0 cache hits" in result.stdout
+    stats = invoke("cache", "stats", "--cache", url)
+    assert stats.exit_code == 0
+    assert stats.stdout.splitlines()[1].startswith("not usable: cannot be reached")
+    cleared = invoke("cache", "clear", "--cache", url)
+    assert cleared.exit_code == 2 and "cannot be reached" in cleared.stderr

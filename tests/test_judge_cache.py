@@ -1,7 +1,12 @@
-"""The judge-call cache's key and its SQLite store (engine.judge_cache, engine.judge_cache_sqlite).
+"""The judge-call cache's key and its stores (engine.judge_cache, engine.judge_cache_sqlite,
+engine.judge_cache_redis).
 
-Every cache file lives under pytest's tmp_path; processes are real (subprocess, fork) and are
-synchronised through files or killed at a deterministic point by the store's write hook.
+The tests of the `JudgeCache` protocol run against both backends (the `cache` fixture): an SQLite
+file under pytest's tmp_path, and a real redis-server the tests start on 127.0.0.1 (emptied for
+each test). SQLite's own failures (files, locks, torn logs, forks) are tested on SQLite alone,
+the Redis server's (unreachable, lost, foreign keys, expiry) in tests/test_judge_cache_redis.py.
+Processes are real (subprocess, fork) and are synchronised through files or killed at a
+deterministic point by the store's write hook.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from engine.judge_cache import (
     default_cache_path,
     encode_entry,
 )
+from engine.judge_cache_layer import open_cache
 from engine.judge_cache_sqlite import SQLiteJudgeCache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,8 +71,9 @@ def answer(i: int, writer: str = "") -> CachedAnswer:
 
 
 @pytest.fixture
-def cache(tmp_path):
-    with SQLiteJudgeCache(tmp_path / "judge-cache.sqlite") as store:
+def cache(cache_location):
+    """An empty cache of each backend (`open_cache` picks it from the path or URL)."""
+    with open_cache(cache_location) as store:
         yield store
 
 
@@ -91,6 +98,47 @@ def raw_rows(path: Path) -> dict[str, tuple[bytes, str]]:
         return {key: (value, checksum) for key, value, checksum in rows}
     finally:
         db.close()
+
+
+def raw_client(cache):
+    """A plain redis client on the database of a `RedisJudgeCache`."""
+    import redis
+
+    return redis.Redis.from_url(cache.url)
+
+
+def raw_entries(cache) -> dict[str, tuple[bytes, str]]:
+    """key -> (value, checksum) as stored, read around the cache object (sqlite3, a redis client)."""
+    if isinstance(cache, SQLiteJudgeCache):
+        return raw_rows(cache.path)
+    with raw_client(cache) as client:
+        names = list(client.scan_iter(match=cache.prefix + "*"))
+        return {name.decode()[len(cache.prefix):]: (value, checksum.decode())
+                for name in names for value, checksum in [client.hmget(name, "value", "checksum")]}
+
+
+def write_raw(cache, key: str, value: bytes, checksum: str, model: str = "m", created_at: float = 1.0) -> None:
+    """Store `value` and `checksum` under `key` as they are, around the cache object (a damaged
+    or misplaced entry)."""
+    if isinstance(cache, SQLiteJudgeCache):
+        db = sqlite3.connect(cache.path)
+        db.execute("INSERT OR REPLACE INTO answers (key, value, checksum, model, created_at) VALUES (?, ?, ?, ?, ?)",
+                   (key, value, checksum, model, created_at))
+        db.commit()
+        db.close()
+        return
+    with raw_client(cache) as client:
+        client.hset(cache.prefix + key, mapping={"value": value, "checksum": checksum, "model": model,
+                                                 "created_at": repr(created_at)})
+
+
+def storage_size(cache) -> int:
+    """The bytes the entries take, measured around the cache object: the SQLite file and its log
+    on disk; the memory the Redis server reports for each entry."""
+    if isinstance(cache, SQLiteJudgeCache):
+        return sum(p.stat().st_size for p in (cache.path, Path(f"{cache.path}-wal")) if p.exists())
+    with raw_client(cache) as client:
+        return sum(client.memory_usage(name, samples=0) for name in client.scan_iter(match=cache.prefix + "*"))
 
 
 # --------------------------------------------------------------------------- the key
@@ -249,12 +297,11 @@ def test_stats_count_entries_per_model_and_their_ages(cache):
     for i, model in enumerate(["local", "local", "openai/gpt-4o-mini"]):
         cache.put(f"k{i}", CachedAnswer(data=i, raw=str(i), model=model, created_at=1000.0 + 10 * i))
     stats = cache.stats()
-    on_disk = sum(p.stat().st_size for p in (cache.path, Path(f"{cache.path}-wal")) if p.exists())
     assert stats.entries == 3
     assert stats.per_model == {"local": 2, "openai/gpt-4o-mini": 1}
     assert (stats.oldest, stats.newest) == (1000.0, 1020.0)
-    assert stats.size_bytes == on_disk and stats.size_bytes > 0
-    assert stats.location == str(cache.path) and stats.disabled_reason is None
+    assert stats.size_bytes == storage_size(cache) and stats.size_bytes > 0
+    assert stats.location == cache.location and stats.disabled_reason is None
 
 
 def test_clear_removes_the_entries_asked_for(cache):
@@ -304,14 +351,11 @@ def test_threads_share_one_cache(cache):
 def test_an_entry_whose_bytes_changed_is_discarded_not_served(cache):
     cache.put("good", answer(1))
     cache.put("flipped", answer(2))
-    value, _ = raw_rows(cache.path)["flipped"]
+    value, checksum = raw_entries(cache)["flipped"]
     damaged = value.replace(b'"i":2', b'"i":3')
-    db = sqlite3.connect(cache.path)
-    db.execute("UPDATE answers SET value = ? WHERE key = 'flipped'", (damaged,))
-    db.commit()
-    db.close()
+    write_raw(cache, "flipped", damaged, checksum)
     assert cache.get("flipped") is None
-    assert "flipped" not in raw_rows(cache.path)
+    assert "flipped" not in raw_entries(cache)
     assert cache.get("good") == answer(1)
     stats = cache.stats()
     assert (stats.discarded, stats.misses, stats.hits, stats.entries) == (1, 1, 1, 1)
@@ -328,23 +372,16 @@ def test_an_entry_whose_bytes_changed_is_discarded_not_served(cache):
 ])
 def test_a_value_that_passes_its_checksum_but_is_not_an_answer_for_the_key_is_a_miss(cache, value):
     cache.put("k", CachedAnswer(data=1, raw=""))
-    db = sqlite3.connect(cache.path)
-    db.execute("UPDATE answers SET value = ?, checksum = ? WHERE key = 'k'", (value, hashlib.sha256(value).hexdigest()))
-    db.commit()
-    db.close()
+    write_raw(cache, "k", value, hashlib.sha256(value).hexdigest())
     assert cache.get("k") is None
-    assert raw_rows(cache.path) == {}
+    assert raw_entries(cache) == {}
     assert cache.stats().discarded == 1
 
 
 def test_an_entry_moved_under_another_key_is_not_served(cache):
     cache.put("k1", answer(1))
     value, checksum = encode_entry("k1", answer(1))
-    db = sqlite3.connect(cache.path)
-    db.execute("INSERT INTO answers (key, value, checksum, model, created_at) VALUES ('k2', ?, ?, 'm', 1.0)",
-               (value, checksum))
-    db.commit()
-    db.close()
+    write_raw(cache, "k2", value, checksum)
     assert cache.get("k2") is None
     assert cache.get("k1") == answer(1)
 
@@ -400,12 +437,12 @@ def test_a_torn_write_ahead_log_yields_whole_answers_only(tmp_path):
 CONCURRENT_WRITER = """
 import json, sys, time
 from pathlib import Path
-from engine.judge_cache_sqlite import SQLiteJudgeCache
-path, name, other, folder = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+from engine.judge_cache_layer import open_cache
+where, name, other, folder = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
 (folder / f"{name}.ready").touch()
 while not (folder / "go").exists():
     time.sleep(0.001)
-cache = SQLiteJudgeCache(path)
+cache = open_cache(where)
 for i in range(200):
     cache.put(f"{name}-{i}", answer(i, name))
     cache.put(f"shared-{i % 20}", answer(i, name))
@@ -416,20 +453,19 @@ print(json.dumps({"writes": s.writes, "dropped": s.dropped_writes, "discarded": 
 """
 
 
-def test_two_processes_writing_at_once_lose_and_corrupt_nothing(tmp_path):
-    path = tmp_path / "judge-cache.sqlite"
-    children = [subprocess.Popen(child_command(CONCURRENT_WRITER, str(path), name, other, str(tmp_path)),
+def test_two_processes_writing_at_once_lose_and_corrupt_nothing(tmp_path, cache_location):
+    children = [subprocess.Popen(child_command(CONCURRENT_WRITER, cache_location, name, other, str(tmp_path)),
                                  env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for name, other in (("a", "b"), ("b", "a"))]
     deadline = time.monotonic() + 60
     while not all((tmp_path / f"{n}.ready").exists() for n in "ab") and time.monotonic() < deadline:
         time.sleep(0.005)
-    (tmp_path / "go").touch()  # both open the new file and write from here on
+    (tmp_path / "go").touch()  # both open the new cache and write from here on
     outputs = [child.communicate(timeout=120) for child in children]
     for child, (out, err) in zip(children, outputs):
         assert child.returncode == 0, err
         assert json.loads(out) == {"writes": 400, "dropped": 0, "discarded": 0, "disabled": None}
-    with SQLiteJudgeCache(path) as store:
+    with open_cache(cache_location) as store:
         assert store.stats().entries == 420
         assert all(store.get(f"{n}-{i}") == answer(i, n) for n in "ab" for i in range(200))
         for j in range(20):
@@ -445,15 +481,16 @@ def _forked_writer(cache: SQLiteJudgeCache) -> None:
     os._exit(0 if ok and cache.get("from-child") == answer(2, "child") else 1)
 
 
-def test_a_forked_process_opens_its_own_connection(cache):
-    cache.put("from-parent", answer(1))
-    child = multiprocessing.get_context("fork").Process(target=_forked_writer, args=(cache,))
-    child.start()
-    child.join(60)
-    assert child.exitcode == 0
-    assert cache.get("from-child") == answer(2, "child")
-    cache.put("after", answer(3))
-    assert cache.stats().entries == 3
+def test_a_forked_process_opens_its_own_connection(tmp_path):
+    with SQLiteJudgeCache(tmp_path / "judge-cache.sqlite") as cache:
+        cache.put("from-parent", answer(1))
+        child = multiprocessing.get_context("fork").Process(target=_forked_writer, args=(cache,))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+        assert cache.get("from-child") == answer(2, "child")
+        cache.put("after", answer(3))
+        assert cache.stats().entries == 3
 
 
 # --------------------------------------------------------------------------- a cache that cannot be used

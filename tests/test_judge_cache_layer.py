@@ -24,7 +24,7 @@ from engine.compile import load_spec
 from engine.evals import run_evals
 from engine.judge import RateLimiter, RetryPolicy, make_judge, with_rate_limit
 from engine.judge_cache import CachedAnswer, JudgeCacheWarning
-from engine.judge_cache_layer import CachedJudge
+from engine.judge_cache_layer import CachedJudge, open_cache
 from engine.judge_cache_sqlite import SQLiteJudgeCache
 from engine.judge_call import JudgeAnswer, JudgeCall
 from engine.judge_identity import provider_identity
@@ -162,8 +162,8 @@ class Run:
 # --------------------------------------------------------------------------- the tuning loop
 
 
-def test_rerunning_an_unchanged_eval_asks_the_judge_nothing(server, tuned, tmp_path):
-    spec, cache = tuned(), tmp_path / "cache.sqlite"
+def test_rerunning_an_unchanged_eval_asks_the_judge_nothing(server, tuned, cache_location):
+    spec, cache = tuned(), cache_location
     first = Run(server, spec, cache)
     assert first.asked == {"preprocess": 3, "analyze": 3, "summary": 3}
     assert (first.usage.calls, first.usage.cache_misses, first.usage.cache_hits) == (9, 9, 0)
@@ -181,10 +181,11 @@ def test_rerunning_an_unchanged_eval_asks_the_judge_nothing(server, tuned, tmp_p
     assert json.loads(result.stages["analyze"].raw_answer) == {"verdicts": [{"verdict": "yes"}, {"verdict": "yes"}]}
 
 
-def test_editing_one_stage_template_asks_only_that_stage_and_the_stages_whose_prompts_change(server, tuned, tmp_path):
+def test_editing_one_stage_template_asks_only_that_stage_and_the_stages_whose_prompts_change(server, tuned,
+                                                                                             cache_location):
     """Case C21: stages before the edit are served from the cache, the edited stage asks again,
     a later stage asks again only when its prompt changed; no stale answer is reused."""
-    cache = tmp_path / "cache.sqlite"
+    cache = cache_location
     Run(server, tuned(), cache)
 
     # a wording edit whose answers do not change: the note's prompt (the verdicts) stays the same
@@ -221,8 +222,8 @@ def test_changing_the_model_misses_every_stage(server, tuned, tmp_path):
     assert Run(server, spec, cache, model="openai/other-model").asked == {}
 
 
-def test_a_hit_that_fails_a_changed_check_is_asked_again_and_replaced(server, tuned, tmp_path):
-    cache = tmp_path / "cache.sqlite"
+def test_a_hit_that_fails_a_changed_check_is_asked_again_and_replaced(server, tuned, cache_location):
+    cache = cache_location
     Run(server, tuned(), cache)  # stored: two "yes" verdicts per item
     # the check now wants the first verdict "no"; the prompts (and keys) are unchanged
     strict_check = ONE_PER_CLAIM + " and answer.verdicts[0].verdict == 'no'"
@@ -234,15 +235,15 @@ def test_a_hit_that_fails_a_changed_check_is_asked_again_and_replaced(server, tu
     assert Run(server, tuned(check=strict_check), cache).asked == {}  # the new answers replaced the old
 
 
-def test_refresh_asks_every_call_again_and_overwrites(server, tuned, tmp_path):
-    spec, cache = tuned(), tmp_path / "cache.sqlite"
+def test_refresh_asks_every_call_again_and_overwrites(server, tuned, cache_location):
+    spec, cache = tuned(), cache_location
     Run(server, spec, cache)
-    with SQLiteJudgeCache(cache) as store:
+    with open_cache(cache) as store:
         before = store.stats()
     refreshed = Run(server, spec, cache, refresh=True)
     assert refreshed.asked == {"preprocess": 3, "analyze": 3, "summary": 3}
     assert (refreshed.usage.cache_misses, refreshed.usage.cache_hits) == (9, 0)
-    with SQLiteJudgeCache(cache) as store:
+    with open_cache(cache) as store:
         after = store.stats()
     assert after.entries == before.entries == 9
     assert after.oldest > before.newest  # every entry was written again
@@ -292,8 +293,9 @@ def test_a_faithfulness_rerun_is_served_whole_from_the_cache(server, tmp_path):
 # --------------------------------------------------------------------------- what is stored
 
 
-def scored_calls(store_path: Path) -> int:
-    with SQLiteJudgeCache(store_path) as store:
+def scored_calls(where: Path | str) -> int:
+    """Entries in the cache at `where` (a file path or a Redis URL)."""
+    with open_cache(str(where)) as store:
         return store.stats().entries
 
 
@@ -399,19 +401,32 @@ print(json.dumps(summary.scores))
 """
 
 
-def test_two_processes_sharing_the_cache_at_once_lose_nothing(server, tuned, tmp_path):
-    spec, cache = tuned(), tmp_path / "cache.sqlite"
+def run_children(server: FakeOpenAIServer, spec: Path, cache: str, *ranges: tuple[str, str]) -> None:
+    """One process per (first, last) range of items, all at once, each scoring its items 1.0."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-c", CHILD, server.base_url, str(spec), str(cache), a, b],
+    children = [subprocess.Popen([sys.executable, "-c", CHILD, server.base_url, str(spec), cache, first, last],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for a, b in (("0", "6"), ("3", "9"))]  # items 3-5 are asked by both, maybe at once
+                for first, last in ranges]
     for child in children:
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
         assert json.loads(out.strip().splitlines()[-1]) == {"tuned": 1.0}
+
+
+def test_two_processes_sharing_the_cache_at_once_lose_nothing(server, tuned, cache_location):
+    spec = tuned()
+    run_children(server, spec, cache_location, ("0", "6"), ("3", "9"))  # items 3-5 asked by both, maybe at once
     items = [{"id": i, "output": f"Output number {i}."} for i in range(9)]
-    assert scored_calls(cache) == 27
-    assert Run(server, spec, cache, items=items).asked == {}
+    assert scored_calls(cache_location) == 27
+    assert Run(server, spec, cache_location, items=items).asked == {}
+
+
+def test_a_second_process_is_served_the_first_ones_answers(server, tuned, cache_location):
+    spec = tuned()
+    run_children(server, spec, cache_location, ("0", "3"))
+    assert len(server.requests) == 9
+    run_children(server, spec, cache_location, ("0", "3"))
+    assert len(server.requests) == 9
 
 
 # --------------------------------------------------------------------------- a cache problem is no failure
@@ -427,6 +442,27 @@ def test_an_unusable_cache_file_is_reported_once_and_the_run_goes_on_uncached(se
     assert run.asked == {"preprocess": 3, "analyze": 3, "summary": 3}
     assert len([w for w in caught if issubclass(w.category, JudgeCacheWarning)]) == 1
     assert broken.read_bytes() == b"this is not a database" * 100
+
+
+def test_a_redis_server_lost_mid_run_is_reported_once_and_fails_no_item(tuned, own_redis_server):
+    """The Redis server is killed while the judge answers the run's fourth call: the calls before
+    were stored, every later one is asked uncached, every item is scored."""
+
+    def killing(request: dict) -> dict:
+        if len(fake.requests) == 4:
+            own_redis_server.kill()
+        return answer(request)
+
+    spec = tuned()
+    with FakeOpenAIServer(killing) as fake, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = Run(fake, spec, own_redis_server.url)
+    assert run.scores == {0: 1.0, 1: 1.0, 2: 1.0}
+    assert run.asked == {"preprocess": 3, "analyze": 3, "summary": 3}
+    messages = [str(w.message) for w in caught if issubclass(w.category, JudgeCacheWarning)]
+    assert len(messages) == 1 and "cannot be reached" in messages[0], messages
+    # misses are counted while the cache is used: the four calls up to the one the server died in
+    assert (run.usage.cache_hits, run.usage.cache_misses) == (0, 4)
 
 
 def test_a_cache_that_raises_is_reported_once_and_never_fails_an_item(server, tuned):
