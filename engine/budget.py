@@ -3,11 +3,12 @@
 Before each item starts, the run estimates what it will have spent once that item and the items
 already in flight finish: what it has spent (its results' tokens at the price table's prices,
 `engine.prices`; on ``--resume``, the results of the run's earlier attempts included) plus, for
-each of those items, the mean cost of an item finished so far. When that estimate passes the
-budget the run reads no further item: the items in flight finish and are written, the summary
+each of those items, the estimated cost of an item: the mean of the items this attempt finished
+(before the first, of the items its earlier attempts finished). When that estimate passes the
+budget the run starts no further item: the items in flight finish and are written, the summary
 says why it stopped, and the command exits 3. Until an item's cost is known (the first item of a
-fresh run), items start one at a time. So the run spends at most the budget plus the error of
-the estimate on the items in flight (at most ``--concurrency`` of them).
+fresh run), items start one at a time. So the run spends at most the budget plus the estimate's
+error on the items in flight (at most ``--concurrency`` of them).
 
 A budget needs a price for every judge model of the run: `check_priced` refuses to start
 otherwise, naming the model and the price table (a model of the embedded judges costs 0).
@@ -84,9 +85,11 @@ class Budget:
         return self.spent_before + self.spent
 
     def per_item(self) -> float | None:
-        """The mean cost of an item finished so far, earlier attempts included (None before any)."""
-        items = self.items_before + self.done
-        return self.total / items if items else None
+        """The mean cost of an item this attempt finished; before it finishes one, the mean over
+        the run's earlier attempts (their settings may have differed); None before any item."""
+        if self.done:
+            return self.spent / self.done
+        return self.spent_before / self.items_before if self.items_before else None
 
     async def admit(self) -> bool:
         """Whether the next item may start (it is then counted in flight until `finished`);

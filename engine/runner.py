@@ -16,9 +16,10 @@
   it completes; items already done in an earlier attempt (`engine.resume.PriorResults`) are
   counted, not scored again.
 - **Cost and budget**: with a price table (`engine.prices`) each result gets its cost
-  (``costUsd``); with a `engine.budget.Budget`, an item starts only when the budget admits it.
-  Once it does not, the items in flight finish and the rest of the data is only read (items done
-  in an earlier attempt are still counted; the others are left, `RunState.left`).
+  (``costUsd``); with a `engine.budget.Budget`, a worker starts an item only when the budget
+  admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
+  flight finish and the rest of the data is only read (items done in an earlier attempt are
+  still counted; the others are left, `RunState.left`).
 """
 
 from __future__ import annotations
@@ -163,8 +164,7 @@ class Runner:
         for item in items:
             self.state.items += 1
             todo = self._todo(item_key(item["id"]))
-            if todo and self.budget is not None and (self.state.stopped or not await self.budget.admit()):
-                self.state.stopped = self.budget.stopped
+            if todo and self.state.stopped:
                 self.state.left += 1
                 continue
             if todo:
@@ -201,7 +201,17 @@ class Runner:
             entry = await queue.get()
             if entry is None:
                 return
+            if self.budget is not None and not await self._admit():
+                self.state.left += 1
+                continue
             await self._score_item(*entry)
+
+    async def _admit(self) -> bool:
+        """Whether the budget lets the next item start now (when not, the run stops)."""
+        if self.state.stopped is None and await self.budget.admit():
+            return True
+        self.state.stopped = self.state.stopped or self.budget.stopped
+        return False
 
     # -- one item -------------------------------------------------------------------------------
 

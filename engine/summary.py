@@ -243,7 +243,8 @@ class EvalSummary:
             "problems": self.problems, "out": self.out, "store": self.store,
             "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,
             "usage": {label: u.model_dump(mode="json", by_alias=True) for label, u in self.usage.items()},
-            "usageByModel": {model: u.model_dump(mode="json", by_alias=True) for model, u in self.usage_by_model.items()},
+            "usageByModel": {model: u.model_dump(mode="json", by_alias=True)
+                             for model, u in self.usage_by_model.items()},
             "cost": self.cost.to_json_dict() if self.cost is not None else None,
             "costByLabel": dict(self.cost_by_label), "stopped": self.stopped, "left": self.left,
             "budget": self.budget,
