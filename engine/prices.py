@@ -140,11 +140,11 @@ def parse_prices(text: str, source: str) -> _Table:
 
     data = loaded.data
     if problems:
-        raise PriceTableError("\n".join(p.render() for p in problems))
+        raise _error(problems)
     if not isinstance(data, Mapping) or not isinstance(data.get("models"), Mapping):
         add("models" if isinstance(data, Mapping) else "", "a price table is a mapping with `models:` (model → "
             "{input: USD, output: USD} per million tokens)")
-        raise PriceTableError("\n".join(p.render() for p in problems))
+        raise _error(problems)
     for key in data:
         if key not in ("taken", "models"):
             add(key, "unknown key", did_you_mean(str(key), ["taken", "models"]))
@@ -175,9 +175,14 @@ def parse_prices(text: str, source: str) -> _Table:
         else:
             exact[str(model)] = price
     if problems:
-        raise PriceTableError("\n".join(p.render() for p in problems))
+        raise _error(problems)
     patterns.sort(key=lambda kv: -len(kv[0]))
     return _Table(source, taken, exact, tuple(patterns))
+
+
+def _error(problems: list[Problem]) -> PriceTableError:
+    ordered = sorted(problems, key=lambda p: (p.line, p.column, p.key_path))
+    return PriceTableError("\n".join(p.render() for p in ordered))
 
 
 def _taken(value: Any, key: str, add: Any) -> str | None:

@@ -25,7 +25,7 @@ USER_MODEL_CACHE = cache_dir()
 
 # The user's settings must not change what a test does (a test that needs one sets it itself).
 USER_SETTINGS = ("SCORESPEC_MODEL", "SCORESPEC_MODE", "SCORESPEC_CONTEXT_WINDOW", "OPENAI_API_KEY",
-                 "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
+                 "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL", "SCORESPEC_PRICES")
 
 # Speed is no part of a property test's verdict: no deadline, no "generation too slow" failure.
 settings.register_profile("scorespec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
