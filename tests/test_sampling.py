@@ -311,3 +311,20 @@ def test_a_judge_with_sample_seeds_sends_the_sample_index_as_seed(write_spec):
         judge.provider.sample_seeds = True  # what the embedded judges do: their default seed is fixed
         Scorer(compile_file(path), judge=judge).run(output="x")
         assert [r.get("seed") for r in server.requests] == [None, 1, 2]
+
+
+def test_run_command_shows_a_stages_samples_and_agreement(write_spec):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    path = spec(write_spec, "samples: 4")
+    replies = iter([{"verdict": v} for v in ("yes", "no", "yes", "yes")])
+    with FakeOpenAIServer(lambda request: next(replies)) as server:
+        result = CliRunner().invoke(app, ["run", str(path), "--output", "x", "--no-cache", "--model",
+                                          "openai/test-model", "--base-url", server.base_url],
+                                    env={"COLUMNS": "250", "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})
+    assert result.exit_code == 0, result.output
+    header, row = [line.split() for line in result.stdout.splitlines()[1:3]]
+    assert header[-3:] == ["seconds", "samples", "agreement"]
+    assert row[0] == "a" and row[-2:] == ["4", "0.75"]
