@@ -43,7 +43,7 @@ def table(text: str = TABLE, source: str = "prices.yaml") -> PriceTable:
 def test_shipped_table_prices_every_model_the_readme_names_and_says_when():
     named = set(re.findall(r"\b(?:openai|anthropic|ollama|groq|mistral|litellm)/[A-Za-z0-9._:-]*[A-Za-z0-9]",
                            (ROOT / "README.md").read_text(encoding="utf-8")))
-    named -= {"openai/MODEL", "openai/test-model"}  # placeholders for a model of your own server
+    named -= {"openai/MODEL", "openai/my-finetune"}  # placeholders: a model of your own server, your own price
     assert {"openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "ollama/qwen2.5:7b"} <= named
     shipped = load_prices(shipped=True)
     assert shipped.sources == [str(SHIPPED_PRICES)]
