@@ -110,6 +110,11 @@ class Calibration:
     failures: dict[str, int] = field(default_factory=dict)
     judge_calls: int = 0  # requests made in this attempt
     cache_hits: int = 0  # judge calls answered from the judge-call cache in this attempt
+    tokens_in: int = 0  # tokens of this attempt's judge calls (cache hits: none)
+    tokens_out: int = 0
+    cost_usd: float | None = None  # what they cost (None: the model has no price; engine.prices)
+    agreement: float | None = None  # the mean agreement of sampled results (engine.reduce)
+    stopped: str | None = None  # why the --max-cost budget stopped the run before its last item
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON form (``scorespec calibrate --json``)."""
@@ -295,8 +300,9 @@ async def acalibrate(
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
     if problems:
         report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")
-    scores, truth, kept = _tally(report, labels, results, not_scorable_score)
+    scores, truth, kept = _tally(report, labels, results, not_scorable_score, unscored_ok=bool(summary.stopped))
     report.used = len(scores)
+    _usage_into(report, summary, run_label)
     if report.failed:
         report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
     if report.not_scorable and not_scorable_score is None:
@@ -308,6 +314,19 @@ async def acalibrate(
     report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
     _store_figures(report, eval_options)
     return report
+
+
+def _usage_into(report: Calibration, summary: Any, label: str) -> None:
+    """This attempt's tokens and cost, the agreement and why the run stopped, from its summary."""
+    usage = summary.usage.get(label)
+    if usage is not None:
+        report.tokens_in, report.tokens_out = usage.tokens_in, usage.tokens_out
+    report.cost_usd = summary.cost_by_label.get(label)
+    stats = summary.scorers.get(label)
+    report.agreement = stats.agreement if stats is not None else None
+    report.stopped = summary.stopped
+    if summary.stopped:
+        report.notes.append(f"the budget stopped the run: {summary.left} labelled item(s) were not scored")
 
 
 @dataclass
@@ -345,14 +364,18 @@ def _labelled_items(data: Any, field_map: dict[str, str], label_field: str, want
 
 
 def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str, dict[str, Any]],
-           not_scorable_score: float | None) -> tuple[list[float], list[Any], list[tuple[str, dict[str, Any]]]]:
+           not_scorable_score: float | None, *, unscored_ok: bool = False,
+           ) -> tuple[list[float], list[Any], list[tuple[str, dict[str, Any]]]]:
     """Count each labelled item's outcome into `report`; return the scores and labels that
-    enter the figures, and the (item key, result) pairs they came from."""
+    enter the figures, and the (item key, result) pairs they came from. An item without a
+    result counts as failed, unless `unscored_ok` (the budget stopped the run before it)."""
     scores: list[float] = []
     truth: list[Any] = []
     kept: list[tuple[str, dict[str, Any]]] = []
     for key, label in labels.items():
         result = results.get(key)
+        if result is None and unscored_ok:
+            continue
         status = result.get("status") if result else "failed"
         if result is not None:
             report.model = report.model or result.get("model")

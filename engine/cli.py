@@ -215,8 +215,9 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
             console.print("reason: " + result.reason, soft_wrap=True, markup=False)
     # judge requests apart from why some were repeated: a `for_each` stage's 25 calls are one per
     # element, not 25 retries
-    table = Table("stage", "kind", "status", "calls", "re-asks", "retries", "tokens in/out", "seconds", box=None,
-                  pad_edge=False)
+    sampled = any(record.samples is not None for record in result.stages.values())
+    table = Table("stage", "kind", "status", "calls", "re-asks", "retries", "tokens in/out", "seconds",
+                  *(["samples", "agreement"] if sampled else []), box=None, pad_edge=False)
     for sid, record in result.stages.items():
         status = "skipped" if record.skipped else ("ok" if record.result is not None else "-")
         if result.error is not None and result.error.stage == sid:
@@ -225,7 +226,7 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
         asked = bool(u.calls)
         table.add_row(sid, record.kind, status, str(u.calls) if asked else "", str(u.reasks) if asked else "",
                       str(u.transport_retries) if asked else "", f"{u.tokens_in}/{u.tokens_out}" if asked else "",
-                      f"{u.seconds:.2f}" if asked else "")
+                      f"{u.seconds:.2f}" if asked else "", *(_sampling_cells(record) if sampled else []))
     console.print(table)
     if result.usage.cache_hits or result.usage.cache_misses:
         console.print(f"judge cache: {result.usage.cache_hits} hit(s) · {result.usage.cache_misses} miss(es)",
@@ -234,6 +235,18 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
                   f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
                   soft_wrap=True)
+
+
+def _sampling_cells(record: Any) -> list[str]:
+    """A sampled stage's samples per question and agreement, for `print_result`'s table."""
+    if record.samples is None:
+        return ["", ""]
+    if record.agreements is not None:  # for_each: a list of samples per element
+        count = str(len(record.samples[0])) if record.samples and record.samples[0] is not None else ""
+    else:
+        count = str(len(record.samples))
+    agreement = "—" if record.agreement is None else f"{record.agreement:.2f}"
+    return [count, agreement]
 
 
 @app.command("render")

@@ -6,7 +6,8 @@ both import from here, neither from the other's commands. This module imports on
 load time, so ``scorespec --help`` stays quick.
 
 Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
-problem, bad input, an item that failed, a usage error).
+problem, bad input, an item that failed, a usage error); 3 a run stopped before the end of its
+data because the next item would have passed its ``--max-cost`` budget (resume it with a larger one).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import typer
 
-EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
 
 app = typer.Typer(
     add_completion=False,

@@ -3,8 +3,10 @@
 Registered on `engine.cli_app.app` when this module is imported (`engine.cli.main` does so at
 startup, so this module imports little: the eval machinery and the terminal output
 (`engine.cli_report`) are imported by the command that runs). Exit codes of ``eval``: 0 passed; 1 a threshold was missed; 2 errors (an item failed,
-a dataset record could not be read, bad arguments); 130 interrupted (Ctrl-C; every completed
-result is saved — resume with ``--resume``).
+a dataset record could not be read, bad arguments, ``--max-cost`` with a judge model that has no
+price); 3 stopped by the ``--max-cost`` budget (every completed result is saved — resume with
+``--resume`` and a larger budget); 130 interrupted (Ctrl-C; every completed result is saved —
+resume with ``--resume``).
 """
 
 from __future__ import annotations
@@ -17,13 +19,19 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
-from .cli_app import app, fail, parse_options
+from .cli_app import EXIT_BUDGET, app, fail, parse_options
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
 
 if TYPE_CHECKING:
     from .summary import ScorerSummary
 
 EXIT_INTERRUPTED = 130
+SAMPLES_HELP = ("Ask every prompt stage N times and reduce the answers (the stage's reduce: majority vote, mean, "
+                "median…), without editing the spec; stages whose answer nothing can reduce are asked once.")
+PRICES_HELP = ("A price table (YAML, US dollars per million tokens) used before the shipped one [default: "
+               "$SCORESPEC_PRICES, else prices.yaml in the cache folder].")
+MAX_COST_HELP = ("A budget in US dollars: stop before the next item would pass it (exit 3; --resume continues, "
+                 "counting what was spent). Every judge model needs a price.")
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -36,11 +44,12 @@ def _open_store(path: Optional[Path]) -> Any:
 
 
 def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
-                  cache: Any = None, refresh: bool = False) -> list[Any]:
+                  cache: Any = None, refresh: bool = False, samples: Optional[int] = None) -> list[Any]:
     """Compiled `Scorer`s for `names`, each ``SPEC`` or ``LABEL=SPEC`` (`engine.evals.
     scorer_reference`: one spec may run twice under two labels); options are ``LABEL.key=value``,
-    ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli_app.parse_options`). Exits
-    with a message on bad input."""
+    ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli_app.parse_options`);
+    `samples` for every prompt stage that can be sampled (a note names the others). Exits with a
+    message on bad input."""
     from .compile import load_spec
     from .errors import SpecError
     from .evals import scorer_reference
@@ -69,9 +78,18 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     scorers = []
     for compiled, label in zip(compiled_list, labels):
         try:
-            scorers.append(Scorer(compiled, model=model, options=by_label[label], judge_factory=factory, label=label))
+            scorers.append(Scorer(compiled, model=model, options=by_label[label], judge_factory=factory, label=label,
+                                  samples=samples))
         except (OptionError, ModelError) as exc:
             fail(str(exc))
+        if samples is not None and samples > 1 and scorers[-1].unsampled:
+            from .cli_report import err_console
+
+            stages = ", ".join(scorers[-1].unsampled)
+            err_console().print(f"note: --samples {samples}: {compiled.id} asks stage(s) {stages} once (no enum, "
+                                "boolean or number field in the answer to reduce; give the stage a reduce: "
+                                "expression over samples to sample it)", markup=False, highlight=False,
+                                soft_wrap=True, style="yellow")
     return scorers
 
 
@@ -108,9 +126,12 @@ def eval_cmd(
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
     summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
     item_cutoff: list[str] = typer.Option([], "--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
+    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
-    threshold (or an item below its --item-cutoff), 2 errors."""
+    threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
     import asyncio
 
     from .cli_report import ConsoleReporter, err_console, out_console, print_summary
@@ -132,6 +153,8 @@ def eval_cmd(
             threshold = threshold or list(stored_cli.get("thresholds") or [])
             model = model or stored_cli.get("model")
             base_url = base_url or stored_cli.get("base_url")
+            samples = samples or stored_cli.get("samples")
+            prices = prices or (Path(stored_cli["prices"]) if stored_cli.get("prices") else None)
             if out is None and stored.get("out"):
                 out = Path(stored["out"])
         if not names:
@@ -146,7 +169,8 @@ def eval_cmd(
             parse_thresholds(threshold)
         except ValueError as exc:
             fail(str(exc))
-        scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+        scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh,
+                                samples)
         cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
         try:
             from .datasets import parse_fields
@@ -157,12 +181,13 @@ def eval_cmd(
             fail(str(exc))
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
-                      "thresholds": threshold, "model": model, "base_url": base_url}
+                      "thresholds": threshold, "model": model, "base_url": base_url, "samples": samples,
+                      "prices": str(prices.resolve()) if prices else None}
         try:
             summary = asyncio.run(arun_evals(
                 data, scorers, concurrency=concurrency, thresholds=threshold, out=out, resume=resume,
                 run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter, fields=field,
-                config={"cli": cli_config}))
+                config={"cli": cli_config}, prices=prices, max_cost=max_cost))
         except KeyboardInterrupt:
             err_console().print("interrupted: every completed result is saved; run the same command with --resume "
                             "to continue", markup=False)
@@ -382,15 +407,19 @@ def calibrate_cmd(
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report: a test "
                                          "case per item (failed → error, not scorable → skipped)."),
     summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
+    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
-    items it disagrees with most, with the judge's reasons. Exit 0, or 2 on errors (failed items
-    included: resume to retry them)."""
+    items it disagrees with most, with the judge's reasons. Exit 0, 2 on errors (failed items
+    included: resume to retry them), or 3 when the --max-cost budget stopped it (the figures
+    cover the items scored)."""
     import asyncio
 
     from .calibration import acalibrate
-    from .cli_report import ConsoleReporter, calibration_table, err_console, fmt, out_console
+    from .cli_report import ConsoleReporter, calibration_table, calibration_usage_lines, err_console, fmt, out_console
     from .datasets import DatasetError
 
     if not data.is_file():
@@ -409,15 +438,16 @@ def calibrate_cmd(
     db = _open_store(store)
     try:
         (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh),
-                                  refresh)
+                                  refresh, samples)
         try:
             report = asyncio.run(acalibrate(
                 loaded, data, label_field=label_field, positive=positive or None, negative=negative or None,
                 threshold=cutoff, not_scorable_score=not_scorable_score, top=top, limit=limit, fields=field,
                 concurrency=concurrency, out=out, resume=resume, store=db,
-                progress=ConsoleReporter(quiet=quiet, per_item=False),
+                progress=ConsoleReporter(quiet=quiet, per_item=False), prices=prices, max_cost=max_cost,
                 config={"cli": {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()),
-                                "fields": field, "options": option, "model": model, "base_url": base_url}}))
+                                "fields": field, "options": option, "model": model, "base_url": base_url,
+                                "samples": samples, "prices": str(prices.resolve()) if prices else None}}))
         except KeyboardInterrupt:
             err_console().print("interrupted: every completed result is saved; run the same command with --out FILE "
                             "--resume to continue", markup=False)
@@ -434,6 +464,8 @@ def calibrate_cmd(
             items = report.scored + report.not_scorable + report.failed
             console.print(cache_line(report.scorer, items, report.judge_calls, report.cache_hits), markup=False,
                           highlight=False)
+        for line in calibration_usage_lines(report):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         for note in report.notes:
             console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True, style="yellow")
         if report.disagreements:
@@ -442,13 +474,16 @@ def calibrate_cmd(
                 reason = " ".join(str(d.reason or "").split())[:300]
                 console.print(f"  {d.id}: label {d.label!r}, score {fmt(d.score)} — {reason}", markup=False,
                               highlight=False, soft_wrap=True)
+        if report.stopped:
+            console.print(f"stopped: {report.stopped}; run the same command with --out FILE --resume and a larger "
+                          "--max-cost to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
         if as_json:
             sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
         if junit or summary_md:
             from .ci_report import calibration_report
 
             write_reports_or_exit(calibration_report(report, db.results(report.run_id)), junit, summary_md)
-        raise typer.Exit(2 if report.failed else 0)
+        raise typer.Exit(EXIT_BUDGET if report.stopped else 2 if report.failed else 0)
     finally:
         db.close()
 

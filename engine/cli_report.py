@@ -146,14 +146,16 @@ class ConsoleReporter(EvalReporter):
 
 def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
     """The summaries as a rich table, a row per scorer named by its label (and its id when the
-    two differ)."""
+    two differ); an ``agreement`` column (the mean agreement of sampled results) when a scorer
+    has one."""
     from rich.markup import escape
     from rich.table import Table
 
     from .direction import short
 
-    table = Table("scorer", "better", "scored", "not scorable", "failed", "mean", "min", "median", "max",
-                  "threshold", box=None, pad_edge=False)
+    sampled = any(s.agreement is not None for s in scorers.values())
+    columns = ["scorer", "better", "scored", "not scorable", "failed", "mean", "min", "median", "max"]
+    table = Table(*columns, *(["agreement"] if sampled else []), "threshold", box=None, pad_edge=False)
     for s in scorers.values():
         if s.threshold is None:
             limit = ""
@@ -162,12 +164,62 @@ def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
         name = s.label if s.label == s.scorer else f"{s.label} ({s.scorer})"
         table.add_row(escape(name), short(s.direction), str(s.scored), str(s.not_scorable),
                       f"[red]{s.failed}[/red]" if s.failed else "0",
-                      fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max), limit)
+                      fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max),
+                      *([fmt(s.agreement)] if sampled else []), limit)
     return table
 
 
 VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]below threshold[/red]",
-                "errors": "[red]errors[/red]"}
+                "errors": "[red]errors[/red]", "budget_reached": "[yellow]budget reached[/yellow]"}
+
+
+def tokens_text(tokens_in: int, tokens_out: int, usd: float | None, hits: int = 0) -> str:
+    """``12,345 tokens in · 678 out · $0.0023 · 4 cache hits (free)``; the cost left out when
+    unknown (no price)."""
+    from .prices import usd_text
+
+    text = f"{tokens_in:,} tokens in · {tokens_out:,} out"
+    if usd is not None:
+        text += f" · {usd_text(usd)}"
+    if hits:
+        text += f" · {hits} cache hit{'s' if hits != 1 else ''} (free)"
+    return text
+
+
+def usage_lines(summary: EvalSummary) -> list[str]:
+    """What the attempt's judge calls used and cost: a line per judge model, the total with
+    where the prices came from, the budget, and a note for a model without a price."""
+    from .prices import usd_text
+
+    lines = []
+    cost = summary.cost
+    for model, usage in summary.usage_by_model.items():
+        if usage.calls or usage.cache_hits:
+            usd = cost.by_model.get(model) if cost is not None else None
+            lines.append(f"{model}: " + tokens_text(usage.tokens_in, usage.tokens_out, usd, usage.cache_hits))
+    if cost is not None and cost.by_model:
+        lines.append(f"cost: {usd_text(cost.usd)}" + ("" if cost.complete else " (priced models only)")
+                     + f" · {cost.prices}")
+    if summary.budget is not None:
+        budget = summary.budget
+        before = f", {usd_text(budget['spentBeforeUsd'])} of it in earlier attempts" if budget["spentBeforeUsd"] else ""
+        lines.append(f"budget: {usd_text(budget['spentUsd'])} of {usd_text(budget['maxUsd'])} spent{before}")
+    if cost is not None and cost.note:
+        lines.append(f"note: {cost.note}")
+    return lines
+
+
+def calibration_usage_lines(report: Any) -> list[str]:
+    """A calibration's tokens, cost and agreement (nothing when it asked no judge)."""
+    lines = []
+    if report.tokens_in or report.tokens_out:
+        lines.append(f"{report.model or 'judge'}: " + tokens_text(report.tokens_in, report.tokens_out,
+                                                                    report.cost_usd, report.cache_hits))
+        if report.cost_usd is None:
+            lines.append(f"note: no price for {report.model}: tokens only (add it to a price table: --prices FILE)")
+    if report.agreement is not None:
+        lines.append(f"agreement between samples: {fmt(report.agreement)}")
+    return lines
 
 
 def print_summary(summary: EvalSummary, console: Any) -> None:
@@ -178,6 +230,12 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
         if usage.calls or usage.cache_hits or usage.cache_misses:
             console.print(cache_line(sid, summary.scorers[sid].total, usage.calls, usage.cache_hits), markup=False,
                           highlight=False)
+    for line in usage_lines(summary):
+        console.print(line, markup=False, highlight=False, soft_wrap=True,
+                      style="yellow" if line.startswith("note:") else None)
+    if summary.stopped:
+        console.print(f"stopped: {summary.stopped}; {summary.left} item(s) left: run it again with --resume and a "
+                      "larger --max-cost to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
     extra = ""
     if summary.dataset_problems:
         extra += f" · {summary.dataset_problems} dataset record(s) unreadable"

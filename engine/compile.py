@@ -25,6 +25,7 @@ from .expressions import Expression, Template
 from .plans import (REASON_SCHEMA, CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
 from .run_fields import RUN_FIELDS, RUN_NAMES, run_keys
+from .sampling import is_expression, sampling_plan
 from .schemas import OptionValidator, schema_error
 from .scope import Scope, answer_keys
 from .spec import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
@@ -255,6 +256,11 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         expect = c.expr(check.expect, f"{key}.checks[{j}].expect", answer_scope)
         if expect is not None:
             checks.append(CheckPlan(expect, check.message))
+    sampling = sampling_plan(stage, key, schema, judge, c.doc,
+                             lambda source, where: c.expr(source, where, scope.with_names(samples=None)))
+    if is_expression(stage.reduce):  # the answer is what the reduce expression gives: its keys are unknown
+        keys = None
+        answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
     shape = keys if stage.result is None and stage.for_each is None else None
     if template is None:
@@ -264,6 +270,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
+        sampling=sampling,
     )
     return plan, shape
 

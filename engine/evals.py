@@ -18,7 +18,10 @@ of one scorer; results, the out file, the store, summaries and thresholds use th
   where results are kept (an out-file line is ``{"id": <item id>, "scorer": <scorer id>,
   "label": <its label>, …}`` and the result's other fields as `ScoreResult.to_json_dict()` gives
   them; ``runId`` is the run's id).
-  A killed process loses only results that had not completed.
+  A killed process loses only results that had not completed;
+- `engine.prices` and `engine.budget`: what each result, scorer and model cost, and a budget the
+  run stops before passing (verdict ``budget_reached``, exit code 3; ``resume`` continues it,
+  counting what its earlier attempts spent).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import DatasetProblem, Item, data_len, iter_items, parse_fields
+from .budget import Budget, check_max_cost, check_priced, spent_before
 from .direction import direction_of
 from .judge_rate_limit import RateLimiter
+from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .result import ScoreResult
 from .resume import find_prior, tidy_out_file
@@ -121,6 +126,9 @@ async def arun_evals(
     config: Mapping[str, Any] | None = None,
     cache: Any = None,
     refresh: bool = False,
+    samples: int | None = None,
+    prices: PriceTable | str | os.PathLike[str] | bool | None = None,
+    max_cost: float | None = None,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
@@ -146,14 +154,30 @@ async def arun_evals(
     (`engine.judge_cache_layer.open_cache`: True for the default cache, a file path, a
     ``redis://`` URL, a `JudgeCache`; False takes the scorers' cache off); None leaves each
     scorer's judge as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask
-    every call again and overwrite its entry.
+    every call again and overwrite its entry. samples: ask every prompt stage that can be sampled
+    this many times (`engine.scorer.Scorer.with_samples`; None: as each spec says). prices: the
+    price table the results' cost comes from (`engine.prices`): a `PriceTable`, a file laid over
+    the shipped table, None for the default (``$SCORESPEC_PRICES``, else ``prices.yaml`` in the
+    cache folder, over the shipped table), or False for no cost. max_cost: a budget in US
+    dollars: the run stops before an item that would pass it (`engine.budget`; verdict
+    ``budget_reached``); on resume, what the run's earlier attempts spent counts too.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
-    threshold for an unknown label, concurrency < 1, resuming a run that does not exist),
+    threshold for an unknown label, concurrency < 1, resuming a run that does not exist, samples
+    outside 1..50, a max_cost that is not a positive number), `engine.budget.UnpricedModelError`
+    (a `ValueError`) when `max_cost` is given and a judge model has no price,
+    `engine.prices.PriceTableError` (a `ValueError`) for a price table that cannot be used,
     `FileExistsError` when `out` already holds results and `resume` is False,
     `engine.datasets.DatasetError` for an unreadable file.
     """
     scorer_list = resolve_scorers(scorers)
+    if samples is not None:
+        scorer_list = [s.with_samples(samples) if hasattr(s, "with_samples") else s for s in scorer_list]
+    price_table = _price_table(prices, max_cost)
+    if max_cost is not None:
+        check_max_cost(max_cost)
+        assert price_table is not None
+        check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
     if cache is not None:
         from .judge_cache_layer import scorers_with_cache
 
@@ -178,17 +202,23 @@ async def arun_evals(
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
                          config=_run_config(config, concurrency, limits, stats, scorer_list))
             _record_specs(db, scorer_list)
+        budget = None
+        if max_cost is not None and price_table is not None:
+            usd, items_before = spent_before(prior.spent, price_table)
+            budget = Budget(max_cost, spent_before=usd, items_before=items_before)
         runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
-                        RateLimiter(rate_limit) if rate_limit else None)
+                        RateLimiter(rate_limit) if rate_limit else None, prices=price_table, budget=budget)
         reporter.start(state)
         summary: EvalSummary | None = None
         try:
             await runner.run(items)
             tidy_out_file(out_path, prior, runner.rewrote)
-            summary = _summary(state, limits)
+            models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
+            summary = _summary(state, limits, price_table, models, budget)
         finally:
             if db is not None:
-                db.finish_run(state.run_id, status="interrupted" if summary is None else "finished",
+                status = "interrupted" if summary is None else "stopped" if summary.stopped else "finished"
+                db.finish_run(state.run_id, status=status,
                               summary=None if summary is None else summary.to_json_dict(),
                               verdict=None if summary is None else summary.verdict)
             reporter.finish(state, summary)
@@ -273,13 +303,31 @@ def _items(data: Any, field_map: dict[str, str], state: RunState, reporter: Eval
     return itertools.chain([first], items) if first is not None else items
 
 
-def _summary(state: RunState, limits: Mapping[str, Threshold]) -> EvalSummary:
+def _price_table(prices: Any, max_cost: float | None) -> PriceTable | None:
+    """The run's price table (see `arun_evals`); raises ValueError for prices=False with a budget."""
+    if prices is False:
+        if max_cost is not None:
+            raise ValueError("max_cost needs a price table (prices=False gives none)")
+        return None
+    if isinstance(prices, PriceTable):
+        return prices
+    return load_prices(None if prices is None or prices is True else prices)
+
+
+def _summary(state: RunState, limits: Mapping[str, Threshold], prices: PriceTable | None,
+             models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
     summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
     summary = EvalSummary(
-        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items),
+        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,
         problems=list(state.problems), out=state.out, store=state.store,
-        seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage)
+        seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage,
+        usage_by_model=state.usage_by_model, stopped=state.stopped, left=state.left,
+        budget=budget.to_json_dict() if budget is not None else None)
+    if prices is not None:
+        summary.cost = cost_of(state.usage_by_model, prices)
+        summary.cost_by_label = {label: prices.cost(models.get(label), usage) for label, usage in state.usage.items()
+                                 if models.get(label)}
     if state.items == 0 and not state.problem_count:
         summary.problems.append("the dataset has no items")
     return summary

@@ -4,7 +4,7 @@
 so a hit takes no token and makes no request. For each call it computes the key from the
 provider judge's `engine.judge_identity.ProviderIdentity` and the call (`CallIdentity`: provider,
 model or weights' SHA-256, base URL, structured-output mode, messages, schema as sent,
-temperature, max tokens, seed, sample index 0), then:
+temperature, max tokens, seed, the call's sample index), then:
 
 - **hit**: the stored answer is validated again with the call's contract (its *current* schema
   and checks). If it passes it is the answer: ``attempts`` 0, usage ``cache_hits`` 1, no calls,

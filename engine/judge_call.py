@@ -25,7 +25,9 @@ from .result import Usage
 class JudgeCall:
     """One stage's request. `messages` are chat messages (``{"role", "content"}``), rendered;
     `contract` is what an answer must satisfy (schema, normalisation, checks); `max_reasks` how
-    often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens."""
+    often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens;
+    `sample_index` which sample of a sampled stage's question this is (0 for the first, and for
+    a stage asked once): the judge-call cache keys each sample apart."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -33,6 +35,7 @@ class JudgeCall:
     max_reasks: int = 2
     temperature: float = 0.0
     max_tokens: int = 1024
+    sample_index: int = 0
 
     @property
     def schema(self) -> dict[str, Any]:

@@ -56,9 +56,12 @@ class ProviderIdentity:
             self._weights_sha256.append(weights_sha256(self.weights))
         return self._weights_sha256[0]
 
-    def call_identity(self, call: JudgeCall, sample_index: int = 0) -> CallIdentity:
-        """The cache identity of `call` sent by this judge. Raises ValueError for material that
-        cannot be keyed, OSError for unreadable weights."""
+    def call_identity(self, call: JudgeCall, sample_index: int | None = None) -> CallIdentity:
+        """The cache identity of `call` sent by this judge (as sample `sample_index`, default the
+        call's own `JudgeCall.sample_index`). Raises ValueError for material that cannot be keyed,
+        OSError for unreadable weights."""
+        if sample_index is None:
+            sample_index = call.sample_index
         return CallIdentity(provider=self.provider, model=self.model_identity(), base_url=self.base_url,
                             structured_mode=self.structured_mode, messages=call.messages,
                             schema=schema_as_sent(call), temperature=call.temperature, max_tokens=call.max_tokens,

@@ -97,14 +97,17 @@ class InstructorJudge:
     string reported in results; model_name: the provider's name for it, sent with each request
     (None when bound to the client). secrets: API keys to redact. window: refuses prompts that
     cannot fit the model (`engine.window`). identity: what the judge-call cache keys this judge's
-    answers by (`engine.judge_identity.ProviderIdentity`; None: never cached). Raises
+    answers by (`engine.judge_identity.ProviderIdentity`; None: never cached). sample_seeds: send
+    sample i of a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples
+    with one fixed seed and so would repeat its first answer (the embedded judges). Raises
     `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
-                 window: WindowCheck | None = None, identity: Any = None):
+                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False):
         self.client = client
+        self.sample_seeds = sample_seeds
         self.cache_identity = identity
         self.window = window
         self._client_factory = client_factory
@@ -156,6 +159,8 @@ class InstructorJudge:
         hooks = Hooks()
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
         extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
+        if self.sample_seeds and call.sample_index:
+            extra["seed"] = call.sample_index
         usage = Usage()
         started = time.perf_counter()
         try:

@@ -45,4 +45,5 @@ def make_local_judge(model: str, *, mode: str | None = None, context_window: int
     # cached by the weights' SHA-256 (`engine.judge_weights`), never the name; `get_model` loads the
     # model with LocalChatModel's default sampling seed, 0
     identity = provider_identity(model, mode=inst_mode, weights=chat.path, seed=0)
-    return InstructorJudge(client, model, window=window, identity=identity)
+    # a fixed seed would repeat the first sample of a sampled question: sample i asks with seed i
+    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True)

@@ -36,6 +36,26 @@ class CheckPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class SamplingPlan:
+    """How a stage's judge answers are sampled and reduced to one (`engine.reduce`).
+
+    n: samples per question (1: asked once, as an unsampled stage). temperature: the
+    temperature samples are drawn at when n > 1 (above 0). method: ``majority`` (over the
+    answer's `fields` that vote: enum or boolean), ``mean`` / ``median`` (over its number
+    `fields`) or ``expression`` (`expression` over ``samples`` gives the answer). tie: with
+    majority, the value a tie goes to per voted field, in `fields` order (None: the earliest
+    tied sample's).
+    """
+
+    n: int
+    temperature: float
+    method: str
+    fields: tuple[str, ...] = ()
+    tie: tuple[Any, ...] | None = None
+    expression: Expression | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PromptStagePlan:
     """A stage the judge answers.
 
@@ -43,7 +63,10 @@ class PromptStagePlan:
     it holds a placeholder and `schema_exprs` gives (JSON pointer as a tuple, expression) to
     compute per item (`schema_for`). temperature and max_tokens are resolved (the stage's, else
     the judge block's); max_reasks bounds re-asks after an invalid answer or a failed check.
-    for_each: an expression giving a list (one call per element), or None.
+    for_each: an expression giving a list (one call per element), or None. sampling: how the
+    stage is sampled (`SamplingPlan`; n = 1 when it is asked once), or None when its answer has
+    nothing a default reduction can use and the spec gives no `reduce` (it is then always asked
+    once, whatever a run's ``samples``).
     """
 
     id: str
@@ -57,6 +80,12 @@ class PromptStagePlan:
     schema_exprs: tuple[tuple[tuple[Any, ...], Expression], ...] = ()
     checks: tuple[CheckPlan, ...] = ()
     result: Expression | None = None
+    sampling: SamplingPlan | None = None
+
+    @property
+    def samples(self) -> int:
+        """How many times each question of the stage is asked (1 when it is not sampled)."""
+        return self.sampling.n if self.sampling is not None else 1
 
     def schema_for(self, namespace: dict[str, Any]) -> dict[str, Any]:
         """The output schema for one item (or element): `$expr` values computed over
@@ -170,5 +199,5 @@ class ScorerPlan:
         return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
 
 
-__all__ = ["CheckPlan", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "ScorePlan", "ScorerPlan",
-           "StagePlan", "REASON_SCHEMA"]
+__all__ = ["CheckPlan", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "SamplingPlan",
+           "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]

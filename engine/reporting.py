@@ -26,7 +26,9 @@ class RunState:
     know (else None); `items`: items read so far; `resumed`: items whose every result came from
     an earlier attempt; `done_items`: items scored in this attempt; `problems`: the first
     unreadable records, rendered (`problem_count` counts them all). `labels`: the scorers'
-    labels (their ids unless given), in order; `stats`: by label."""
+    labels (their ids unless given), in order; `stats`: by label. `usage` is by label,
+    `usage_by_model` by judge model. `stopped`: why the run stopped before the end of the data
+    (its budget, `engine.budget`), None while it has not; `left`: items it then left unscored."""
 
     run_id: str
     labels: list[str]
@@ -40,6 +42,9 @@ class RunState:
     done_items: int = 0
     judge_calls: int = 0
     usage: dict[str, Usage] = field(default_factory=dict)  # per label
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    stopped: str | None = None
+    left: int = 0
     problems: list[str] = field(default_factory=list)
     problem_count: int = 0
     started: float = field(default_factory=time.perf_counter)

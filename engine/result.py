@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorKind
@@ -47,7 +47,15 @@ class Usage(_Out):
 
 
 class StageRecord(_Out):
-    """One stage of one run: its result, and for prompt stages the prompt and the raw answer."""
+    """One stage of one run: its result, and for prompt stages the prompt and the raw answer.
+
+    A sampled stage (`engine.sampling`) also records `samples`, every sample's validated answer
+    in order (with ``for_each``: one list per element), `agreement` in [0, 1] (how far they agree
+    with the reduced answer, `engine.reduce`; with ``for_each``: the lowest element's, each
+    element's in `agreements`) and, for mean and median, the `spread` (max − min) of each number
+    field (with ``for_each``: the largest over the elements). Its `raw_answer` is a JSON list of
+    the samples' raw answers. These keys are left out of the JSON of a stage asked once.
+    """
 
     kind: str  # "prompt" | "rule"
     skipped: bool = False
@@ -56,6 +64,23 @@ class StageRecord(_Out):
     raw_answer: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
+    samples: list[Any] | None = None
+    agreement: float | None = None
+    agreements: list[float | None] | None = None
+    spread: dict[str, float] | None = None
+
+    @model_serializer(mode="wrap")
+    def _sampling_keys_when_sampled(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("samples", "agreement", "agreements", "spread"))
+
+
+def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
+    """`data` (a dumped model) without those of `keys` whose value is None."""
+    if isinstance(data, dict):
+        for key in keys:
+            if key in data and data[key] is None:
+                del data[key]
+    return data
 
 
 class NotScorableInfo(_Out):
@@ -82,6 +107,10 @@ class ScoreResult(_Out):
     prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
     the reason prompt; `stages` holds every stage by id. spec_hash: sha256 of the spec (merged
     over what it extends) and its templates; spec_chain: the spec's id and those it extends.
+    agreement: the lowest agreement of its sampled stages (`StageRecord.agreement`), in [0, 1];
+    cost_usd: what its judge calls cost in US dollars, set by a batch run from its price table
+    (`engine.prices`; cache hits cost nothing). Both are left out of the JSON when None (no
+    sampled stage; no price known, or not a batch run).
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -102,6 +131,12 @@ class ScoreResult(_Out):
     generate_reason_prompt: str | None = None
     stages: dict[str, StageRecord] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
+    agreement: float | None = None
+    cost_usd: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _optional_keys(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("agreement", "costUsd", "cost_usd"))
 
     @model_validator(mode="before")
     @classmethod

@@ -28,10 +28,14 @@ from .store import Store
 @dataclass
 class PriorResults:
     """What an earlier attempt of a run left: the last status and score per (item key, label),
-    the run id it used, and whether the out file needs a compacting rewrite."""
+    the run id it used, and whether the out file needs a compacting rewrite. `agreements`: the
+    agreement of each such result that has one (sampled stages); `spent`: the model and the
+    tokens in and out of each (what the run's budget counts as spent before)."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
+    agreements: dict[LineKey, float] = field(default_factory=dict)
+    spent: dict[LineKey, tuple[str | None, int, int]] = field(default_factory=dict)
     untidy: bool = False
     repaired: str | None = None  # a message when a torn last line was repaired
     resuming: bool = False  # an earlier attempt of the run exists
@@ -57,9 +61,24 @@ def scan_out_file(path: Path) -> PriorResults:
             prior.untidy = True
         status = result_status(record)
         prior.records[key] = (status, record.get("score") if status == "scored" else None)
+        _note_extras(prior, key, record)
         if prior.run_id is None and isinstance(record.get("runId"), str):
             prior.run_id = record["runId"]
     return prior
+
+
+def _note_extras(prior: PriorResults, key: LineKey, record: dict[str, Any]) -> None:
+    """Keep a prior result's agreement and its model's tokens (see `PriorResults`)."""
+    agreement = record.get("agreement")
+    if isinstance(agreement, (int, float)) and not isinstance(agreement, bool):
+        prior.agreements[key] = float(agreement)
+    else:
+        prior.agreements.pop(key, None)
+    usage = record.get("usage") if isinstance(record.get("usage"), dict) else {}
+    tokens = [usage.get(k) if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool) else 0
+              for k in ("tokensIn", "tokensOut")]
+    model = record.get("model") if isinstance(record.get("model"), str) else None
+    prior.spent[key] = (model, tokens[0], tokens[1])
 
 
 def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:
@@ -121,6 +140,8 @@ def _prior_in_store(run_id: str | None, db: Store | None) -> PriorResults:
     prior = PriorResults(run_id=run["run_id"], resuming=True)
     for item, label, status, score in db.statuses(prior.run_id):
         prior.records[(item, label)] = (status, score)
+    for line in db.results(prior.run_id):
+        _note_extras(prior, (item_key(line["id"]), line["label"]), line)
     return prior
 
 

@@ -15,6 +15,11 @@
 - **Nothing lost**: each result is appended to the out file, then committed to the store, as
   it completes; items already done in an earlier attempt (`engine.resume.PriorResults`) are
   counted, not scored again.
+- **Cost and budget**: with a price table (`engine.prices`) each result gets its cost
+  (``costUsd``); with a `engine.budget.Budget`, a worker starts an item only when the budget
+  admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
+  flight finish and the rest of the data is only read (items done in an earlier attempt are
+  still counted; the others are left, `RunState.left`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 from .datasets import Item, coerce_context, item_key
 from .judge_rate_limit import RateLimiter
 from .outfile import OutWriter, out_line
+from .prices import PriceTable
 from .reporting import EvalReporter, RunState
 from .result import ItemError, ScoreResult, Usage
 from .run_fields import RUN_FIELDS
@@ -102,11 +108,13 @@ class Runner:
     result to the out file (`out`, appended) and the store as it completes, and reporting to
     `reporter`. `rewrote` tells afterwards whether a result of `prior` was replaced (the out
     file then holds an older line too). The out file, the target's threads and the scorers'
-    judge connections are closed when `run` returns or raises."""
+    judge connections are closed when `run` returns or raises. `prices`: the cost of each result
+    is set from it; `budget`: admits each item (`engine.budget.Budget`)."""
 
     def __init__(self, scorers: list[Any], state: RunState, prior: PriorResults, out: Path | None,
                  db: Store | None, reporter: EvalReporter, target: Any, on_item_complete: Any,
-                 concurrency: int, limiter: RateLimiter | None):
+                 concurrency: int, limiter: RateLimiter | None, *, prices: PriceTable | None = None,
+                 budget: Any = None):
         self.given = scorers
         self.scorers = scorers
         self.state = state
@@ -118,6 +126,8 @@ class Runner:
         self.on_item_complete = on_item_complete
         self.concurrency = concurrency
         self.limiter = limiter
+        self.prices = prices
+        self.budget = budget
         self.rewrote = False
         self._writer: OutWriter | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -174,6 +184,9 @@ class Runner:
         for item in items:
             self.state.items += 1
             todo = self._todo(item_key(item["id"]))
+            if todo and self.state.stopped:
+                self.state.left += 1
+                continue
             if todo:
                 if skipped:
                     self.reporter.skipped(self.state, skipped)
@@ -200,7 +213,7 @@ class Runner:
                 label = label_of(scorer)
                 found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
-                    self.state.stats[label].add(*found)
+                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
         return todo
 
     async def _worker(self, queue: asyncio.Queue) -> None:
@@ -208,7 +221,17 @@ class Runner:
             entry = await queue.get()
             if entry is None:
                 return
+            if self.budget is not None and not await self._admit():
+                self.state.left += 1
+                continue
             await self._score_item(*entry)
+
+    async def _admit(self) -> bool:
+        """Whether the budget lets the next item start now (when not, the run stops)."""
+        if self.state.stopped is None and await self.budget.admit():
+            return True
+        self.state.stopped = self.state.stopped or self.budget.stopped
+        return False
 
     # -- one item -------------------------------------------------------------------------------
 
@@ -269,6 +292,8 @@ class Runner:
         return result
 
     def _save(self, item: Item, key: str, label: str, result: ScoreResult) -> None:
+        if self.prices is not None and result.model:
+            result.cost_usd = self.prices.cost(result.model, result.usage)
         data = result.to_json_dict()
         status = result.status
         if self._writer is not None:
@@ -277,12 +302,16 @@ class Runner:
             self.db.record_result(self.state.run_id, key, label, data, status)
         if (key, label) in self.prior.records:
             self.rewrote = True
-        self.state.stats[label].add(status, result.score)
+        self.state.stats[label].add(status, result.score, result.agreement)
         self.state.judge_calls += result.usage.calls
         self.state.usage.setdefault(label, Usage()).add(result.usage)
+        if result.model:
+            self.state.usage_by_model.setdefault(result.model, Usage()).add(result.usage)
 
     async def _item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
         self.state.done_items += 1
+        if self.budget is not None:
+            self.budget.finished(sum(r.cost_usd or 0.0 for r in results.values()))
         self.reporter.item_done(self.state, item, results)
         if self.on_item_complete is not None:
             outcome = self.on_item_complete(item, results)

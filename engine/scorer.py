@@ -32,8 +32,10 @@ from .judge_call import Judge, JudgeAnswer, JudgeCall
 from .judge_model import check_model, resolve_model
 from .messages import MessageError
 from .plans import PromptStagePlan, RuleStagePlan, ScorerPlan
+from .reduce import Reduced, agreeing_share, reduce_samples
 from .result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
 from .run_fields import empty_reason, run_namespace
+from .sampling import with_samples
 from .sync import run_sync
 from .window import configured_window
 
@@ -90,15 +92,18 @@ class Scorer:
     Build one with `load_scorer`. `run(...)` / `await arun(...)` score one item and return a
     `ScoreResult` (scored, not scorable, or failed — never raising for a failed item). Scores
     are in [0, scale]. `label`: the scorer's name in a batch run (default its id), which keys
-    its results there, so one run can hold two versions of a scorer under two labels. Raises
-    `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) and
-    `engine.judge_model.ModelError` when the spec uses a judge, none is given, and the model
+    its results there, so one run can hold two versions of a scorer under two labels. `samples`:
+    ask every prompt stage that can be sampled this many times (`engine.sampling.with_samples`;
+    None: as the spec says); `unsampled` lists the stages it left as they are. Raises
+    `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) or samples,
+    and `engine.judge_model.ModelError` when the spec uses a judge, none is given, and the model
     string cannot work here.
     """
 
     def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
-                 options: Mapping[str, Any] | None = None, judge_factory: Any = None, label: str | None = None):
-        self.plan = plan
+                 options: Mapping[str, Any] | None = None, judge_factory: Any = None, label: str | None = None,
+                 samples: int | None = None):
+        self.plan, self.unsampled = with_samples(plan, samples)
         self.id = plan.id
         self.label = plan.id if label is None else check_label(label)
         self.options = self._merge_options(options or {})
@@ -144,6 +149,13 @@ class Scorer:
         twin = copy.copy(self)
         twin._judge = judge
         twin._judge_lock = threading.Lock()
+        return twin
+
+    def with_samples(self, samples: int | None) -> "Scorer":
+        """This scorer asking every prompt stage that can be sampled `samples` times (see
+        `Scorer`); this one is unchanged. Raises `ValueError` for samples outside 1..50."""
+        twin = copy.copy(self)
+        twin.plan, twin.unsampled = with_samples(self.plan, samples)
         return twin
 
     def with_label(self, label: str) -> "Scorer":
@@ -239,6 +251,9 @@ class Scorer:
         try:
             call = next(gen)
             while True:
+                if call.sample_index:  # another sample of the question just shown: the same prompt
+                    call = gen.send(JudgeAnswer(call.validate(answers[call.stage]), "", 0))
+                    continue
                 text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)
                 shown.append((call.stage, text))
                 if call.stage not in answers:
@@ -302,6 +317,8 @@ class Scorer:
         finally:
             for record in result.stages.values():
                 result.usage.add(record.usage)
+            agreements = [record.agreement for record in result.stages.values() if record.agreement is not None]
+            result.agreement = min(agreements) if agreements else None
         return result
 
     def _run_fields(self, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -364,7 +381,7 @@ class Scorer:
     def _prompt_stage(self, stage: PromptStagePlan, ns: dict[str, Any], record: StageRecord):
         if stage.for_each is not None:
             return (yield from self._prompt_stage_each(stage, ns, record))
-        answer = yield from self._ask(stage, stage.schema_for(ns), ns, record)
+        answer = yield from self._ask_sampled(stage, stage.schema_for(ns), ns, record)
         if stage.result is None:
             return answer
         return self._eval(stage.result, {**ns, "answer": answer}, f"{stage.id}.result")
@@ -377,19 +394,22 @@ class Scorer:
         if isinstance(elements, (str, bytes)) or not isinstance(elements, (list, tuple)):
             raise ScorerRunError("expression", f"{stage.id}.for_each: {stage.for_each.source!r} gave "
                                  f"{type(elements).__name__}, expected a list", stage=stage.id)
-        results, prompts, raws = [], [], []
+        results, prompts, raws, parts = [], [], [], []
         try:
             for index, element in enumerate(elements):
                 scope = {**ns, "each": element, "each_index": index}
                 part = StageRecord(kind="prompt")
+                parts.append(part)
                 try:
-                    answer = yield from self._ask(stage, stage.schema_for(scope), scope, part)
+                    answer = yield from self._ask_sampled(stage, stage.schema_for(scope), scope, part)
                 except ScorerRunError as exc:
                     exc.message = f"element {index}: {exc.message}"
                     raise
                 finally:
                     prompts.append(part.prompt or "")
-                    raws.append(part.raw_answer or "")
+                    # a sampled element's raw answers are a list: kept as one, not as its JSON text
+                    raws.append(json.loads(part.raw_answer) if stage.samples > 1 and part.raw_answer
+                                else part.raw_answer or "")
                     record.attempts += part.attempts
                     record.usage.add(part.usage)
                 results.append(answer if stage.result is None
@@ -397,9 +417,56 @@ class Scorer:
         finally:
             record.prompt = "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(prompts)) if prompts else None
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+            if stage.samples > 1:
+                _gather_samples(record, parts)
         return results
 
-    def _ask(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord):
+    def _ask_sampled(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord):
+        """One question of `stage`: asked once, or `stage.samples` times and reduced
+        (`engine.reduce`), every sample's answer, the agreement and the spread in `record`. A
+        sample that fails fails the question (message prefixed ``sample i: ``)."""
+        sampling = stage.sampling
+        if sampling is None or sampling.n == 1:
+            answer = yield from self._ask(stage, schema, ns, record)
+            if sampling is None or sampling.method != "expression":
+                return answer
+            return self._reduce(stage, [answer], schema, ns).answer  # the answer is what the expression gives
+        samples, raws = [], []
+        try:
+            for index in range(sampling.n):
+                part = StageRecord(kind="prompt")
+                try:
+                    samples.append((yield from self._ask(stage, schema, ns, part, sample_index=index)))
+                except ScorerRunError as exc:
+                    exc.message = f"sample {index}: {exc.message}"
+                    raise
+                finally:
+                    record.prompt = part.prompt
+                    raws.append(part.raw_answer or "")
+                    record.attempts += part.attempts
+                    record.usage.add(part.usage)
+        finally:
+            record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+            record.samples = samples
+        reduced = self._reduce(stage, samples, schema, ns)
+        record.agreement, record.spread = reduced.agreement, reduced.spread
+        return reduced.answer
+
+    def _reduce(self, stage: PromptStagePlan, samples: list[Any], schema: dict[str, Any],
+                ns: dict[str, Any]) -> Reduced:
+        sampling = stage.sampling
+        assert sampling is not None
+        if sampling.method != "expression":
+            return reduce_samples(sampling, samples, schema)
+        value = self._eval(sampling.expression, {**ns, "samples": samples}, f"{stage.id}.reduce")
+        _require_json(value, stage.id)
+        return Reduced(value, agreeing_share(samples, value))
+
+    def _ask(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord,
+             sample_index: int | None = None):
+        """One judge call for `stage` (sample `sample_index` of a sampled question, at the sampling
+        temperature; None: the stage asked once); its prompt, raw answer, attempts and usage in
+        `record`."""
         stage_id, checks = stage.id, [(check.expect, check.message) for check in stage.checks]
         prompt = self._render(stage.template, ns, f"{stage_id}.prompt")
         record.prompt = prompt
@@ -408,7 +475,11 @@ class Scorer:
             messages.append({"role": "system", "content": self._render(self.plan.instructions, ns, "judge.instructions")})
         messages.append({"role": "user", "content": prompt})
         contract = AnswerContract(schema, tuple(checks), ns)
-        call = JudgeCall(stage_id, messages, contract, stage.max_reasks, stage.temperature, stage.max_tokens)
+        temperature = stage.temperature
+        if sample_index is not None and stage.sampling is not None:
+            temperature = stage.sampling.temperature
+        call = JudgeCall(stage_id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
+                         sample_index or 0)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
@@ -465,6 +536,19 @@ class Scorer:
             if record is not None:
                 setattr(result, f"{name}_step_result", record.result)
                 setattr(result, f"{name}_prompt", record.prompt)
+
+
+def _gather_samples(record: StageRecord, parts: list[StageRecord]) -> None:
+    """A sampled `for_each` stage's record: each element's samples and agreement, the lowest
+    agreement, the largest spread per number field."""
+    record.samples = [part.samples for part in parts]
+    record.agreements = [part.agreement for part in parts]
+    known = [a for a in record.agreements if a is not None]
+    record.agreement = min(known) if known else None
+    spreads = [part.spread for part in parts if part.spread is not None]
+    if spreads:
+        record.spread = {name: max(s[name] for s in spreads if name in s) for name in dict.fromkeys(
+            name for s in spreads for name in s)}
 
 
 def check_label(label: Any) -> str:

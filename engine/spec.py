@@ -17,6 +17,9 @@ FORMAT_VERSION = 1
 FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]*$"
 """A field's name under `fields:` (a run field's, or one the scorer declares)."""
 
+MAX_SAMPLES = 50
+"""The most samples a stage may ask for."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -96,6 +99,25 @@ class PromptStage(_Model):
     )
     temperature: float | None = Field(None, ge=0, le=2, description="Overrides judge.temperature.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides judge.max_tokens.")
+    samples: int | None = Field(
+        None, ge=1, le=MAX_SAMPLES,
+        description="Ask the judge this many times (with for_each: per element) and reduce the answers to one "
+        "with `reduce`; the stage records every sample and their agreement. Above 1 the samples are drawn at the "
+        "stage's or judge's temperature, or 0.7 when that is 0.",
+    )
+    reduce: str | None = Field(
+        None,
+        description="How samples become one answer: `majority` (the most common value of the answer's enum and "
+        "boolean fields; see `tie`), `mean` or `median` (of its number fields), or an expression over `samples` "
+        "(the list of answers) giving the answer. Default: majority when the answer has an enum or boolean "
+        "field, else mean when it has a number field.",
+    )
+    tie: Any = Field(
+        None,
+        description="With reduce: majority, the value a tie goes to, one of the voted field's enum values (e.g. "
+        "`unsure`); a mapping field → value when several fields vote. Default: the value the earliest of the "
+        "tied samples gave.",
+    )
     after: str | None = _after()
 
 

@@ -8,9 +8,14 @@
   good as 0.8, by the scorer's direction (≥ 0.8 when higher is better, ≤ 0.8 when lower is:
   `Threshold.for_direction`) — or ``{"faithfulness": (0.2, 0.9)}``, a plain range (0.2 ≤ mean ≤
   0.9; either bound may be None). A threshold on a scorer with no scored item is missed.
-- **Verdict** (and the CLI's exit code): ``errors`` (2) when any result failed or any dataset
-  record could not be read (or the dataset had no item); else ``below_threshold`` (1) when any
-  threshold was missed; else ``passed`` (0).
+- **Agreement** per scorer: the mean over its results that have one (a sampled stage,
+  `engine.reduce`) of each result's lowest stage agreement; None when none has.
+- **Verdict** (and the CLI's exit code): ``budget_reached`` (3) when the run stopped before the
+  end of the data because its budget would have been passed (`engine.budget`: resume it with a
+  larger one); else ``errors`` (2) when any result failed or any dataset record could not be read
+  (or the dataset had no item); else ``below_threshold`` (1) when any threshold was missed; else
+  ``passed`` (0).
+- **Usage and cost**: judge usage per label and per model, and what it cost (`engine.prices`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 from .direction import HIGHER_IS_BETTER, Direction
 from .result import Usage
 
-VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2}
+VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2, "budget_reached": 3}
 
 
 @dataclass(frozen=True)
@@ -128,8 +133,14 @@ class ScorerStats:
         self.failed = 0
         self.scores = array("d")
         self._sum = 0.0
+        self._agreement_sum = 0.0
+        self._agreements = 0
 
-    def add(self, status: str, score: float | None) -> None:
+    def add(self, status: str, score: float | None, agreement: float | None = None) -> None:
+        """Count one result: its status, score (when scored) and agreement (when sampled)."""
+        if agreement is not None and status != "failed":
+            self._agreement_sum += agreement
+            self._agreements += 1
         if status == "scored" and score is not None:
             self.scored += 1
             self.scores.append(score)
@@ -155,14 +166,16 @@ class ScorerStats:
             median = values[mid] if n % 2 else _exact_mean(values[mid - 1: mid + 1], 2)
         return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, mean, low, median, high,
                              threshold, None if threshold is None else threshold.met(mean), label=self.label,
-                             spec_hash=self.spec_hash, direction=self.direction)
+                             spec_hash=self.spec_hash, direction=self.direction,
+                             agreement=self._agreement_sum / self._agreements if self._agreements else None)
 
 
 @dataclass
 class ScorerSummary:
     """One scorer over a run. Statistics are over scored items only; None when there are none.
     scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
-    spec's hash, when known; direction: which scores are better (`engine.direction`)."""
+    spec's hash, when known; direction: which scores are better (`engine.direction`); agreement:
+    the mean agreement of its sampled results, in [0, 1] (None without sampled stages)."""
 
     scorer: str
     scored: int = 0
@@ -177,6 +190,7 @@ class ScorerSummary:
     label: str = ""
     spec_hash: str | None = None
     direction: Direction = HIGHER_IS_BETTER
+    agreement: float | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -191,7 +205,7 @@ class ScorerSummary:
                 "notScorable": self.not_scorable, "failed": self.failed, "mean": self.mean, "min": self.min,
                 "median": self.median, "max": self.max,
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,
-                "thresholdMet": self.threshold_met}
+                "thresholdMet": self.threshold_met, "agreement": self.agreement}
 
 
 @dataclass
@@ -199,9 +213,14 @@ class EvalSummary:
     """What a batch run returns (and ``scorespec eval --json`` prints).
 
     scorers: per scorer label (its id unless given), a `ScorerSummary`. scores: per label, the
-    mean (the seed's ``runEvals`` result). verdict: ``passed`` | ``below_threshold`` | ``errors`` (see the
-    module docstring); exit_code: 0 | 1 | 2. items: items in the dataset that were read;
-    resumed: items whose every result came from an earlier attempt of the run.
+    mean (the seed's ``runEvals`` result). verdict: ``passed`` | ``below_threshold`` | ``errors`` |
+    ``budget_reached`` (see the module docstring); exit_code: 0 | 1 | 2 | 3. items: items in the
+    dataset that were read; resumed: items whose every result came from an earlier attempt of the
+    run. usage: judge usage of this attempt per label; usage_by_model: the same per judge model;
+    cost: what this attempt's judge calls cost (`engine.prices.Cost`; None without a price
+    table); cost_by_label: per label, in US dollars (None: no price). stopped: why the run stopped
+    before the end of the data (None when it did not); left: the items it left unscored then;
+    budget: the budget's figures (`engine.budget.Budget.to_json_dict`), None without one.
     """
 
     run_id: str
@@ -216,6 +235,12 @@ class EvalSummary:
     seconds: float = 0.0
     judge_calls: int = 0
     usage: dict[str, Usage] = field(default_factory=dict)  # per label: judge usage of this attempt
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    cost: Any = None
+    cost_by_label: dict[str, float | None] = field(default_factory=dict)
+    stopped: str | None = None
+    left: int = 0
+    budget: dict[str, Any] | None = None
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -238,10 +263,18 @@ class EvalSummary:
             "problems": self.problems, "out": self.out, "store": self.store,
             "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls,
             "usage": {label: u.model_dump(mode="json", by_alias=True) for label, u in self.usage.items()},
+            "usageByModel": {model: u.model_dump(mode="json", by_alias=True)
+                             for model, u in self.usage_by_model.items()},
+            "cost": self.cost.to_json_dict() if self.cost is not None else None,
+            "costByLabel": dict(self.cost_by_label), "stopped": self.stopped, "left": self.left,
+            "budget": self.budget,
         }
 
 
-def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, items: int) -> str:
+def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, items: int,
+               stopped: str | None = None) -> str:
+    if stopped:
+        return "budget_reached"
     if dataset_problems or items == 0 or any(s.failed for s in scorers.values()):
         return "errors"
     if any(s.threshold_met is False for s in scorers.values()):

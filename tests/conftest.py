@@ -28,7 +28,7 @@ USER_MODEL_CACHE = cache_dir()
 # The user's settings must not change what a test does (a test that needs one sets it itself).
 # (``SCORESPEC_CACHE_URL`` among them: no test reads or writes the user's shared judge cache.)
 USER_SETTINGS = ("SCORESPEC_MODEL", "SCORESPEC_MODE", "SCORESPEC_CONTEXT_WINDOW", "SCORESPEC_CACHE_URL",
-                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL")
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_BASE_URL", "SCORESPEC_PRICES")
 
 # Speed is no part of a property test's verdict: no deadline, no "generation too slow" failure.
 settings.register_profile("scorespec", deadline=None, suppress_health_check=[HealthCheck.too_slow])

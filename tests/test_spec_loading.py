@@ -593,9 +593,11 @@ def test_wheel_ships_builtins_and_loads_them_from_any_folder(tmp_path):
     for prompt in (ROOT / "prompts").rglob("*.j2"):
         assert f"engine/_builtin/prompts/{prompt.relative_to(ROOT / 'prompts').as_posix()}" in names
     assert "engine/_builtin/scorer_specs/scorespec.schema.json" in names
+    assert "engine/data/prices.yaml" in names  # the shipped price table (engine.prices)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = ("import engine, json; c = engine.load_spec('faithfulness'); "
+            "from engine.prices import load_prices; assert load_prices().price('openai/gpt-4o-mini'); "
             "print(json.dumps([engine.__file__, str(c.path), c.stages[0].template.file]))")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     out = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, check=True,

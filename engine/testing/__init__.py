@@ -32,12 +32,14 @@ class FakeJudge:
     reply for every call. A reply is a JSON value (the answer), a callable taking the
     `JudgeCall` and returning one, or an exception instance to raise (e.g. a
     `ScorerRunError("transport", …)`). `calls` records every `JudgeCall` received, with its
-    messages; `prompts(stage)` lists the user prompts a stage got.
+    messages; `prompts(stage)` lists the user prompts a stage got. tokens: (in, out) tokens every
+    request reports in its usage (default none), e.g. to test costs and budgets.
     """
 
     def __init__(self, script: Mapping[str, Reply | list[Reply]] | None = None, *, model: str = "fake/judge",
-                 default: Reply | None = None):
+                 default: Reply | None = None, tokens: tuple[int, int] | None = None):
         self.model = model
+        self.tokens = tokens
         self.script = {k: (list(v) if isinstance(v, list) else [v]) for k, v in (script or {}).items()}
         self.default = default
         self.calls: list[JudgeCall] = []
@@ -70,6 +72,9 @@ class FakeJudge:
             call = call.with_messages(messages)
             self.calls.append(call)
             usage.calls += 1
+            if self.tokens is not None:
+                usage.tokens_in += self.tokens[0]
+                usage.tokens_out += self.tokens[1]
             data = self._next(call)
             raw = data if isinstance(data, str) else json.dumps(data)
             if isinstance(data, str):
