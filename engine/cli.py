@@ -282,7 +282,7 @@ def new_cmd(
                     markup=False)
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "report"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ import typer
 
 from .cli_app import app, fail, parse_options
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
+from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
 
 if TYPE_CHECKING:
     from .summary import ScorerSummary
@@ -90,6 +91,7 @@ def eval_cmd(
     cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold, 2 errors."""
@@ -100,6 +102,8 @@ def eval_cmd(
     from .evals import arun_evals, parse_thresholds
 
     names = list(scorer_args or []) + list(scorer_opts)
+    if report_file is not None:
+        check_report_dependencies()
     db = _open_store(store)
     try:
         stored_cli: dict[str, Any] = {}
@@ -151,6 +155,8 @@ def eval_cmd(
             sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
         else:
             print_summary(summary, out_console())
+        if report_file is not None:
+            write_run_report(report_file, db, summary.run_id)
         raise typer.Exit(summary.exit_code)
     finally:
         db.close()
@@ -315,6 +321,7 @@ def calibrate_cmd(
     cache: Optional[Path] = typer.Option(None, "--cache", help=CACHE_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -339,6 +346,8 @@ def calibrate_cmd(
                             f"{threshold:g} (a score cut-off; eval's --threshold bounds a mean)", markup=False,
                             highlight=False, soft_wrap=True, style="yellow")
         cutoff = threshold
+    if report_file is not None:
+        check_report_dependencies()
     db = _open_store(store)
     try:
         (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh),
@@ -375,6 +384,8 @@ def calibrate_cmd(
                               highlight=False, soft_wrap=True)
         if as_json:
             sys.stdout.write(json.dumps(report.to_json_dict(), ensure_ascii=False) + "\n")
+        if report_file is not None:
+            write_run_report(report_file, db, report.run_id)
         raise typer.Exit(2 if report.failed else 0)
     finally:
         db.close()

@@ -204,6 +204,12 @@ class Store:
                 raise
             self._db.execute("COMMIT")
 
+    def items(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(item key, item data) of every item of a run, in the order the run recorded them."""
+        for item_id, item in self._exec("SELECT item_id, item FROM items WHERE run_id=? ORDER BY position, rowid",
+                                        (run_id,)).fetchall():
+            yield item_id, json.loads(item)
+
     def statuses(self, run_id: str) -> Iterator[tuple[str, str, str, float | None]]:
         """(item id, label, status, score) of every stored result of a run."""
         yield from self._exec("SELECT item_id, label, status, score FROM results WHERE run_id=?", (run_id,))
