@@ -59,7 +59,7 @@ def histogram_bins(scores: Sequence[float], top: float) -> list[dict[str, Any]]:
     width = top / BINS if top > 0 else 1.0
     tally = [0] * BINS
     for score, n in counts.items():
-        tally[min(int(score / width), BINS - 1) if score > 0 else 0] += n
+        tally[min(int(score / width + 1e-9), BINS - 1) if score > 0 else 0] += n  # 0.15 / 0.05 is 2.999…
     return [{"lo": i * width, "hi": (i + 1) * width, "n": n, "name": f"{_number(i * width)}–{_number((i + 1) * width)}"}
             for i, n in enumerate(tally)]
 

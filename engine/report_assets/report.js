@@ -31,15 +31,17 @@
     return typeof value === "string" ? value : JSON.stringify(value);
   }
 
+  function parsed(value) {  // JSON text as its value (a for_each stage's raw answers: a list of JSON texts)
+    if (typeof value !== "string") return value;
+    var trimmed = value.trim(), first = trimmed.charAt(0);
+    if (first !== "{" && first !== "[") return value;
+    try { value = JSON.parse(trimmed); } catch (e) { return value; }
+    return Array.isArray(value) ? value.map(parsed) : value;
+  }
+
   function pretty(value) {
-    if (typeof value === "string") {
-      var trimmed = value.trim();
-      if (trimmed.charAt(0) === "{" || trimmed.charAt(0) === "[") {
-        try { return JSON.stringify(JSON.parse(trimmed), null, 2); } catch (e) { return value; }
-      }
-      return value;
-    }
-    return JSON.stringify(value, null, 2);
+    value = parsed(value);
+    return typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
 
   function num(value) {
@@ -245,11 +247,11 @@
                                        el("span", "stage-" + status.replace(" ", "-"), [status]),
                                        record.usage && record.usage.calls ? " · " + usageLine(record.usage) : ""]);
     var parts = [summary];
-    if (record.prompt !== null && record.prompt !== undefined) parts.push(block("prompt", promptText(record.prompt), "prompt"));
-    if (record.rawAnswer !== null && record.rawAnswer !== undefined) parts.push(block("raw answer", record.rawAnswer));
     if (!record.skipped && record.result !== null) {
       parts.push(el("div", "field", [el("div", "field-name", ["result"]), resultView(record.result)]));
     }
+    if (record.rawAnswer !== null && record.rawAnswer !== undefined) parts.push(block("raw answer", record.rawAnswer));
+    if (record.prompt !== null && record.prompt !== undefined) parts.push(block("prompt", promptText(record.prompt), "prompt"));
     if (record.attempts > 1) parts.push(el("p", "dim", [record.attempts + " attempts"]));
     var details = el("details", "stage", parts);
     details.dataset.stage = id;
