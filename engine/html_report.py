@@ -87,7 +87,7 @@ def render_report(run: ReportRun, other: ReportRun | None = None) -> str:
         models=sorted({m for s in scorers for m in s["spec"].models}),
         counts={status: statuses.get(status, 0) for status in ("scored", "not_scorable", "failed")},
         usage=usage, costs=costs, calibrations=_calibration_views(run),
-        pairs=_pair_views(run, other) if other is not None else [],
+        pairs=_pair_views(run, other),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         data=report_json(run, other), script=script, style=style,
         script_hash=_csp_hash(script), style_hash=_csp_hash(style))
@@ -209,8 +209,8 @@ def _signed(value: Any) -> str:
 
 
 def _direction(run: ReportRun, label: str, summary: Any) -> str | None:
-    """The scorer's direction when the run records one (a summary attribute or the run's config)."""
-    return getattr(summary, "direction", None) or run.label_config(label).get("direction")
+    """The scorer's direction when the run records one (its configuration, else a summary's)."""
+    return run.label_config(label).get("direction") or getattr(summary, "direction", None)
 
 
 def _scores(run: ReportRun, label: str) -> list[float]:
@@ -307,8 +307,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _paired_labels(run: ReportRun, other: ReportRun | None) -> list[tuple[str, str]]:
-    """(A's label, B's label) pairs compared: the labels both runs have; when they share none
-    and each has one, those two."""
+    """(A's label, B's label) pairs set against each other across two runs: the labels both
+    have; when they share none and each has one, those two."""
     if other is None:
         return []
     common = [(label, label) for label in run.labels if label in other.labels]
@@ -317,51 +317,89 @@ def _paired_labels(run: ReportRun, other: ReportRun | None) -> list[tuple[str, s
     return common
 
 
-def _pair_views(run: ReportRun, other: ReportRun) -> list[dict[str, Any]]:
+def _is_compare_run(run: ReportRun) -> bool:
+    """A run of ``scorespec compare``: versions of a scorer under their labels, the first the baseline."""
+    return ((run.config.get("cli") or {}).get("command") == "compare") and len(run.labels) > 1
+
+
+def _comparisons(run: ReportRun, other: ReportRun | None) -> list[tuple[ReportRun, str, ReportRun, str]]:
+    """What the report sets side by side: with `other`, the paired labels of the two runs; in a
+    compare run, each version against the first (the baseline)."""
+    if other is not None:
+        return [(run, a, other, b) for a, b in _paired_labels(run, other)]
+    if _is_compare_run(run):
+        return [(run, run.labels[0], run, label) for label in run.labels[1:]]
+    return []
+
+
+def _pair_views(run: ReportRun, other: ReportRun | None) -> list[dict[str, Any]]:
     from .report_charts import scatter_svg
 
     views = []
-    for label, label_b in _paired_labels(run, other):
-        ours = {item_key(line["id"]): line for line in run.lines if line["label"] == label}
-        theirs = {item_key(line["id"]): line for line in other.lines if line["label"] == label_b}
-        both = [key for key in ours if key in theirs]
+    for run_a, label, run_b, label_b in _comparisons(run, other):
+        ours = {item_key(line["id"]): line for line in run_a.lines if line["label"] == label}
+        theirs = {item_key(line["id"]): line for line in run_b.lines if line["label"] == label_b}
         pairs, changed = [], []
-        for key in both:
+        for key in (key for key in ours if key in theirs):
             a, b = ours[key], theirs[key]
             if result_status(a) == "scored" and result_status(b) == "scored":
                 pairs.append((key, float(a["score"]), float(b["score"])))
             elif result_status(a) != result_status(b):
                 changed.append(key)
-        mean_a = _mean([a for _k, a, _b in pairs])
-        mean_b = _mean([b for _k, _a, b in pairs])
         moved = sorted((p for p in pairs if p[2] != p[1]), key=lambda p: -abs(p[2] - p[1]))
         movers = [_mover(key, ours[key], theirs[key]) for key in changed[:MOVERS]]
         movers += [_mover(key, ours[key], theirs[key]) for key, _a, _b in moved[:max(0, MOVERS - len(movers))]]
-        summary_a = label_summary(run, label)
+        direction = _direction(run_a, label, label_summary(run_a, label))
+        name_a = label if run_a is run_b else f"A ({run_a.run_id})"
+        name_b = label_b if run_a is run_b else f"B ({run_b.run_id})"
         views.append({
-            "label": label, "label_b": label_b, "n": len(pairs), "mean_a": mean_a, "mean_b": mean_b,
-            "difference": None if mean_a is None or mean_b is None else _exact_difference(pairs),
-            "interval": None, "direction": _direction(run, label, summary_a),
-            "higher": sum(b > a for _k, a, b in pairs), "equal": sum(b == a for _k, a, b in pairs),
-            "lower": sum(b < a for _k, a, b in pairs), "changed": changed,
+            "label": label, "label_b": label_b, "name_a": name_a, "name_b": name_b, "direction": direction,
+            "changed": changed, "movers": movers,
             "only_a": len([k for k in ours if k not in theirs]), "only_b": len([k for k in theirs if k not in ours]),
-            "movers": movers,
-            "notes": ["The difference is the plain mean of B − A over the items both runs scored; no interval or "
-                      "test is computed here (see `scorespec compare`)."] if pairs else
-                     ["No item was scored by both runs: nothing to pair."],
-            "scatter": _svg_uri(scatter_svg([(a, b) for _k, a, b in pairs], f"A ({run.run_id})", f"B ({other.run_id})",
-                                            f"{label}: {len(pairs)} items")) if pairs else None})
+            **_paired([a for _k, a, _b in pairs], [b for _k, _a, b in pairs], direction),
+            "scatter": _svg_uri(scatter_svg([(a, b) for _k, a, b in pairs], name_a, name_b,
+                                            f"{label_b if run_a is run_b else label}: {len(pairs)} items"))
+            if pairs else None})
     return views
+
+
+def _paired(a: list[float], b: list[float], direction: str | None) -> dict[str, Any]:
+    """The paired figures of B against A (scores of the same items, in order): ``n``, the means,
+    ``difference`` (the exact mean of B − A), ``interval`` and ``test`` (text, or None), ``counts``
+    (title and three numbers) and ``notes``. The interval and the test are `scorespec compare`'s
+    (`engine.compare_stats`: bootstrap interval, Wilcoxon signed-rank test, wins by direction);
+    a scorespec without that module shows the plain mean difference and says so."""
+    mean_a, mean_b = _mean(a), _mean(b)
+    plain = {"n": len(a), "mean_a": mean_a, "mean_b": mean_b, "interval": None, "test": None,
+             "difference": _exact_difference(a, b) if a else None,
+             "counts": ("B higher / equal / lower", sum(y > x for x, y in zip(a, b)),
+                        sum(y == x for x, y in zip(a, b)), sum(y < x for x, y in zip(a, b))),
+             "notes": ["The difference is the plain mean of B − A over the items both scored; no interval or test "
+                       "is computed here."] if a else ["No item was scored by both: nothing to pair."]}
+    try:
+        from .compare_stats import p_text, paired_difference
+    except ImportError:
+        return plain
+    stats = paired_difference(a, b, direction or "higher_is_better")
+    interval = None
+    if stats.ci95 is not None:
+        interval = f"{stats.confidence:.0%} interval {_signed(stats.ci95[0])} to {_signed(stats.ci95[1])} (bootstrap)"
+    test = None
+    if stats.p_value is not None:
+        test = f"Wilcoxon signed-rank {p_text(stats.p_value)}: B is {stats.verdict}" if stats.verdict != "unclear" \
+            else f"Wilcoxon signed-rank {p_text(stats.p_value)}: unclear"
+    return {**plain, "difference": stats.mean_difference, "interval": interval, "test": test,
+            "counts": ("B better / tied / worse", stats.wins, stats.ties, stats.losses), "notes": list(stats.notes)}
 
 
 def _mean(values: list[float]) -> float | None:
     return float(sum(map(Decimal, map(repr, values)), Decimal(0)) / len(values)) if values else None
 
 
-def _exact_difference(pairs: list[tuple[str, float, float]]) -> float:
+def _exact_difference(a: list[float], b: list[float]) -> float:
     """The mean of B − A on the scores' decimal forms (0.7 → 0.9 is exactly +0.2)."""
-    total = sum((Decimal(repr(b)) - Decimal(repr(a)) for _k, a, b in pairs), Decimal(0))
-    return float(total / len(pairs))
+    total = sum((Decimal(repr(y)) - Decimal(repr(x)) for x, y in zip(a, b)), Decimal(0))
+    return float(total / len(a))
 
 
 def _state(line: Mapping[str, Any]) -> str:

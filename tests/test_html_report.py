@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -24,6 +25,9 @@ from engine.store import Store
 
 from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_REASON, calibrate_run, eval_run
 
+# the paired statistics of `scorespec compare` (interval, test), when this scorespec has them
+HAS_STATS = importlib.util.find_spec("engine.compare_stats") is not None
+COUNTS = "B better / tied / worse" if HAS_STATS else "B higher / equal / lower"
 SPECS = Path(__file__).resolve().parent / "specs"
 NUMERIC = str(SPECS / "numeric.yaml")  # rule-only: the score is the output read as a number
 
@@ -206,10 +210,23 @@ def test_comparison_pairs_items_by_id_and_label(store):
              if row["other"] and row["result"]["score"] != row["other"]["score"]}
     # ok-1, ok-11 and ok-41 lose their support: each of these items had 2 of 2 claims supported
     assert moved == {HOSTILE_ID: (1.0, 0.5), "item-001": (1.0, 0.5), "item-004": (1.0, 0.5)}
-    assert "<dt>B higher / equal / lower</dt><dd>0 / 6 / 3</dd>" in page
+    assert f"<dt>{COUNTS}</dt><dd>0 / 6 / 3</dd>" in page
     assert "<strong>-0.1667</strong>" in page  # 3 × −0.5 over 9 pairs
     assert "Run A (run-a) against run B (run-b)" in page
-    assert "no interval or test is computed here" in page
+    _assert_interval_or_plain(page, [], [])
+
+
+def _assert_interval_or_plain(page: str, a: list[float], b: list[float]) -> None:
+    """With `engine.compare_stats`, the page shows its interval; without, it says there is none."""
+    if not HAS_STATS:
+        assert "no interval or test is computed here" in page
+        return
+    assert "no interval or test is computed here" not in page
+    if a and b:
+        from engine.compare_stats import paired_difference
+
+        low, high = paired_difference(a, b).ci95
+        assert f"95% interval {low:+.4g} to {high:+.4g} (bootstrap)".replace("+0 ", "0 ") in page
 
 
 def test_comparison_difference_is_exact(tmp_path):
@@ -226,10 +243,28 @@ def test_comparison_difference_is_exact(tmp_path):
     page = render_report(a, b)
     # pairs: (0.7, 0.9), (0.5, 0.5), (0.3, 0.2): mean difference (0.2 + 0 - 0.1) / 3
     assert "<strong>+0.03333</strong>" in page
-    assert "<dt>B higher / equal / lower</dt><dd>1 / 1 / 1</dd>" in page
+    assert f"<dt>{COUNTS}</dt><dd>1 / 1 / 1</dd>" in page
+    _assert_interval_or_plain(page, [0.7, 0.5, 0.3], [0.9, 0.5, 0.2])
     assert "<dt>status changed</dt><dd>1</dd>" in page
     movers = re.findall(r'<tr><td><code>(\d)</code></td><td>([^<]*)</td><td>([^<]*)</td>', page)
     assert movers == [("2", "0.1", "failed"), ("0", "0.7", "0.9"), ("3", "0.3", "0.2")]
+
+
+def test_a_compare_run_sets_each_version_against_the_first(store):
+    from engine import load_scorer
+    from engine.evals import run_evals
+
+    from report_runs import faithfulness_judge, items
+
+    versions = [load_scorer("faithfulness", judge=faithfulness_judge(), label="faithfulness"),
+                load_scorer("faithfulness", judge=faithfulness_judge(strict=True), label="faithfulness@draft")]
+    summary = run_evals(items(12), versions, store=store, config={"cli": {"command": "compare"}})
+    page = render_report(_load(store, summary.run_id))
+    assert "Versions against the baseline, faithfulness" in page
+    assert 'faithfulness@draft <span class="dim">(B) against faithfulness (A)</span>' in page
+    assert f"<dt>{COUNTS}</dt><dd>0 / 6 / 3</dd>" in page and "<strong>-0.1667</strong>" in page
+    assert _blob(page)["compareRunId"] is None  # the table lists both versions' results, one row each
+    assert len(_blob(page)["rows"]) == 24
 
 
 # --- charts' data -------------------------------------------------------------------------------
