@@ -11,8 +11,9 @@ What it shows (`render_report`):
 - for a calibrate run: per scorer, the ROC curve and the confusion matrix (binary labels) or
   score against label (graded ones), with the stored figures and largest disagreements;
 - with a second run (`other`): per scorer label both runs have, a scatter of A's score against
-  B's on the same items, the plain paired difference of the means, how many items went up or
-  down, status changes and the items that moved most;
+  B's on the same items, the paired difference with its interval and test (`_paired`), status
+  changes and the items that moved most; a run of ``scorespec compare`` sets each of its
+  versions against the first the same way;
 - a table of every result: sortable, filtered by scorer, status, score range and text, paged;
   a row opens the item (its fields, every stage's prompt, raw answer and result, the reason,
   usage, the error with its stage and kind).
