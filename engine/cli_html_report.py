@@ -33,13 +33,14 @@ def check_report_dependencies() -> None:
         fail(str(exc))
 
 
-def write_run_report(path: Path, db: Any, run_id: str, other: Any = None) -> None:
-    """Write the report of the stored run `run_id` of `db` (a `Store`) to `path` and say so on
-    stderr; exits with a message when it cannot."""
+def write_run_report(path: Path, db: Any, run_id: str, other_id: Optional[str] = None) -> None:
+    """Write the report of the stored run `run_id` of `db` (a `Store`) to `path`, set against
+    the run `other_id` when given, and say so on stderr; exits with a message when it cannot."""
     from .report_data import ReportError, load_run
 
     try:
         run = load_run(run_id, db)
+        other = load_run(other_id, db) if other_id is not None else None
     except ReportError as exc:
         fail(str(exc))
     _write(path, run, other)
