@@ -268,8 +268,8 @@ def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
             labels.append(human)
         charts, notes = [], []
         if figures.get("kind") == "binary":
-            points = roc_points(scores, [str(v) for v in labels], positive=[str(v) for v in figures.get("positiveLabels")
-                                                                                or []])
+            positive = [str(v) for v in figures.get("positiveLabels") or []]
+            points = roc_points(scores, [str(v) for v in labels], positive=positive)
             if points:
                 charts.append({"src": _svg_uri(roc_svg(points, figures.get("rocAuc"), label)),
                                "alt": f"ROC curve of {label}"})

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ReportDependencyError", "chart_libraries", "histogram_bins", "histogram_svg", "roc_svg", "confusion_svg", "scatter_svg",
-           "scatter_points"]
+__all__ = ["ReportDependencyError", "chart_libraries", "histogram_bins", "histogram_svg", "roc_svg", "confusion_svg",
+           "scatter_svg", "scatter_points"]
 
 WIDTH = 300
 HEIGHT = 150
@@ -60,8 +60,8 @@ def histogram_bins(scores: Sequence[float], top: float) -> list[dict[str, Any]]:
     tally = [0] * BINS
     for score, n in counts.items():
         tally[min(int(score / width + 1e-9), BINS - 1) if score > 0 else 0] += n  # 0.15 / 0.05 is 2.999…
-    return [{"lo": i * width, "hi": (i + 1) * width, "n": n, "name": f"{_number(i * width)}–{_number((i + 1) * width)}"}
-            for i, n in enumerate(tally)]
+    return [{"lo": i * width, "hi": (i + 1) * width, "n": n,
+             "name": f"{_number(i * width)}–{_number((i + 1) * width)}"} for i, n in enumerate(tally)]
 
 
 def histogram_svg(scores: Sequence[float], top: float, title: str) -> str:

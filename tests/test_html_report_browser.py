@@ -94,7 +94,8 @@ def test_loads_offline_without_errors(page, reports):
 def test_filters_to_the_failed_items(page):
     page.page.select_option("#filter-status", "failed")
     failed = [f"item-{i:03d}" for i in range(1, ITEMS) if i % 5 == 0]
-    assert page.page.locator("#items-count").inner_text() == f"results 1–{len(failed)} of {len(failed)} ({ITEMS} in all)"
+    count = page.page.locator("#items-count").inner_text()
+    assert count == f"results 1–{len(failed)} of {len(failed)} ({ITEMS} in all)"
     assert [row.lstrip("▸ ") for row in page.rows()] == failed
     assert set(page.statuses()) == {"failed"}
     # the reason column shows the error as text
@@ -163,7 +164,8 @@ def test_hostile_text_is_inert_and_shown_as_written(page, tmp_path):
     assert detail.locator("h3 code").inner_text() == HOSTILE_ID
     assert detail.locator(".item .field", has_text="output").locator("pre").inner_text() == HOSTILE_OUTPUT
     records = detail.locator("details[data-stage=analyze] table.records").inner_text()
-    assert HOSTILE_REASON in records and HOSTILE_CLAIM in detail.locator(".side .field", has_text="reason").first.inner_text()
+    reason = detail.locator(".side .field", has_text="reason").first.inner_text()
+    assert HOSTILE_REASON in records and HOSTILE_CLAIM in reason
     # nothing ran and nothing was parsed as markup: no image or bold element came from the data
     assert page.pwned() is None
     assert page.page.evaluate("() => document.querySelectorAll('#items img, #items script, #items b').length") == 0

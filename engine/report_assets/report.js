@@ -164,7 +164,8 @@
     if (comparing) {
       cells.push(el("td", "num", [row.other ? num(score(row.other)) : "—"]));
       var d = delta(row);
-      cells.push(el("td", "num" + (d > 0 ? " up" : d < 0 ? " down" : ""), [d === null ? "" : (d > 0 ? "+" : "") + num(d)]));
+      var shownDelta = d === null ? "" : (d > 0 ? "+" : "") + num(d);
+      cells.push(el("td", "num" + (d > 0 ? " up" : d < 0 ? " down" : ""), [shownDelta]));
     }
     cells.push(el("td", "why", [oneLine(why(row.result), 160)]));
     var tr = el("tr", "row status-row-" + row.result.status, cells);
@@ -251,7 +252,9 @@
       parts.push(el("div", "field", [el("div", "field-name", ["result"]), resultView(record.result)]));
     }
     if (record.rawAnswer !== null && record.rawAnswer !== undefined) parts.push(block("raw answer", record.rawAnswer));
-    if (record.prompt !== null && record.prompt !== undefined) parts.push(block("prompt", promptText(record.prompt), "prompt"));
+    if (record.prompt !== null && record.prompt !== undefined) {
+      parts.push(block("prompt", promptText(record.prompt), "prompt"));
+    }
     if (record.attempts > 1) parts.push(el("p", "dim", [record.attempts + " attempts"]));
     var details = el("details", "stage", parts);
     details.dataset.stage = id;
@@ -280,9 +283,10 @@
     if (result.reason) parts.push(block("reason", result.reason));
     var stages = result.stages || {};
     Object.keys(stages).forEach(function (id) { parts.push(stageView(id, stages[id], result)); });
+    var usage = usageLine(result.usage);
     parts.push(el("p", "dim", [
       "model " + (result.model || "—") + " · spec " + result.scorer + " v" + result.specVersion + " (" +
-      String(result.specHash || "").slice(0, 12) + ")" + (usageLine(result.usage) ? " · " + usageLine(result.usage) : "")]));
+      String(result.specHash || "").slice(0, 12) + ")" + (usage ? " · " + usage : "")]));
     return el("div", "side", parts);
   }
 

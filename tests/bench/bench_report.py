@@ -48,7 +48,8 @@ def _verdict(call) -> dict:
     words = set(re.findall(r"\w+", (claim.group(1) if claim else "").lower()))
     known = set(re.findall(r"\w+", prompt.split("CLAIM:")[0].lower()))
     share = len(words & known) / len(words) if words else 0
-    return {"verdict": "yes" if share > 0.6 else "no", "reason": f"{share:.0%} of the claim's words are in the context."}
+    reason = f"{share:.0%} of the claim's words are in the context."
+    return {"verdict": "yes" if share > 0.6 else "no", "reason": reason}
 
 
 def make_run(n: int, folder: Path) -> str:
