@@ -42,7 +42,7 @@ from typing import Any
 from .datasets import DatasetProblem, item_key, iter_items, parse_fields
 from .resume import stored_results
 
-__all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate"]
+__all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]
 
 DEFAULT_TOP = 5
 
@@ -115,6 +115,7 @@ class Calibration:
     cost_usd: float | None = None  # what they cost (None: the model has no price; engine.prices)
     agreement: float | None = None  # the mean agreement of sampled results (engine.reduce)
     stopped: str | None = None  # why the --max-cost budget stopped the run before its last item
+    label_field: str | None = None  # the items' key holding the human label
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON form (``scorespec calibrate --json``)."""
@@ -190,6 +191,20 @@ def _binary(scores: list[float], truth: list[int], threshold: float, notes: list
         out["best_threshold"] = best[1]
         out["best_accuracy"] = float(accuracy_score(truth, [1 if s >= best[1] else 0 for s in scores]))
     return out
+
+
+def roc_points(scores: Sequence[float], labels: Sequence[Any], *, positive: Iterable[Any]) -> list[tuple[float, float]]:
+    """The ROC curve of scores against binary labels (a label is positive iff it is in
+    `positive`): (false positive rate, true positive rate) points, both in [0, 1], from (0, 0) to
+    (1, 1) as the cut-off falls (scikit-learn's `roc_curve`). Empty when one class is missing."""
+    from sklearn.metrics import roc_curve
+
+    wanted = set(positive)
+    truth = [1 if label in wanted else 0 for label in labels]
+    if len(set(truth)) < 2:
+        return []
+    fpr, tpr, _cuts = roc_curve(truth, [float(s) for s in scores])
+    return [(float(f), float(t)) for f, t in zip(fpr, tpr)]
 
 
 def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) -> dict[str, Any]:
@@ -298,6 +313,7 @@ async def acalibrate(
                          judge_calls=summary.usage[resolved.id].calls if resolved.id in summary.usage else 0,
                          cache_hits=summary.usage[resolved.id].cache_hits if resolved.id in summary.usage else 0,
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
+    report.label_field = label_field
     if problems:
         report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")
     scores, truth, kept = _tally(report, labels, results, not_scorable_score, unscored_ok=bool(summary.stopped))

@@ -330,7 +330,7 @@ def new_cmd(
                     markup=False)
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report"}
 
 
 def main(argv: list[str] | None = None) -> None:

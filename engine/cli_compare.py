@@ -18,6 +18,7 @@ from typing import Any, Optional
 import typer
 
 from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
+from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
 from .cli_app import app, fail
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, command_cache
 
@@ -69,6 +70,7 @@ def compare_cmd(
     refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
     summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
+    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
 ) -> None:
     """Compare versions of a scorer, the first the baseline: counts and means, the paired
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
@@ -81,6 +83,8 @@ def compare_cmd(
     from .datasets import DatasetError
 
     names = list(versions or [])
+    if report_file is not None:
+        check_report_dependencies()
     if positive and label_field is None:
         label_field = "label"
     if negative and not positive:
@@ -132,6 +136,9 @@ def compare_cmd(
                                        seconds=comparison.seconds)
             write_reports_or_exit(report, junit, summary_md)
             exit_code = max(exit_code, report.exit_code)
+        if report_file is not None:  # a run of the versions, or the first finished run set against the second
+            ids = comparison.run_ids
+            write_run_report(report_file, db, ids[0], other_id=ids[1] if len(ids) > 1 else None)
     finally:
         db.close()
     raise typer.Exit(exit_code)

@@ -21,6 +21,7 @@ import typer
 from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
 from .cli_app import EXIT_BUDGET, app, fail, parse_options
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
+from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
 
 if TYPE_CHECKING:
     from .summary import ScorerSummary
@@ -129,6 +130,7 @@ def eval_cmd(
     samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
     prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
+    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
@@ -139,6 +141,8 @@ def eval_cmd(
     from .evals import arun_evals, parse_thresholds
 
     names = list(scorer_args or []) + list(scorer_opts)
+    if report_file is not None:
+        check_report_dependencies()
     db = _open_store(store)
     try:
         stored_cli: dict[str, Any] = {}
@@ -208,6 +212,8 @@ def eval_cmd(
                                  directions={s.label: direction_of(s) for s in scorers})
             write_reports_or_exit(report, junit, summary_md)
             exit_code = max(exit_code, report.exit_code)
+        if report_file is not None:
+            write_run_report(report_file, db, summary.run_id)
         raise typer.Exit(exit_code)
     finally:
         db.close()
@@ -410,6 +416,7 @@ def calibrate_cmd(
     samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
     prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
+    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -435,6 +442,8 @@ def calibrate_cmd(
                             f"{threshold:g} (a score cut-off; eval's --threshold bounds a mean)", markup=False,
                             highlight=False, soft_wrap=True, style="yellow")
         cutoff = threshold
+    if report_file is not None:
+        check_report_dependencies()
     db = _open_store(store)
     try:
         (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh),
@@ -483,6 +492,8 @@ def calibrate_cmd(
             from .ci_report import calibration_report
 
             write_reports_or_exit(calibration_report(report, db.results(report.run_id)), junit, summary_md)
+        if report_file is not None:
+            write_run_report(report_file, db, report.run_id)
         raise typer.Exit(EXIT_BUDGET if report.stopped else 2 if report.failed else 0)
     finally:
         db.close()
