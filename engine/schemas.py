@@ -34,8 +34,24 @@ def schema_error(schema: Any) -> Any:
     return None
 
 
+def _format_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """What the formats the engine checks itself say about a string `value`: ``format: regex``
+    (the pattern must compile with the `regex` package, which rule functions use; the problem
+    names the position) and ``format: json-schema`` (the value must be a valid JSON Schema)."""
+    fmt = schema.get("format")
+    if fmt == "regex" and isinstance(value, str):
+        from .patterns import pattern_problem
+
+        return pattern_problem(value)
+    if fmt == "json-schema" and isinstance(value, (dict, bool)):
+        exc = schema_error(value)
+        return None if exc is None else f"not a valid JSON Schema: {exc.message}"
+    return None
+
+
 class OptionValidator:
-    """An option's JSON Schema (checked valid beforehand by `schema_error`), compiled once."""
+    """An option's JSON Schema (checked valid beforehand by `schema_error`), compiled once.
+    Besides the schema, two formats are checked on the value: ``regex`` and ``json-schema``."""
 
     def __init__(self, schema: dict[str, Any]):
         self.schema = schema
@@ -51,7 +67,7 @@ class OptionValidator:
         reads as null, are judged as the Python values they are)."""
         try:
             if self._validator is not None and self._validator.is_valid(value):
-                return None
+                return _format_problem(self.schema, value)
         except (TypeError, ValueError):  # no JSON form
             pass
         import jsonschema
