@@ -45,20 +45,20 @@ def register(name: str, function: Callable[..., Any] | RuleFunction | None = Non
     """
 
     def add(fn: Callable[..., Any] | RuleFunction) -> RuleFunction:
+        present = _REGISTRY.get(name)
+        if present is not None:
+            if present is fn or present.fn is getattr(fn, "fn", fn):  # the same function again is fine
+                return present
+            raise ValueError(f"rule function {name!r} is already registered")
         if isinstance(fn, RuleFunction):
             declared = fn if fn.name == name else replace(fn, name=name, _validators={})
         elif result is None:
-            raise TypeError(f"rule function {name!r} must declare its result: register(name, fn, result={{JSON "
-                            "Schema}}) or engine.functions.rule_function")
+            raise TypeError(f"rule function {name!r} must declare its result: register(name, fn, result=<JSON "
+                            "Schema>), or declare it with engine.functions.rule_function")
         else:
             declared = rule_function(fn, result=result, args=args, name=name)
-        present = _REGISTRY.get(name)
-        if present is None:
-            _REGISTRY[name] = declared
-            return declared
-        if present is fn or present.fn is declared.fn:  # the same function again is fine
-            return present
-        raise ValueError(f"rule function {name!r} is already registered")
+        _REGISTRY[name] = declared
+        return declared
 
     return add(function) if function is not None else add
 
@@ -104,7 +104,8 @@ def lookup(name: str) -> RuleFunction:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(_BROKEN.get(name) or did_you_mean(name, _REGISTRY)) from None
+        raise KeyError(_BROKEN.get(name) or did_you_mean(name, _REGISTRY)
+                       or "`scorespec list --functions` lists them") from None
 
 
 for _builtin in (TEXTUAL_DIFFERENCE, content_similarity, keyword_coverage, completeness, tone_consistency,

@@ -53,16 +53,20 @@ _COUNTED = {"type": "object", "additionalProperties": False, "required": ["passe
                      "times": {"type": "integer", "minimum": 1}},
                result=_COUNTED, limit=_LIMIT)
 def called_tool(tool_calls: list[dict], name: str, times: int = 1) -> dict:
-    """Whether tool `name` was called at least `times` times: ``{"passed", "count"}`` (its
-    calls). Raises `ValueError` past `MAX_CALLS`."""
+    """Whether tool `name` was called at least `times` times.
+
+    Returns ``{"passed": bool, "count": int}`` (its calls). Raises `ValueError` past `MAX_CALLS`.
+    """
     count = names("called_tool", tool_calls).count(name)
     return {"passed": count >= times, "count": count}
 
 
 @rule_function(args={"tool_calls": TOOL_CALLS_SCHEMA, "name": {"type": "string"}}, result=_COUNTED, limit=_LIMIT)
 def did_not_call(tool_calls: list[dict], name: str) -> dict:
-    """Whether tool `name` was never called: ``{"passed", "count"}`` (its calls). Raises
-    `ValueError` past `MAX_CALLS`."""
+    """Whether tool `name` was never called.
+
+    Returns ``{"passed": bool, "count": int}`` (its calls). Raises `ValueError` past `MAX_CALLS`.
+    """
     count = names("did_not_call", tool_calls).count(name)
     return {"passed": count == 0, "count": count}
 
@@ -89,16 +93,20 @@ def tool_order(tool_calls: list[dict], order: list[str]) -> dict:
 @rule_function(args={"tool_calls": TOOL_CALLS_SCHEMA, "limit": {"type": "integer", "minimum": 0}},
                result=_COUNTED, limit=_LIMIT)
 def max_tool_calls(tool_calls: list[dict], limit: int) -> dict:
-    """Whether at most `limit` tool calls were made: ``{"passed", "count"}`` (all calls).
-    Raises `ValueError` past `MAX_CALLS`."""
+    """Whether at most `limit` tool calls were made.
+
+    Returns ``{"passed": bool, "count": int}`` (all calls). Raises `ValueError` past `MAX_CALLS`.
+    """
     count = len(names("max_tool_calls", tool_calls))
     return {"passed": count <= limit, "count": count}
 
 
 @rule_function(args={"tool_calls": TOOL_CALLS_SCHEMA}, result=_COUNTED, limit=_LIMIT)
 def used_no_tools(tool_calls: list[dict]) -> dict:
-    """Whether no tool was called: ``{"passed", "count"}`` (all calls). Raises `ValueError`
-    past `MAX_CALLS`."""
+    """Whether no tool was called.
+
+    Returns ``{"passed": bool, "count": int}`` (all calls). Raises `ValueError` past `MAX_CALLS`.
+    """
     count = len(names("used_no_tools", tool_calls))
     return {"passed": count == 0, "count": count}
 
