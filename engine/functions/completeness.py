@@ -2,12 +2,14 @@
 
 The key elements are its nouns and verbs, as lemmas (``children`` → ``child``, ``ran`` →
 ``run``), its numbers, and the named terms the English lexicon does not know (``Mastra``,
-``London``, ``GPT-4``), each once, folded. Stopwords (`engine.words`) are never elements. Parts
-of speech and lemmas come from LemmInflect's lexicon (data inside the package): a word the
-lexicon lists as a verb is taken as a verb, else as a noun; a word it lists only as an adjective
-or adverb is not an element. There is no sentence context (no tagger): ``saw`` is the verb
-``see`` wherever it stands. The reference (`compromise`) tags words in context and counts every
-term, stopwords included.
+``London``, ``GPT-4``), each once, folded. Parts of speech and lemmas come from LemmInflect's
+lexicon (data inside the package): a word the lexicon lists as a verb is taken as a verb, else as
+a noun; a word it lists only as an adjective or adverb is not an element. Stopwords
+(`engine.words`) are not elements either, except those the lexicon lists only as verbs (``ran``,
+``gave``, ``found``: the stopword list holds many such verbs, and verbs are half of what is
+counted). There is no sentence context (no tagger): ``saw`` is the verb ``see`` wherever it
+stands. The reference (`compromise`) tags words in context and counts every term, stopwords
+included.
 """
 
 from __future__ import annotations
@@ -21,17 +23,24 @@ from ..words import fold, is_number, stopwords, words
 MAX_CHARS = 200_000
 
 
-@lru_cache(maxsize=65_536)
-def _element(word: str) -> str | None:
-    """The element `word` stands for (its verb or noun lemma, or itself when the lexicon does
-    not know it), or None when it is only an adjective, adverb or other word."""
+def _lemmas(word: str) -> dict:
     from lemminflect import getAllLemmas
 
     if word.endswith(("'s", "’s")) and len(word) > 2:
         word = word[:-2]  # a possessive: the word it belongs to
-    found = getAllLemmas(word) or (getAllLemmas(word.lower()) if word != word.lower() else {})
+    return getAllLemmas(word) or (getAllLemmas(word.lower()) if word != word.lower() else {})
+
+
+@lru_cache(maxsize=65_536)
+def _element(word: str, stop: bool) -> str | None:
+    """The element `word` stands for: its verb lemma, else its noun lemma, or itself folded when
+    the lexicon does not know it; None when it is only an adjective, adverb or other word. A
+    stopword (`stop`) is an element only when the lexicon knows it as a verb and nothing else."""
+    found = _lemmas(word)
+    if stop:
+        return fold(found["VERB"][0]) if set(found) == {"VERB"} else None
     if not found:
-        return fold(word)
+        return fold(word[:-2] if word.endswith(("'s", "’s")) and len(word) > 2 else word)
     for pos in ("VERB", "NOUN", "PROPN"):
         if pos in found:
             return fold(found[pos][0])
@@ -43,11 +52,8 @@ def elements(text: str) -> list[str]:
     stop = stopwords()
     seen: dict[str, None] = {}
     for word in words(text):
-        folded = fold(word)
-        if folded in stop:
-            continue
-        element = folded if is_number(word) else _element(word)
-        if element is not None and element not in stop:
+        element = fold(word) if is_number(word) else _element(word, fold(word) in stop)
+        if element is not None:
             seen.setdefault(element, None)
     return list(seen)
 
