@@ -37,6 +37,7 @@ def score(scorer_id: str, output: str, reference: str | None = None, **options):
     ("ab", "a", {}, 0.0),  # one unit: no bigram
     ("aaaa", "aa", {}, 0.5),  # aa ×3 vs aa ×1: 1 shared, 2 / (3 + 1)
     ("\U0001F600a", "\U0001F600", {}, 2 / 3),  # an emoji is two UTF-16 units, as in the reference
+    ("ab\U0001F600", "ab", {}, 0.5),  # ab b? ?? vs ab: 1 shared, 2 / (3 + 1), counted in units on both sides
 ])
 def test_content_similarity_formula(output, reference, options, expected):
     result = score("content_similarity", output, reference, **options)

@@ -26,18 +26,20 @@ MAX_CHARS = 1_000_000
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
 _SPACE_RUNS = re.compile(f"[{re.escape(_JS_SPACE)}]+")
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
 
-def _units(text: str) -> str | array:
-    """`text` as a sequence of UTF-16 code units: the text itself when every character is one
-    unit, else an array of the units (lone surrogates kept as they are)."""
-    encoded = text.encode("utf-16-le", "surrogatepass")
-    if len(encoded) == 2 * len(text):
-        return text
-    units = array("H", encoded)
+def _units(text: str) -> array:
+    """`text` as an array of its UTF-16 code units (lone surrogates kept as they are)."""
+    units = array("H", text.encode("utf-16-le", "surrogatepass"))
     if sys.byteorder == "big":
         units.byteswap()
     return units
+
+
+def _bmp(text: str) -> bool:
+    """Whether every character of `text` is one UTF-16 unit (none outside the BMP)."""
+    return _ASTRAL.search(text) is None
 
 
 def dice(a: str, b: str) -> tuple[float, int, int, int]:
@@ -46,7 +48,9 @@ def dice(a: str, b: str) -> tuple[float, int, int, int]:
     each bigram shared at most as often as it occurs in both. 1.0 when the two are equal after
     removing whitespace (two empty texts included); 0.0 when they differ and either has fewer
     than two units."""
-    ua, ub = _units(_SPACE_RUNS.sub("", a)), _units(_SPACE_RUNS.sub("", b))
+    a, b = _SPACE_RUNS.sub("", a), _SPACE_RUNS.sub("", b)
+    # characters are the units unless one text has a character outside the BMP (two units)
+    ua, ub = (a, b) if _bmp(a) and _bmp(b) else (_units(a), _units(b))
     na, nb = max(len(ua) - 1, 0), max(len(ub) - 1, 0)
     if ua == ub:
         return 1.0, na, na, nb
