@@ -155,14 +155,16 @@ def rule_function(fn: Callable[..., Any] | None = None, *, result: Mapping[str, 
         declared = dict(args or {})
         params = inspect.signature(target).parameters.values()
         open_args = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-        named = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        named = [p for p in params if p.kind in keyword]
         unknown = sorted(declared.keys() - {p.name for p in named})
         if unknown and not open_args:
             raise ValueError(f"rule function {title!r} declares argument(s) it does not take: {', '.join(unknown)}")
         for key, schema in [*((f"argument {k!r}", v) for k, v in declared.items()), ("result", result)]:
             problem = schema_error(dict(schema))
             if problem is not None:
-                raise ValueError(f"rule function {title!r}: the {key} schema is not valid JSON Schema: {problem.message}")
+                raise ValueError(f"rule function {title!r}: the {key} schema is not valid JSON Schema: "
+                                 f"{problem.message}")
         ordered = {p.name: declared.get(p.name, {}) for p in named}
         ordered.update({k: v for k, v in declared.items() if k not in ordered})
         doc = inspect.getdoc(target) or ""

@@ -111,8 +111,8 @@ def parse_json(text: str) -> tuple[bool, Any, str | None, int | None, int | None
         return False, None, "nested too deeply to read", None, None
 
 
-_JSON_RESULT = {"valid": {"type": "boolean"}, "error": {"type": ["string", "null"]},
-                "line": {"type": ["integer", "null"], "minimum": 1}, "column": {"type": ["integer", "null"], "minimum": 1}}
+_PLACE = {"type": ["integer", "null"], "minimum": 1}
+_JSON_RESULT = {"valid": {"type": "boolean"}, "error": {"type": ["string", "null"]}, "line": _PLACE, "column": _PLACE}
 
 
 @rule_function(

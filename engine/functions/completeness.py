@@ -23,24 +23,20 @@ from ..words import fold, is_number, stopwords, words
 MAX_CHARS = 200_000
 
 
-def _lemmas(word: str) -> dict:
-    from lemminflect import getAllLemmas
-
-    if word.endswith(("'s", "’s")) and len(word) > 2:
-        word = word[:-2]  # a possessive: the word it belongs to
-    return getAllLemmas(word) or (getAllLemmas(word.lower()) if word != word.lower() else {})
-
-
 @lru_cache(maxsize=65_536)
 def _element(word: str, stop: bool) -> str | None:
     """The element `word` stands for: its verb lemma, else its noun lemma, or itself folded when
     the lexicon does not know it; None when it is only an adjective, adverb or other word. A
     stopword (`stop`) is an element only when the lexicon knows it as a verb and nothing else."""
-    found = _lemmas(word)
+    from lemminflect import getAllLemmas
+
+    if word.endswith(("'s", "’s")) and len(word) > 2:
+        word = word[:-2]  # a possessive: the word it belongs to
+    found = getAllLemmas(word) or (getAllLemmas(word.lower()) if word != word.lower() else {})
     if stop:
         return fold(found["VERB"][0]) if set(found) == {"VERB"} else None
     if not found:
-        return fold(word[:-2] if word.endswith(("'s", "’s")) and len(word) > 2 else word)
+        return fold(word)
     for pos in ("VERB", "NOUN", "PROPN"):
         if pos in found:
             return fold(found[pos][0])

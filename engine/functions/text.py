@@ -136,7 +136,8 @@ _SHARE = {"type": "number", "minimum": 0, "maximum": 1}
 TEXTUAL_DIFFERENCE = rule_function(
     textual_difference,
     args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
-    result={"type": "object", "additionalProperties": False, "required": ["ratio", "changes", "lengthDiff", "confidence"],
+    result={"type": "object", "additionalProperties": False,
+            "required": ["ratio", "changes", "lengthDiff", "confidence"],
             "properties": {"ratio": _SHARE, "changes": {"type": "integer", "minimum": 0}, "lengthDiff": _SHARE,
                            "confidence": _SHARE}},
     limit="texts that align within about 300 MB: any that mostly agree; unrelated texts up to about 50,000 "

@@ -32,8 +32,8 @@ WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "failures": 0.2, "forbidden": 0.1
 MAX_EXPECTED = 1_000
 """The most expected steps (matching is at worst calls × expected steps)."""
 
-_STEP = {"anyOf": [{"type": "string"},
-                   {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "arguments": {}}}]}
+_STEP = {"anyOf": [{"type": "string"}, {"type": "object", "required": ["name"],
+                                         "properties": {"name": {"type": "string"}, "arguments": {}}}]}
 _NAMES = {"type": "array", "items": {"type": "string"}}
 _BUDGET = {"type": ["number", "null"], "minimum": 0}
 _PART = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
@@ -148,7 +148,8 @@ def violations(called: list[str], tools: list[str], sequences: list[list[str]]) 
           "ordering": {"enum": ["strict", "relaxed", "unordered"]}, "allow_repeated": {"type": "boolean"},
           "max_steps": _BUDGET, "max_tokens": _BUDGET, "max_seconds": _BUDGET,
           "tokens": _BUDGET, "seconds": _BUDGET, "no_redundant_calls": {"type": "boolean"},
-          "forbidden_tools": _NAMES, "forbidden_sequences": {"type": "array", "items": _NAMES},
+          "forbidden_tools": {"type": ["array", "null"], "items": {"type": "string"}},
+          "forbidden_sequences": {"type": ["array", "null"], "items": _NAMES},
           "max_retries_per_tool": {"type": "integer", "minimum": 0}},
     result={"type": "object", "additionalProperties": False,
             "required": ["score", "accuracy", "efficiency", "failures", "forbidden", "called", "matched", "missing",
@@ -164,8 +165,8 @@ def violations(called: list[str], tools: list[str], sequences: list[list[str]]) 
 def trajectory(tool_calls: list[dict], expected: list[Any] | None = None, ordering: str = "relaxed",
                allow_repeated: bool = True, max_steps: float | None = None, max_tokens: float | None = None,
                max_seconds: float | None = None, tokens: float | None = None, seconds: float | None = None,
-               no_redundant_calls: bool = False, forbidden_tools: list[str] = (),  # type: ignore[assignment]
-               forbidden_sequences: list[list[str]] = (), max_retries_per_tool: int = 2) -> dict:  # type: ignore[assignment]
+               no_redundant_calls: bool = False, forbidden_tools: list[str] | None = None,
+               forbidden_sequences: list[list[str]] | None = None, max_retries_per_tool: int = 2) -> dict:
     """The agent's trajectory scored on accuracy, efficiency, failures and forbidden tools (see
     the module's docstring for each part).
 
@@ -179,6 +180,7 @@ def trajectory(tool_calls: list[dict], expected: list[Any] | None = None, orderi
     called = names("trajectory", tool_calls)
     if expected is not None:
         check_length("trajectory", "expected", expected, MAX_EXPECTED, "steps")
+    forbidden_tools, forbidden_sequences = forbidden_tools or [], forbidden_sequences or []
     found = violations(called, list(forbidden_tools), [list(s) for s in forbidden_sequences])
     acc = accuracy(tool_calls, list(expected), ordering, allow_repeated) if expected is not None else None
     budgets = {"steps": max_steps, "tokens": max_tokens, "seconds": max_seconds}
