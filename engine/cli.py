@@ -29,8 +29,14 @@ __all__ = ["app", "main", "fail", "parse_options", "parse_option_value", "print_
 
 
 @app.command("list")
-def list_cmd() -> None:
+def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="List the rule functions instead: each "
+                                                 "one's signature, result and size limit."),
+             as_json: bool = typer.Option(False, "--json", help="With --functions: their argument and result "
+                                          "schemas as JSON.")) -> None:
     """List the built-in and local scorer specs (a local spec shadows a built-in of the same id)."""
+    if show_functions:
+        _list_functions(as_json)
+        return
     from rich.markup import escape
     from rich.table import Table
 
@@ -55,7 +61,22 @@ def list_cmd() -> None:
             table.add_row(entry.id, "?", entry.origin, "?", "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
     console = _stdout()
     console.print(table)
-    console.print(f"\nrule functions: {', '.join(names())}")
+    console.print(f"\nrule functions: {', '.join(names())} (`scorespec list --functions` for their arguments)")
+
+
+def _list_functions(as_json: bool) -> None:
+    """Every registered rule function: signature, result keys, summary and size limit (or, as
+    JSON, its argument and result schemas)."""
+    from .functions import all_functions
+
+    found = all_functions()
+    if as_json:
+        sys.stdout.write(json.dumps([{"name": f.name, "summary": f.summary, "limit": f.limit, "args": f.args_schema(),
+                                      "result": f.result} for f in found], indent=2, ensure_ascii=False) + "\n")
+        return
+    for function in found:
+        typer.echo(f"{function.signature()}\n  -> {function.result_words()}")
+        typer.echo(f"  {function.summary}" + (f" Limit: {function.limit}." if function.limit else ""))
 
 
 @app.command("schema")

@@ -4,7 +4,8 @@ Everything a spec author can get wrong is found here, at load time, and reported
 YAML problems, unknown keys (with did-you-mean), wrong types, option schemas and defaults,
 missing template files, template syntax, names and keys an expression or template reads that
 its place does not provide (a judge answer's keys come from the stage's output schema), invalid
-output schemas (Draft 2020-12), unknown rule functions. A problem in a template file is
+output schemas (Draft 2020-12), unknown rule functions and their arguments (a rule stage's result
+keys come from the function's declared result schema). A problem in a template file is
 reported at the template's own line.
 """
 
@@ -275,6 +276,26 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     return plan, shape
 
 
+def _rule_function(name: str, args: dict[str, str], key: str, c: _Compiler) -> functions.RuleFunction | None:
+    """The registered function `name`, its `args` checked against what it declares (unknown
+    names, missing required ones); None when there is no such function."""
+    try:
+        function = functions.lookup(name)
+    except KeyError as exc:
+        c.doc.add("unknown-function", f"{key}.function", f"no rule function named {name!r}", exc.args[0])
+        return None
+    if not function.open_args:
+        for arg in args:
+            if arg not in function.args:
+                c.doc.add("unknown-argument", f"{key}.args.{arg}", f"{name} has no argument {arg!r}",
+                          did_you_mean(arg, function.args) or "it takes no arguments")
+    missing = sorted(function.required - args.keys())
+    if missing:
+        c.doc.add("missing-argument", f"{key}.args", f"{name} needs the argument{'s' if len(missing) > 1 else ''} "
+                  f"{', '.join(map(repr, missing))}", f"see `scorespec list --functions`: {function.signature()}")
+    return function
+
+
 def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Scope]:
     """The stage plans in order, and the scope after them (each stage's id in it)."""
     plans: list[StagePlan] = []
@@ -292,16 +313,13 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if isinstance(stage, PromptStage):
             plan, shape = _prompt_stage(stage, key, c, scope, spec.judge, when)
         else:
-            try:
-                function = functions.lookup(stage.function)
-            except KeyError as exc:
-                c.doc.add("unknown-function", f"{key}.function", f"no rule function named {stage.function!r}",
-                          exc.args[0])
-                function = None
+            function = _rule_function(stage.function, stage.args, key, c)
             args = {arg: c.expr(source, f"{key}.args.{arg}", scope) for arg, source in stage.args.items()}
             plan = None
-            if function is not None and all(a is not None for a in args.values()):
-                plan = RuleStagePlan(stage.id, function, stage.function, args, when)  # type: ignore[arg-type]
+            if function is not None:
+                shape = function.result_keys
+                if all(a is not None for a in args.values()):
+                    plan = RuleStagePlan(stage.id, function, stage.function, args, when)  # type: ignore[arg-type]
         if plan is not None:
             plans.append(plan)
         scope = scope.with_names(**{stage.id: shape})

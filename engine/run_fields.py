@@ -130,10 +130,11 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
     """Why a required built-in field does not count as given (None when it does): the item has
     none, or — for a field the scorer is given rather than one the system produced
     (`ANSWER_FIELDS`) — it holds no text (case C24: a question given as messages with no text
-    fails, never scores as an empty question)."""
+    fails, never scores as an empty question). A given ground truth counts even when empty: an
+    empty text can be the expected answer (two empty texts are identical)."""
     if name not in run["given"]:
         return "the item has none"
-    if name in ANSWER_FIELDS:
+    if name in ANSWER_FIELDS or name == "ground_truth":
         return None
     if name == "input":
         if run["input_text"].strip():

@@ -8,6 +8,7 @@ jsonschema-rs decides (fast, and already what validates judge answers); the pure
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
@@ -34,8 +35,32 @@ def schema_error(schema: Any) -> Any:
     return None
 
 
+def _format_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """What the formats the engine checks itself say about a string `value`: ``format: regex``
+    (the pattern must compile with the `regex` package, which rule functions use; the problem
+    names the position) and ``format: json-schema`` (the value must be a valid JSON Schema)."""
+    fmt = schema.get("format")
+    if fmt == "regex" and isinstance(value, str):
+        from .patterns import pattern_problem
+
+        return pattern_problem(value)
+    if fmt == "json-schema" and isinstance(value, (dict, bool)):
+        exc = schema_error(value)
+        return None if exc is None else f"not a valid JSON Schema: {exc.message}"
+    return None
+
+
+@dataclass(frozen=True)
+class _FormatProblem:
+    """A problem a checked format found, shaped like a jsonschema error (at the value itself)."""
+
+    message: str
+    absolute_path: tuple[Any, ...] = ()
+
+
 class OptionValidator:
-    """An option's JSON Schema (checked valid beforehand by `schema_error`), compiled once."""
+    """An option's JSON Schema (checked valid beforehand by `schema_error`), compiled once.
+    Besides the schema, two formats are checked on the value: ``regex`` and ``json-schema``."""
 
     def __init__(self, schema: dict[str, Any]):
         self.schema = schema
@@ -62,9 +87,11 @@ class OptionValidator:
         return f"{where}: {found.message}"
 
     def _best(self, value: Any) -> Any:
+        """The most relevant problem (`.message`, `.absolute_path`), or None."""
         try:
             if self._validator is not None and self._validator.is_valid(value):
-                return None
+                problem = _format_problem(self.schema, value)
+                return None if problem is None else _FormatProblem(problem)
         except (TypeError, ValueError):  # no JSON form
             pass
         import jsonschema

@@ -313,12 +313,13 @@ def test_c24_no_tool_call_is_a_real_answer():
     assert (result.status, result.score) == ("scored", 0)
 
 
-def test_c24_a_required_empty_ground_truth_fails_instead_of_scoring_zero():
+def test_c24_a_required_empty_ground_truth_is_not_scorable_instead_of_scoring_zero():
+    """A given ground truth counts even when blank (an empty text can be the expected answer, for
+    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with."""
     judge = FakeJudge()
     result = load_scorer("answer_similarity", judge=judge).run(output="Paris.", ground_truth="  ")
-    assert (result.status, result.error.kind) == ("failed", "input")
-    assert result.error.message == ("answer_similarity needs 'ground_truth' and it is empty "
-                                    "(set requireGroundTruth=false to score it 0)")
+    assert (result.status, result.score) == ("not_scorable", None)
+    assert result.reason == "The ground truth is empty: there is nothing to compare the output with."
     assert judge.calls == []
 
 

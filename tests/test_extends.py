@@ -218,7 +218,8 @@ def test_after_in_a_spec_that_extends_nothing_is_an_error(specs):
 
 def test_an_unknown_after_and_an_unknown_parent_are_errors(specs):
     folder = specs({"base": BASE, "child": child("stages:\n  - id: new\n    after: nowhere\n    function: "
-                                                "textual_difference\n"),
+                                                "textual_difference\n    args: {reference: run.input, candidate: "
+                                                "run.output}\n"),
                     "orphan": child("name: O\n", name="orphan", extends="no_such_spec")})
     with pytest.raises(SpecError) as info:
         compile_file(folder / "child.yaml")

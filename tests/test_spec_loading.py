@@ -122,8 +122,10 @@ def test_rule_stage_unknown_key_suggests_rule_keys(tmp_path):
     source = source.replace("    args:", "    argz:")
     with pytest.raises(SpecError) as info:
         compile_text(source, tmp_path / "spec.yaml")
-    (problem,) = info.value.problems
-    assert (problem.code, problem.key_path, problem.hint) == ("unknown-key", "stages[0].argz", "did you mean 'args'?")
+    # and without its args the function misses its arguments
+    unknown, missing = sorted(info.value.problems, key=lambda p: p.code != "unknown-key")
+    assert (unknown.code, unknown.key_path, unknown.hint) == ("unknown-key", "stages[0].argz", "did you mean 'args'?")
+    assert (missing.code, missing.key_path) == ("missing-argument", "stages[0].args")
 
 
 def test_unquoted_yes_no_enum_loads_as_strings(write_spec):

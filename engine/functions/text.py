@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Indel
 
-__all__ = ["textual_difference", "MAX_ALIGNMENT_CELLS"]
+from ..rule_function import rule_function
+
+__all__ = ["TEXTUAL_DIFFERENCE", "textual_difference", "MAX_ALIGNMENT_CELLS"]
 
 #: One alignment keeps a bit matrix of len(a) × len(b) bits; a piece that would need more than
 #: about 300 MB is refused instead of exhausting memory (two 200,000-character texts: ~4.7 GB).
@@ -128,6 +130,20 @@ def textual_difference(reference: str, candidate: str) -> dict:
         "lengthDiff": length_diff,
         "confidence": confidence,
     }
+
+
+_SHARE = {"type": "number", "minimum": 0, "maximum": 1}
+TEXTUAL_DIFFERENCE = rule_function(
+    textual_difference,
+    args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
+    result={"type": "object", "additionalProperties": False,
+            "required": ["ratio", "changes", "lengthDiff", "confidence"],
+            "properties": {"ratio": _SHARE, "changes": {"type": "integer", "minimum": 0}, "lengthDiff": _SHARE,
+                           "confidence": _SHARE}},
+    limit="texts that align within about 300 MB: any that mostly agree; unrelated texts up to about 50,000 "
+          "characters each",
+)
+"""`textual_difference` as the registry holds it, with its declared arguments and result."""
 
 
 def _gaps(blocks: list[tuple[int, int, int]], la: int, lb: int) -> int:

@@ -1,0 +1,85 @@
+"""Completeness: the share of a reference text's key elements that the output also has.
+
+The key elements are its nouns and verbs, as lemmas (``children`` → ``child``, ``ran`` →
+``run``), its numbers, and the named terms the English lexicon does not know (``Mastra``,
+``London``, ``GPT-4``), each once, folded. Parts of speech and lemmas come from LemmInflect's
+lexicon (data inside the package): a word the lexicon lists as a verb is taken as a verb, else as
+a noun; a word it lists only as an adjective or adverb is not an element. Stopwords
+(`engine.words`) are not elements either, except those the lexicon lists only as verbs (``ran``,
+``gave``, ``found``: the stopword list holds many such verbs, and verbs are half of what is
+counted). There is no sentence context (no tagger): ``saw`` is the verb ``see`` wherever it
+stands. The reference (`compromise`) tags words in context and counts every term, stopwords
+included.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..rule_function import check_length, rule_function
+from ..words import fold, is_number, stopwords, words
+
+#: Each text may have up to this many characters (about 0.5 s per 100,000 once warm).
+MAX_CHARS = 200_000
+
+
+@lru_cache(maxsize=65_536)
+def _element(word: str, stop: bool) -> str | None:
+    """The element `word` stands for: its verb lemma, else its noun lemma, or itself folded when
+    the lexicon does not know it; None when it is only an adjective, adverb or other word. A
+    stopword (`stop`) is an element only when the lexicon knows it as a verb and nothing else."""
+    from lemminflect import getAllLemmas
+
+    if word.endswith(("'s", "’s")) and len(word) > 2:
+        word = word[:-2]  # a possessive: the word it belongs to
+    found = getAllLemmas(word) or (getAllLemmas(word.lower()) if word != word.lower() else {})
+    if stop:
+        return fold(found["VERB"][0]) if set(found) == {"VERB"} else None
+    if not found:
+        return fold(word)
+    for pos in ("VERB", "NOUN", "PROPN"):
+        if pos in found:
+            return fold(found[pos][0])
+    return None
+
+
+def elements(text: str) -> list[str]:
+    """The key elements of `text`, folded, each once, in the order they first occur."""
+    stop = stopwords()
+    seen: dict[str, None] = {}
+    for word in words(text):
+        element = fold(word) if is_number(word) else _element(word, fold(word) in stop)
+        if element is not None:
+            seen.setdefault(element, None)
+    return list(seen)
+
+
+_WORDS = {"type": "array", "items": {"type": "string"}}
+
+
+@rule_function(
+    args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
+    result={"type": "object", "additionalProperties": False, "required": ["coverage", "total", "matched", "missing"],
+            "properties": {"coverage": {"type": "number", "minimum": 0, "maximum": 1},
+                           "total": {"type": "integer", "minimum": 0}, "matched": _WORDS, "missing": _WORDS}},
+    limit=f"each text up to {MAX_CHARS:,} characters",
+)
+def completeness(reference: str, candidate: str) -> dict:
+    """The share of the reference's key elements (nouns and verbs as lemmas, numbers, named
+    terms) found among the candidate's.
+
+    Returns ``{"coverage": float in [0, 1], "total": int, "matched": [str], "missing": [str]}``
+    (elements in the reference's order). A reference with no elements leaves nothing to cover:
+    coverage 1.0 with total 0. Raises `ValueError` past `MAX_CHARS`.
+    """
+    check_length("completeness", "reference", reference, MAX_CHARS)
+    check_length("completeness", "candidate", candidate, MAX_CHARS)
+    wanted = elements(reference)
+    found = set(elements(candidate))
+    matched = [e for e in wanted if e in found]
+    missing = [e for e in wanted if e not in found]
+    coverage = len(matched) / len(wanted) if wanted else 1.0
+    return {"coverage": coverage, "total": len(wanted), "matched": matched, "missing": missing}
+
+
+__all__ = ["MAX_CHARS", "completeness", "elements"]
