@@ -54,6 +54,22 @@ def _count(values: Any, attribute: str, equal_to: Any) -> int:
     return sum(1 for item in values or () if _lower_trim(_get(item, attribute)) == want)
 
 
+def _average_precision(values: Any, attribute: str, equal_to: Any) -> float:
+    """Average precision of a ranked list (its first item ranked first): the items whose
+    `attribute` equals `equal_to` (case and surrounding spaces ignored, as `count`) are the
+    relevant ones; the mean, over the relevant positions i (1-based), of the relevant items
+    among the first i divided by i. In [0, 1]: 1 when every relevant item comes before every
+    other, 0.0 when none is relevant (an empty list included). E.g. relevant, not, relevant,
+    not → (1/1 + 2/3) / 2 = 0.8333."""
+    want = _lower_trim(equal_to)
+    found, total = 0, 0.0
+    for position, item in enumerate(values or (), start=1):
+        if _lower_trim(_get(item, attribute)) == want:
+            found += 1
+            total += found / position
+    return total / found if found else 0.0
+
+
 def _get(item: Any, attribute: str) -> Any:
     return item.get(attribute) if isinstance(item, dict) else getattr(item, attribute, None)
 
@@ -199,8 +215,8 @@ def neutralise_delimiters(value: Any) -> str:
 
 @lru_cache(maxsize=2)
 def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
-    """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)` and
-    `num(places=4)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
+    """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`,
+    `average_precision(attr, value)` and `num(places=4)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
     `namespace`; not `lipsum`, `cycler`, `joiner`).
 
     `prompt=True` gives the environment of prompt files (what the judge reads): the same, plus
@@ -219,6 +235,7 @@ def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     for name in _SIZED_FILTERS:
         env.filters[name] = _bounded(name, env.filters[name])
     env.filters["count"] = _count
+    env.filters["average_precision"] = _average_precision
     env.filters["num"] = _num
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)

@@ -101,6 +101,13 @@ def _rejoin(root: str, suffix: str) -> str:
     return root + suffix if root else suffix.lstrip(".")
 
 
+def _item_id(item: Any) -> str | None:
+    """A keyed list item's id, or None when it has none that can key it (a non-text id is left to
+    the spec's validation to report, never a crash of the merge)."""
+    value = item.get("id") if isinstance(item, dict) else None
+    return value if isinstance(value, str) else None
+
+
 class _Merger:
     """Merges two documents' values, re-keying each value's position under its merged path."""
 
@@ -153,10 +160,10 @@ class _Merger:
     def keyed(self, p: list, ppath: str, c: list, cpath: str, out: str) -> list:
         """Items merged by id; new ones placed last or after the item their ``after:`` names."""
         order: list[tuple[int | None, int | None]] = [(i, None) for i in range(len(p))]
-        ids = {item.get("id"): i for i, item in enumerate(p) if isinstance(item, dict)}
+        ids = {_item_id(item): i for i, item in enumerate(p) if _item_id(item) is not None}
         placed: dict[tuple[int | None, int | None], Any] = {}  # entry → the id it was placed after
         for j, item in enumerate(c):
-            item_id = item.get("id") if isinstance(item, dict) else None
+            item_id = _item_id(item)
             after = item.get("after") if isinstance(item, dict) else None
             entry: tuple[int | None, int | None] = (None, j)
             if item_id is not None and item_id in ids:

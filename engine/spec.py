@@ -7,6 +7,7 @@ into a runnable `engine.scorer.Scorer`. Field descriptions below are what editor
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -247,4 +248,28 @@ def spec_json_schema() -> dict[str, Any]:
     schema["if"] = {"anyOf": [{"required": ["abstract"], "properties": {"abstract": {"const": True}}},
                               {"required": ["extends"]}]}
     schema["else"] = {"required": list(CONCRETE_KEYS)}
+    _stage_patches(schema)
     return schema
+
+
+def _stage_patches(schema: dict[str, Any]) -> None:
+    """Let a spec that extends another give a stage by its id and only the keys it changes (the
+    stages merge by id, and the merged spec is checked in full when it loads); a spec that extends
+    none gives every stage whole."""
+    defs = schema["$defs"]
+    for kind in ("PromptStage", "RuleStage"):
+        patch = copy.deepcopy(defs[kind])
+        patch["required"] = ["id"]
+        patch["title"] = f"{kind}Patch"
+        patch["description"] = f"In a spec that extends another: the keys of its {kind} with this id that change."
+        defs[f"{kind}Patch"] = patch
+    whole = schema["properties"]["stages"]
+    schema["properties"]["stages"] = {
+        **{k: v for k, v in whole.items() if k != "anyOf"},
+        "anyOf": [{"type": "array", "minItems": 1, "items": {"type": "object"}}, {"type": "null"}],
+    }
+    patches = {"type": "array", "minItems": 1,
+               "items": {"anyOf": [{"$ref": "#/$defs/PromptStagePatch"}, {"$ref": "#/$defs/RuleStagePatch"}]}}
+    schema["allOf"] = [{"if": {"required": ["extends"]},
+                        "then": {"properties": {"stages": {"anyOf": [patches, {"type": "null"}]}}},
+                        "else": {"properties": {"stages": {"anyOf": whole["anyOf"]}}}}]

@@ -306,3 +306,13 @@ def test_the_readme_extends_example_compiles(tmp_path, monkeypatch):
     assert [s.id for s in plan.stages] == ["preprocess", "analyze", "double_check"]
     assert plan.options.defaults["scale"] == 10 and plan.score.formula.source.endswith("* 0.9")
     assert plan.reasons[1].template.source.startswith("{{ supported }} of")
+
+
+def test_a_stage_id_that_is_not_text_is_a_spec_error_not_a_crash(specs):
+    """A child stage whose id is a list (or a mapping) cannot key the merge: it is reported by the
+    spec's validation, at the child's line."""
+    folder = specs({"base": BASE, "child": child("stages:\n  - id: [analyze]\n    prompt: base/judge.j2\n")})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    assert [(p.key_path, p.file.endswith("child.yaml")) for p in info.value.problems if p.code == "wrong-type"] == [
+        ("stages[2].id", True)]

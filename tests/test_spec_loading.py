@@ -534,6 +534,19 @@ def test_json_schema_rejects_what_the_loader_rejects():
     assert not validator.is_valid(doc)
 
 
+def test_json_schema_takes_a_child_stage_by_id_and_the_keys_it_changes():
+    """A spec that extends another gives a stage partly (merged by id, checked whole at load); a
+    spec that extends none gives every stage whole; a misspelt key is refused either way."""
+    validator = jsonschema.Draft202012Validator(spec_json_schema())
+    child = {"format": 1, "id": "strict", "extends": "faithfulness", "stages": [{"id": "analyze", "prompt": "s/v.j2"}]}
+    assert validator.is_valid(child)
+    assert not validator.is_valid({**child, "stages": [{"id": "analyze", "promt": "s/v.j2"}]})
+    whole = {"format": 1, "id": "alone", "name": "A", "description": "d", "version": 1, "score": {"formula": "1"},
+             "stages": [{"id": "analyze", "prompt": "s/v.j2"}]}
+    assert not validator.is_valid(whole)
+    assert validator.is_valid({**whole, "stages": [{"id": "analyze", "prompt": "s/v.j2", "output_schema": {}}]})
+
+
 # --- where specs and templates resolve ---------------------------------------------------------------
 
 

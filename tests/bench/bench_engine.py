@@ -69,6 +69,22 @@ ANSWER_SIMILARITY = {
 }
 ANSWERS = {"faithfulness": FAITHFULNESS, "answer_similarity": ANSWER_SIMILARITY}
 
+# The statement and context scorers (issue 21): the bench item's two statements, one passage.
+TWO_STATEMENTS = {"statements": ["The tower is in Paris.", "The tower opened in 1889."]}
+YES, NO = {"verdict": "yes", "reason": "r"}, {"verdict": "no", "reason": "r"}
+ANSWERS.update({
+    "answer_relevancy": {"preprocess": TWO_STATEMENTS, "analyze": YES},
+    "hallucination": {"preprocess": TWO_STATEMENTS, "analyze": YES},
+    "bias": {"preprocess": {"statements": ["The tower is the finest sight in Paris."]}, "analyze": NO},
+    "toxicity": {"preprocess": TWO_STATEMENTS, "analyze": NO},
+    "context_recall": {"preprocess": TWO_STATEMENTS, "analyze": YES},
+    "summarization": {"preprocess": TWO_STATEMENTS, "analyze": YES,
+                      "questions": {"questions": ["Is the tower in Paris?", "Did the tower open in 1889?"]},
+                      "coverage": YES},
+    "context_precision": {"analyze": YES},
+    "context_relevance": {"analyze": {"relevance": "high", "reason": "r"}, "usage": YES, "missing": {"missing": []}},
+})
+
 
 def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, int]:
     """(µs per item over `n` items after a warm-up, judge calls per item) for a shipped spec;

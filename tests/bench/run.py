@@ -312,7 +312,8 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
     level = max(c for c in sz.levels if c <= 32 and "failed" not in ref_tp[c])
     for o in oh:
         if o["judge"]:
-            ref_calls = num(ref_tp[level]["calls_item"]) if o["id"] == "faithfulness" else "3 (issue 8)"
+            ref_calls = {"faithfulness": num(ref_tp[level]["calls_item"]),
+                         "answer_similarity": "3 (issue 8)"}.get(o["id"], "—")  # the others: not measured
             varies = f" (varies: `for_each` stage {', '.join(o['per_element'])} asks once per element)" \
                 if o["per_element"] else ""
             rows.append(("4", f"judge calls per item: {o['id']}{varies}", str(o["calls"]), ref_calls, "—", "", ""))
