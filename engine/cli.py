@@ -33,7 +33,9 @@ def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="Lis
                                                  "one's signature, result and size limit."),
              as_json: bool = typer.Option(False, "--json", help="With --functions: their argument and result "
                                           "schemas as JSON.")) -> None:
-    """List the built-in and local scorer specs (a local spec shadows a built-in of the same id)."""
+    """List the built-in and local scorer specs (a local spec shadows a built-in of the same id),
+    grouped: LLM scorers (they ask a judge), rule scorers (no model), then abstract bases; each
+    with the direction in which its scores are better."""
     if show_functions:
         _list_functions(as_json)
         return
@@ -47,18 +49,28 @@ def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="Lis
 
     from .direction import short
 
-    table = Table("id", "name", "origin", "judge", "better", "description", box=None, pad_edge=False)
+    groups: dict[str, list[tuple[str, ...]]] = {"LLM": [], "rule": [], "base": [], "?": []}
     for entry in list_specs():
         if entry.abstract:
-            table.add_row(entry.id, "", escape(entry.origin) + " (abstract base)", "", "", "a base for other specs "
-                          "(extends: " + entry.id + "); not run itself")
+            groups["base"].append((entry.id, "base", "", "", escape(entry.origin) + " (abstract base)",
+                                   "a base for other specs (extends: " + entry.id + "); not run itself"))
             continue
         try:
             spec = compile_file(entry.path)
-            table.add_row(entry.id, escape(spec.name), escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
-                          "yes" if spec.uses_judge else "no", short(spec.direction), escape(spec.description))
+            kind = "LLM" if spec.uses_judge else "rule"
+            groups[kind].append((entry.id, kind, short(spec.direction), escape(spec.name),
+                                 escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
+                                 escape(spec.description)))
         except SpecError as exc:
-            table.add_row(entry.id, "?", entry.origin, "?", "?", f"[red]invalid: {len(exc.problems)} problem(s)[/red]")
+            groups["?"].append((entry.id, "?", "?", "?", entry.origin,
+                                f"[red]invalid: {len(exc.problems)} problem(s)[/red]"))
+    # kind: LLM (asks a judge) or rule (no model); better: which scores are better
+    table = Table("id", "kind", "better", "name", "origin", "description", box=None, pad_edge=False)
+    for rows in (rows for rows in groups.values() if rows):
+        if table.row_count:
+            table.add_row()  # a blank line between groups
+        for row in rows:
+            table.add_row(*row)
     console = _stdout()
     console.print(table)
     console.print(f"\nrule functions: {', '.join(names())} (`scorespec list --functions` for their arguments)")

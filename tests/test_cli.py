@@ -28,7 +28,8 @@ def invoke(*args: str, env: dict | None = None):
 def test_validate_builtins_ok():
     result = invoke("validate")
     assert result.exit_code == 0
-    assert f"ok: {len(BUILTIN_IDS)} spec(s) valid" in result.stderr
+    shipped = len(list(builtin_specs_dir().glob("*.yaml")))
+    assert f"ok: {shipped} spec(s) valid" in result.stderr
     assert result.stdout == ""
 
 
@@ -42,18 +43,24 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
                                              encoding="utf-8")  # shadows the built-in
     monkeypatch.chdir(tmp_path)
     listed = invoke("list")
-    ids = [line.split()[0] for line in listed.stdout.split("\nrule functions")[0].splitlines()[1:] if line[:1].strip()]
-    assert ids == sorted(BUILTIN_IDS + ["my_scorer"])
+    rows = [line.split() for line in listed.stdout.split("\nrule functions")[0].splitlines()[1:] if line[:1].strip()]
+    shipped = sorted(p.stem for p in builtin_specs_dir().glob("*.yaml"))
+    assert sorted(row[0] for row in rows) == sorted(shipped + ["my_scorer"])
+    # grouped: LLM scorers, rule scorers, abstract bases, then the spec that does not compile
+    kinds = [row[1] for row in rows]
+    assert kinds == sorted(kinds, key=["LLM", "rule", "base", "?"].index)
+    assert {row[0]: row[1] for row in rows}["my_scorer"] == "rule"
+    assert rows[-1][:2] == ["faithfulness", "?"]
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
         "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
-        f"1 problem(s) in 1 of {len(BUILTIN_IDS) + 1} spec(s)",
+        f"1 problem(s) in 1 of {len(shipped) + 1} spec(s)",
     ]
     (local / "faithfulness.yaml").unlink()
     result = invoke("validate")
-    assert result.exit_code == 0 and result.stderr == f"ok: {len(BUILTIN_IDS) + 1} spec(s) valid\n"
+    assert result.exit_code == 0 and result.stderr == f"ok: {len(shipped) + 1} spec(s) valid\n"
 
 
 def test_validate_files_ok():
@@ -86,7 +93,9 @@ def test_list_shows_builtins_and_functions():
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
     assert "builtin" in rows["faithfulness"] and "Faithfulness" in rows["faithfulness"]
     assert "builtin" in rows["answer_similarity"]
-    assert "no" in rows["textual_difference"].split()  # no judge
+    assert rows["textual_difference"].split()[1:3] == ["rule", "higher"]  # no judge
+    assert rows["faithfulness"].split()[1:3] == ["LLM", "higher"]
+    assert rows["judge_base"].split()[1] == "base"
     assert "rule functions: " in result.stdout
     listed = result.stdout.split("rule functions: ")[1]
     assert "textual_difference" in listed and "content_similarity" in listed
@@ -314,5 +323,6 @@ def test_new_then_render_resolved_and_validate(tmp_path, monkeypatch):
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "# strict_faith extends faithfulness → judge_base → scorer_base"
     assert '    prompt: "strict_faith/extract_claims.j2"  # scorer_specs/strict_faith.yaml:9' in shown.stdout
-    assert invoke("validate").stderr == f"ok: {len(BUILTIN_IDS) + 1} spec(s) valid\n"
+    shipped = len(list(builtin_specs_dir().glob("*.yaml")))
+    assert invoke("validate").stderr == f"ok: {shipped + 1} spec(s) valid\n"
     assert invoke("run", "judge_base", "--output", "x").exit_code == 2  # an abstract base is not run

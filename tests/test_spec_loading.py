@@ -492,6 +492,16 @@ def _minimal(schema: dict):
     return None
 
 
+# A value for each field a shipped spec declares (the dry run gives a spec those it declares).
+DECLARED_FIELDS = {
+    "rubric": "Names a colour.",
+    "criterion": "The answer names a colour.",
+    "baseline_response": "The sky is blue.",
+    "available_tools": [{"name": "look_up", "description": "Looks a fact up."}],
+    "expected_trajectory": ["look_up"],
+}
+
+
 @pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.stem)
 def test_shipped_spec_loads_compiles_and_dry_runs(path):
     compiled = compile_file(path)
@@ -499,8 +509,9 @@ def test_shipped_spec_loads_compiles_and_dry_runs(path):
     assert len(compiled.hash) == 64
     judge = FakeJudge(default=lambda call: _minimal(call.schema))
     scorer = Scorer(compiled, judge=judge)
+    declared = {name: value for name, value in DECLARED_FIELDS.items() if name in compiled.declared}
     result = scorer.run(output="The sky is blue.", input="What colour is the sky?",
-                        ground_truth="The sky is blue.", context=["The sky is blue."])
+                        ground_truth="The sky is blue.", context=["The sky is blue."], **declared)
     assert result.status == "scored", result.error
     assert 0 <= result.score <= scorer.scale
     assert result.reason

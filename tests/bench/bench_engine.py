@@ -68,6 +68,37 @@ ANSWER_SIMILARITY = {
     "reason": {"reason": "Identical."},
 }
 ANSWERS = {"faithfulness": FAITHFULNESS, "answer_similarity": ANSWER_SIMILARITY}
+VERDICT = {"verdict": "yes", "reason": "r"}
+ALIGNMENT = {"intent": 0.9, "requirements": 0.8, "completeness": 0.7, "appropriateness": 0.6, "unmet": [],
+             "reason": "r"}
+IMPACT = {"impact": "minimal", "change": "Wording only."}
+NOISE_SENSITIVITY = {"analyze": {
+    "dimensions": {name: IMPACT for name in ("accuracy", "completeness", "relevance", "consistency", "hallucination")},
+    "majorIssues": [], "robustness": 0.9, "assessment": "Barely changed."}}
+ANSWERS.update({
+    "criteria": {"analyze": VERDICT},
+    "multi_turn_judge": {"analyze": VERDICT},
+    "rubric": {"analyze": VERDICT},
+    "noise_sensitivity": NOISE_SENSITIVITY,
+    "prompt_alignment": {"user_alignment": ALIGNMENT, "system_alignment": ALIGNMENT},
+    "tool_call_accuracy": {"analyze": VERDICT, "missing": {"verdict": "no", "tools": [], "reason": "r"}},
+    "trajectory_accuracy": {"analyze": {"necessary": "yes", "in_order": "yes", "reason": "r"},
+                            "missing": {"missing": [], "reason": "r"}},
+})
+# Item fields beyond the common item, for the specs that read them (declared fields, a system
+# prompt, tool calls); a spec gets those of its own id.
+CALLS = [{"name": "look_up", "arguments": {"q": "tower"}, "result": "Paris"},
+         {"name": "look_up", "arguments": {"q": "tower height"}, "result": "330 m"}]
+FIELDS = {
+    "criteria": {"criterion": "The answer says where the tower is."},
+    "multi_turn_judge": {"criterion": "The answer says where the tower is."},
+    "rubric": {"rubric": "Says where the tower is.\nSays when it opened.\nStays under 50 words."},
+    "noise_sensitivity": {"baseline_response": "The tower is in Paris and opened in 1889."},
+    "prompt_alignment": {"system": "You answer questions about landmarks in two sentences."},
+    "tool_call_accuracy": {"available_tools": [{"name": "look_up", "description": "Looks a fact up."}],
+                           "tool_calls": CALLS},
+    "trajectory_accuracy": {"tool_calls": CALLS},
+}
 
 # The statement and context scorers (issue 21): the bench item's two statements, one passage.
 TWO_STATEMENTS = {"statements": ["The tower is in Paris.", "The tower opened in 1889."]}
@@ -93,7 +124,7 @@ def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, in
     scorer = load_scorer(scorer_id, judge=judge) if answers else load_scorer(scorer_id)
     item = dict(output="The tower is in Paris. It opened in 1889.", input="Tell me about the tower.",
                 ground_truth="The tower is in Paris, the capital of France.",
-                context=["The Eiffel Tower, in Paris, opened in 1889."])
+                context=["The Eiffel Tower, in Paris, opened in 1889."], **FIELDS.get(scorer_id, {}))
 
     async def loop() -> None:
         for _ in range(n):
