@@ -104,21 +104,23 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
                                                    "list` shows: the local scorer_specs/ and the built-ins).")) -> None:
     """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
     from .catalog import list_specs
-    from .compile import validate_directory
+    from .compile import validate_specs
 
     # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
     targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
-    count = sum(len(list(p.glob('*.yaml'))) if p.is_dir() else 1 for p in targets)
-    problems = validate_directory(targets)
+    by_spec = validate_specs(targets)
+    count = len(by_spec)
+    problems = sorted({p: None for found in by_spec.values() for p in found},  # a parent's once, not per child
+                      key=lambda p: (p.file, p.line, p.column, p.key_path, p.code))
     # plain lines, no rich console: importing rich is a tenth of this command's cold start
     for problem in problems:
         typer.echo(problem.render(), err=True)
     if problems:
-        files = len({p.file for p in problems})
-        typer.echo(f"{len(problems)} problem(s) in {files} of {count} spec(s)", err=True)
+        failing = sum(1 for found in by_spec.values() if found)
+        typer.echo(f"{len(problems)} problem(s) in {failing} of {count} spec(s)", err=True)
         raise typer.Exit(EXIT_ERROR)
     typer.echo(f"ok: {count} spec(s) valid", err=True)
 

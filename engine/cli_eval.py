@@ -116,6 +116,7 @@ def eval_cmd(
                                      "(repeatable); key=value when one spec runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and scorer."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run of --out (or of --run-id)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Score only the first N items of the data."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="The run's id (to resume a run without --out)."),
     store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
                                          ".scorespec/store.sqlite)."),
@@ -186,12 +187,12 @@ def eval_cmd(
         reporter = ConsoleReporter(quiet=quiet)
         cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url, "samples": samples,
-                      "prices": str(prices.resolve()) if prices else None}
+                      "prices": str(prices.resolve()) if prices else None, "limit": limit}
         try:
             summary = asyncio.run(arun_evals(
                 data, scorers, concurrency=concurrency, thresholds=threshold, out=out, resume=resume,
                 run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter, fields=field,
-                config={"cli": cli_config}, prices=prices, max_cost=max_cost))
+                config={"cli": cli_config}, prices=prices, max_cost=max_cost, limit=limit))
         except KeyboardInterrupt:
             err_console().print("interrupted: every completed result is saved; run the same command with --resume "
                             "to continue", markup=False)

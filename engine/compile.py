@@ -446,22 +446,29 @@ def compile_text(text: str, path: Path) -> ScorerPlan:
     return compile_document(resolve_extends(parse_document(text, path)))
 
 
-def validate_directory(paths: list[Path]) -> list[Problem]:
-    """Compile every spec under `paths` (files or folders); all problems of all files."""
-    problems: list[Problem] = []
+def validate_specs(paths: list[Path]) -> dict[Path, list[Problem]]:
+    """Compile every spec under `paths` (files or folders): each spec file → its problems
+    (empty when it is valid; a problem may be in a template or a parent spec's file)."""
+    found: dict[Path, list[Problem]] = {}
     for path in paths:
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        for file in files:
+        for file in sorted(path.glob("*.yaml")) if path.is_dir() else [path]:
             try:
                 doc = load_document(file)
                 if isinstance(doc.data, dict) and doc.data.get("abstract") is True:  # a base: checked as far as it goes
                     check_document(doc)
-                    problems.extend(doc.problems)
+                    found[file] = list(doc.problems)
                 else:
                     compile_document(doc)
+                    found[file] = []
             except SpecError as exc:
-                problems.extend(exc.problems)
-    return problems
+                found[file] = list(exc.problems)
+    return found
 
 
-__all__ = ["ScorerPlan", "load_spec", "compile_document", "compile_file", "compile_text", "validate_directory"]
+def validate_directory(paths: list[Path]) -> list[Problem]:
+    """Compile every spec under `paths` (files or folders); all problems of all files."""
+    return [problem for problems in validate_specs(paths).values() for problem in problems]
+
+
+__all__ = ["ScorerPlan", "load_spec", "compile_document", "compile_file", "compile_text", "validate_directory",
+           "validate_specs"]

@@ -4,8 +4,8 @@ Every source becomes a stream of *items*, plain dicts with the run fields a scor
 
     {"id": …, "input": …, "output": …, "ground_truth": …, "context": [str, …] | None, …the rest}
 
-- ``id``: the record's own ``id`` field, else its line number in the file (1-based; for a
-  list or a DataFrame, its position, 1-based).
+- ``id``: the record's own ``id`` field, else its line number in a JSONL or CSV file, its
+  position in a JSON array, a list or a DataFrame (all 1-based). Problems name the line.
 - ``ground_truth`` also reads ``groundTruth`` (the seed's spelling) when no mapping is given.
 - ``context``: a list of strings; a string becomes a one-element list (in CSV, a cell holding a
   JSON array of strings is read as that list); absent or empty → None (not given).
@@ -277,7 +277,9 @@ def _json_type(value: Any) -> str:
 
 def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
                      report: OnProblem) -> Iterator[tuple[int, Item]]:
-    """A JSON array of objects, decoded element by element so each gets its line number.
+    """A JSON array of objects, decoded element by element: each problem names its line, and an
+    element without an ``id`` gets its 1-based position in the array (a one-line array, as
+    ``json.dump`` writes it, has all its elements on line 1).
     (The file is read whole — a JSON array cannot be streamed with the standard library; use
     JSONL for very large datasets.) A syntax error stops the read at that element."""
     data = path.read_bytes()
@@ -307,6 +309,7 @@ def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
         return
     pos += 1
     first = True
+    position = 0
     while True:
         while pos < len(text) and text[pos] in ws:
             pos += 1
@@ -335,13 +338,14 @@ def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
                                   "the rest of the array was not read"))
             return
         number = line_at(start)
+        position += 1
         if not isinstance(record, dict):
             report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
             continue
         if _too_deep(record):
             report(DatasetProblem(name, number, _TOO_DEEP))
             continue
-        yield number, to_item(record, number, fields)
+        yield number, to_item(record, position, fields)
 
 
 def _csv_lines(f: Any, bad: dict[int, str]) -> Iterator[str]:

@@ -129,6 +129,7 @@ async def arun_evals(
     samples: int | None = None,
     prices: PriceTable | str | os.PathLike[str] | bool | None = None,
     max_cost: float | None = None,
+    limit: int | None = None,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
@@ -160,7 +161,8 @@ async def arun_evals(
     the shipped table, None for the default (``$SCORESPEC_PRICES``, else ``prices.yaml`` in the
     cache folder, over the shipped table), or False for no cost. max_cost: a budget in US
     dollars: the run stops before an item that would pass it (`engine.budget`; verdict
-    ``budget_reached``); on resume, what the run's earlier attempts spent counts too.
+    ``budget_reached``); on resume, what the run's earlier attempts spent counts too. limit:
+    score only the first `limit` readable items of the data (≥ 1; None: all).
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
     threshold for an unknown label, concurrency < 1, resuming a run that does not exist, samples
@@ -170,6 +172,8 @@ async def arun_evals(
     `FileExistsError` when `out` already holds results and `resume` is False,
     `engine.datasets.DatasetError` for an unreadable file.
     """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be ≥ 1, not {limit}")
     scorer_list = resolve_scorers(scorers)
     if samples is not None:
         scorer_list = [s.with_samples(samples) if hasattr(s, "with_samples") else s for s in scorer_list]
@@ -195,9 +199,13 @@ async def arun_evals(
     try:
         prior = find_prior(out_path, run_id, db, resume=resume, note=reporter.note)
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
-        state = RunState(prior.run_id or new_run_id(), labels, stats, data_len(data),
+        total = data_len(data)
+        state = RunState(prior.run_id or new_run_id(), labels, stats,
+                         min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
         items = _items(data, field_map, state, reporter)
+        if limit is not None:  # the first `limit` readable items, in the data's order
+            items = itertools.islice(items, limit)
         if db is not None:
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
                          config=_run_config(config, concurrency, limits, stats, scorer_list))

@@ -58,6 +58,14 @@ def load_document(path: Path, _seen: tuple[Path, ...] = ()) -> Document:
     return resolve_extends(read_document(path), _seen)
 
 
+def _shown(path: Path) -> str:
+    """`path` relative to the current folder when it lies under it, as other problems name files."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def resolve_extends(doc: Document, _seen: tuple[Path, ...] = ()) -> Document:
     """`doc` merged over the spec it extends (recursively), or `doc` itself when it extends none.
 
@@ -67,9 +75,11 @@ def resolve_extends(doc: Document, _seen: tuple[Path, ...] = ()) -> Document:
     """
     key = doc.path.resolve()
     if key in _seen:
-        chain = " → ".join(str(p) for p in (*_seen, key))
-        raise SpecError([Problem("extends-cycle", f"specs extend each other in a cycle: {chain}", str(doc.path), 0,
-                                 0, "extends", "a spec cannot extend itself through the specs it extends")])
+        chain = " → ".join(_shown(p) for p in (*_seen, key))
+        where = doc.position("extends")
+        raise SpecError([Problem("extends-cycle", f"specs extend each other in a cycle: {chain}", where.file,
+                                 where.line, where.column, "extends",
+                                 "a spec cannot extend itself through the specs it extends")])
     if not isinstance(doc.data, dict) or "extends" not in doc.data:
         return doc
     parent_path = _parent_path(doc.data["extends"], doc)
@@ -162,8 +172,16 @@ class _Merger:
         order: list[tuple[int | None, int | None]] = [(i, None) for i in range(len(p))]
         ids = {_item_id(item): i for i, item in enumerate(p) if _item_id(item) is not None}
         placed: dict[tuple[int | None, int | None], Any] = {}  # entry → the id it was placed after
+        given: set[Any] = set()
         for j, item in enumerate(c):
             item_id = _item_id(item)
+            if item_id is not None and item_id in given:  # the second would silently undo the first
+                where = self.child.position(f"{cpath}[{j}].id")
+                self.problems.append(Problem("duplicate-id", f"id {item_id!r} is given twice in this list",
+                                             where.file, where.line, where.column, f"{cpath}[{j}].id",
+                                             "merge the two entries into one"))
+                continue
+            given.add(item_id)
             after = item.get("after") if isinstance(item, dict) else None
             entry: tuple[int | None, int | None] = (None, j)
             if item_id is not None and item_id in ids:

@@ -326,3 +326,20 @@ def test_new_then_render_resolved_and_validate(tmp_path, monkeypatch):
     shipped = len(list(builtin_specs_dir().glob("*.yaml")))
     assert invoke("validate").stderr == f"ok: {shipped + 1} spec(s) valid\n"
     assert invoke("run", "judge_base", "--output", "x").exit_code == 2  # an abstract base is not run
+
+
+def test_validate_counts_specs_not_the_files_their_problems_are_in(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "prompts" / "b").mkdir(parents=True)
+    (tmp_path / "prompts" / "b" / "ask.j2").write_text("Ask {{ run.outptu }} and {{ nope }}.")
+    spec = ("format: 1\nid: bad\nextends: judge_base\nname: B\ndescription: b\nversion: 1\nstages:\n  - id: s\n"
+            "    prompt: b/ask.j2\n    output_schema: {type: object, properties: {v: {type: string}}}\n"
+            "score:\n  formula: \"1 if s.v else 0\"\n")
+    (tmp_path / "scorer_specs" / "bad.yaml").write_text(spec)
+    (tmp_path / "scorer_specs" / "child.yaml").write_text("format: 1\nid: child\nextends: bad\nname: C\n")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("validate", "scorer_specs")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[-1] == "2 problem(s) in 2 of 2 spec(s)"  # the parent's problems once, both specs failing
+    assert all(line.startswith(str(tmp_path / "prompts" / "b" / "ask.j2") + ":1:") for line in lines[:-1])

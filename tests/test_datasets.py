@@ -95,13 +95,23 @@ def test_csv_mapping_to_an_absent_column_is_an_error(tmp_path):
         read(path, {"output": "answer"})
 
 
-def test_json_array_items_get_their_line_numbers(tmp_path):
+def test_json_array_items_get_their_positions_and_problems_their_lines(tmp_path):
     path = tmp_path / "items.json"
     path.write_text('[\n  {"output": "one"},\n  "not an object",\n  {"output": "three",\n   "input": "q"}\n]\n',
                     encoding="utf-8")
     items, problems = read(path)
     assert problems == [f"{path}:3: expected a JSON object, got a string"]
-    assert [(i["id"], i["output"]) for i in items] == [(2, "one"), (4, "three")]
+    assert [(i["id"], i["output"]) for i in items] == [(1, "one"), (3, "three")]
+
+
+def test_a_one_line_json_array_without_ids_keeps_every_item(tmp_path):
+    import json
+
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps([{"output": "a"}, {"output": "b"}, {"output": "c"}]), encoding="utf-8")
+    items, problems = read(path)
+    assert problems == []
+    assert [(i["id"], i["output"]) for i in items] == [(1, "a"), (2, "b"), (3, "c")]
 
 
 def test_json_array_syntax_error_keeps_what_came_before(tmp_path):

@@ -593,3 +593,17 @@ def test_run_evals_works_inside_a_running_event_loop():
     sync_summary, async_summary = asyncio.run(inside())
     assert sync_summary.scores == {"numeric": 0.5} and async_summary.scores == {"numeric": 0.25}
     assert threading.active_count() >= 1
+
+
+def test_limit_scores_only_the_first_items(tmp_path):
+    from engine.cli import app
+    from typer.testing import CliRunner
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(f'{{"id": {i}, "output": "a", "ground_truth": "a"}}\n' for i in range(5)))
+    summary = run_evals(str(data), ["textual_difference"], store=False, limit=2)
+    assert (summary.items, summary.scorers["textual_difference"].scored) == (2, 2)
+    result = CliRunner().invoke(app, ["eval", "textual_difference", "--data", str(data), "--limit", "3", "--json",
+                                      "--no-cache", "--store", str(tmp_path / "s.sqlite")])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["items"] == 3

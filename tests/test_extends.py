@@ -173,6 +173,7 @@ def test_a_cycle_is_an_error_naming_the_files(specs):
     problem = info.value.problems[0]
     assert problem.code == "extends-cycle"
     assert "a.yaml" in problem.message and "b.yaml" in problem.message
+    assert (Path(problem.file).name, problem.line, problem.column) == ("a.yaml", 3, 1)  # where `extends` is
 
 
 def test_an_abstract_base_cannot_be_run_and_its_children_can(specs):
@@ -316,3 +317,12 @@ def test_a_stage_id_that_is_not_text_is_a_spec_error_not_a_crash(specs):
         compile_file(folder / "child.yaml")
     assert [(p.key_path, p.file.endswith("child.yaml")) for p in info.value.problems if p.code == "wrong-type"] == [
         ("stages[2].id", True)]
+
+
+def test_a_child_giving_one_stage_id_twice_is_an_error_at_the_second(specs):
+    folder = specs({"base": BASE, "child": child("stages:\n  - id: analyze\n    temperature: 0.5\n"
+                                                "  - id: analyze\n    max_tokens: 10\n")})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    [problem] = info.value.problems
+    assert (Path(problem.file).name, problem.line, problem.code) == ("child.yaml", 7, "duplicate-id")
