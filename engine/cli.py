@@ -50,7 +50,8 @@ def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="Lis
     from .direction import short
 
     groups: dict[str, list[tuple[str, ...]]] = {"LLM": [], "rule": [], "base": [], "?": []}
-    for entry in list_specs():
+    entries = list_specs()
+    for entry in entries:
         if entry.abstract:
             groups["base"].append((entry.id, "base", "", "", escape(entry.origin) + " (abstract base)",
                                    "a base for other specs (extends: " + entry.id + "); not run itself"))
@@ -66,6 +67,8 @@ def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="Lis
                                 f"[red]invalid: {len(exc.problems)} problem(s)[/red]"))
     # kind: LLM (asks a judge) or rule (no model); better: which scores are better
     table = Table("id", "kind", "better", "name", "origin", "description", box=None, pad_edge=False)
+    table.columns[0].no_wrap = True  # an id is what the other commands take: never cut
+    table.columns[0].min_width = max((len(e.id) for e in entries), default=2)
     for rows in (rows for rows in groups.values() if rows):
         if table.row_count:
             table.add_row()  # a blank line between groups

@@ -199,18 +199,22 @@ def eval_cmd(
             raise typer.Exit(EXIT_INTERRUPTED)
         except (ValueError, FileExistsError, DatasetError) as exc:
             fail(str(exc))
-        if as_json:
-            print_summary(summary, err_console())
-            sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
-        else:
-            print_summary(summary, out_console())
-        exit_code = summary.exit_code
+        report = None
         if junit or summary_md or cutoffs:
             from .ci_report import eval_report
             from .direction import direction_of
 
             report = eval_report(summary, db.results(summary.run_id), cutoffs=cutoffs,
                                  directions={s.label: direction_of(s) for s in scorers})
+            if report.exit_code > summary.exit_code and summary.verdict == "passed":  # an item below its cut-off
+                summary.verdict = "below_threshold"  # so the printed and JSON verdicts agree with the exit code
+        if as_json:
+            print_summary(summary, err_console())
+            sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
+        else:
+            print_summary(summary, out_console())
+        exit_code = summary.exit_code
+        if report is not None:
             write_reports_or_exit(report, junit, summary_md)
             exit_code = max(exit_code, report.exit_code)
         if report_file is not None:
@@ -247,6 +251,8 @@ def runs_cmd(
     # one result per item and scorer: the status columns count results, not items
     table = Table("run", "started", "status", "verdict", "scorers", "items", "results", "scored", "not scorable",
                   "failed", "out", box=None, pad_edge=False)
+    table.columns[0].no_wrap = True  # a run id is what `show` takes: never cut or wrapped
+    table.columns[0].min_width = max((len(r["run_id"]) for r in runs), default=3)
     for r in runs:
         c = r["counts"]
         table.add_row(r["run_id"], r["created_at"][:19].replace("T", " "), r["status"], r["verdict"] or "",

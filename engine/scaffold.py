@@ -3,7 +3,8 @@
 
 With a parent (``--extends faithfulness``) the new spec extends it and overrides its first
 prompt stage with a copy of that stage's template, ready to edit; everything else is inherited.
-Without one it is a one-question judge: a yes / no verdict on a criterion written in the prompt.
+Without one — or on an abstract base such as ``judge_base`` — it is a one-question judge: a yes /
+no verdict on a criterion written in the prompt.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .catalog import is_abstract, resolve_spec
 from .compile import load_spec
 from .plans import PromptStagePlan
 
@@ -37,7 +39,7 @@ Answer as {"verdict": "yes" | "no", "reason": "..."}.
 _QUESTION_SPEC = """\
 format: 1
 id: {id}
-extends: judge_base  # the judge block and the scale option of the built-in scorers
+extends: {base}  # the judge block and the scale option of the built-in scorers
 name: {name}
 description: Whether the output meets the criterion written in prompts/{id}/judge.j2.
 version: 1
@@ -88,14 +90,15 @@ def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None)
     root = root or Path.cwd()
     spec_path = root / "scorer_specs" / f"{spec_id}.yaml"
     name = spec_id.replace("_", " ").capitalize()
-    if extends is None:
-        files = {spec_path: _QUESTION_SPEC.format(id=spec_id, name=name),
+    if extends is None or is_abstract(resolve_spec(extends)):  # a base: the one-question judge on it
+        files = {spec_path: _QUESTION_SPEC.format(id=spec_id, name=name, base=extends or "judge_base"),
                  root / "prompts" / spec_id / "judge.j2": _QUESTION_PROMPT}
     else:
         parent = load_spec(extends)
         stage = next((s for s in parent.stages if isinstance(s, PromptStagePlan)), None)
         if stage is None:
-            raise ValueError(f"{extends} has no prompt stage to start from; extend it by hand")
+            raise ValueError(f"{extends} asks no judge, so it has no prompt to copy: write a spec with "
+                             f"`extends: {extends}` and the options or stages you change")
         prompt = f"{spec_id}/{Path(stage.template.file).name}"
         files = {spec_path: _CHILD_SPEC.format(id=spec_id, parent=parent.id, name=name, stage=stage.id,
                                                prompt=prompt),

@@ -90,6 +90,8 @@ def test_an_item_below_its_cutoff_exits_1_and_without_cutoffs_the_exit_is_unchan
     result = invoke("eval", NUMERIC, "--data", str(data), "--quiet", "--item-cutoff", "numeric=0.5")
     assert result.exit_code == 1
     assert "1 item(s) worse than their item cut-off (exit 1)" in result.stderr
+    as_json = invoke("eval", NUMERIC, "--data", str(data), "--quiet", "--json", "--item-cutoff", "numeric=0.5")
+    assert (json.loads(as_json.stdout)["verdict"], json.loads(as_json.stdout)["exitCode"]) == ("below_threshold", 1)
     assert invoke("eval", NUMERIC, "--data", str(data), "--quiet", "--item-cutoff", "numeric=0.2").exit_code == 0
 
 

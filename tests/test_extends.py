@@ -326,3 +326,14 @@ def test_a_child_giving_one_stage_id_twice_is_an_error_at_the_second(specs):
         compile_file(folder / "child.yaml")
     [problem] = info.value.problems
     assert (Path(problem.file).name, problem.line, problem.code) == ("child.yaml", 7, "duplicate-id")
+
+
+def test_new_on_an_abstract_base_writes_a_one_question_judge_extending_it(tmp_path, monkeypatch):
+    from engine.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec_path, _ = new_spec("polite", "judge_base")
+    assert "extends: judge_base" in spec_path.read_text()
+    assert compile_file(spec_path).chain == ("polite", "judge_base", "scorer_base")
+    with pytest.raises(ValueError, match="asks no judge"):
+        new_spec("td", "textual_difference")
