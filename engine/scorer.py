@@ -82,6 +82,16 @@ def _require_json(value: Any, stage: str) -> None:
                              "write answer['items'])", stage=stage)
 
 
+def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
+    """The item's failure when its judge could not be built or called: kind ``auth`` when the
+    provider's client was given no credentials (e.g. no ``OPENAI_API_KEY``), else ``judge``."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "api_key" in str(exc) or "credentials" in str(exc).lower():
+        return ScorerRunError("auth", f"{text} (set the provider's API key variable, e.g. OPENAI_API_KEY, or pass "
+                              "api_key=; for a local OpenAI-compatible server give base_url=)", stage=stage)
+    return ScorerRunError("judge", text, stage=stage)
+
+
 class OptionError(ValueError):
     """An option a caller gave is unknown or fails its schema; the message names it."""
 
@@ -231,7 +241,7 @@ class Scorer:
                     call = gen.throw(exc)
                     continue
                 except Exception as exc:  # a judge that could not even be built or called
-                    call = gen.throw(ScorerRunError("judge", f"{type(exc).__name__}: {exc}", stage=call.stage))
+                    call = gen.throw(_judge_unusable(exc, call.stage))
                     continue
                 call = gen.send(answer)
         except StopIteration as stop:

@@ -318,3 +318,12 @@ def test_concurrent_items_share_one_judge(fake_server, faithfulness):
     results = asyncio.run(main())
     assert [r.score for r in results] == [0.5] * 6
     assert len(fake_server.requests) == 18
+
+
+def test_a_hosted_judge_without_credentials_fails_its_items_as_auth(monkeypatch):
+    from engine.scorer import load_scorer
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = load_scorer("faithfulness", model="openai/gpt-4o-mini").run(output="It is blue.", context=["Blue."])
+    assert result.error is not None and result.error.kind == "auth"
+    assert "OPENAI_API_KEY" in result.error.message
