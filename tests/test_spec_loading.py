@@ -499,7 +499,10 @@ DECLARED_FIELDS = {
     "baseline_response": "The sky is blue.",
     "available_tools": [{"name": "look_up", "description": "Looks a fact up."}],
     "expected_trajectory": ["look_up"],
+    "tool": "look_up",
+    "order": ["look_up"],
 }
+DRY_RUN_OPTIONS = {"tool_call_accuracy_rule": {"expectedTool": "look_up"}}  # nothing to check against otherwise
 
 
 @pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.stem)
@@ -508,10 +511,11 @@ def test_shipped_spec_loads_compiles_and_dry_runs(path):
     assert compiled.id == path.stem
     assert len(compiled.hash) == 64
     judge = FakeJudge(default=lambda call: _minimal(call.schema))
-    scorer = Scorer(compiled, judge=judge)
+    scorer = Scorer(compiled, judge=judge, options=DRY_RUN_OPTIONS.get(path.stem))
     declared = {name: value for name, value in DECLARED_FIELDS.items() if name in compiled.declared}
     result = scorer.run(output="The sky is blue.", input="What colour is the sky?",
-                        ground_truth="The sky is blue.", context=["The sky is blue."], **declared)
+                        ground_truth="The sky is blue.", context=["The sky is blue."],
+                        tool_calls=[{"name": "look_up", "arguments": {"q": "sky"}, "result": "blue"}], **declared)
     assert result.status == "scored", result.error
     assert 0 <= result.score <= scorer.scale
     assert result.reason

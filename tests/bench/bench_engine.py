@@ -98,7 +98,19 @@ FIELDS = {
     "tool_call_accuracy": {"available_tools": [{"name": "look_up", "description": "Looks a fact up."}],
                            "tool_calls": CALLS},
     "trajectory_accuracy": {"tool_calls": CALLS},
+    # the tool-call rule scorers (issue 22)
+    "called_tool": {"tool_calls": CALLS, "tool": "look_up"},
+    "did_not_call": {"tool_calls": CALLS, "tool": "delete"},
+    "tool_order": {"tool_calls": CALLS, "order": ["look_up"]},
+    "max_tool_calls": {"tool_calls": CALLS},
+    "used_no_tools": {"tool_calls": CALLS},
+    "no_tool_errors": {"tool_calls": CALLS},
+    "tool_call_accuracy_rule": {"tool_calls": CALLS},  # with OPTIONS below
+    "trajectory": {"tool_calls": CALLS, "expected_trajectory": ["look_up"]},
 }
+
+# Options a spec needs to score the bench item.
+OPTIONS = {"tool_call_accuracy_rule": {"expectedTool": "look_up"}}
 
 # The statement and context scorers (issue 21): the bench item's two statements, one passage.
 TWO_STATEMENTS = {"statements": ["The tower is in Paris.", "The tower opened in 1889."]}
@@ -121,7 +133,8 @@ def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, in
     """(µs per item over `n` items after a warm-up, judge calls per item) for a shipped spec;
     `answers` None for a rule-only spec."""
     judge = InstantJudge(answers or {})
-    scorer = load_scorer(scorer_id, judge=judge) if answers else load_scorer(scorer_id)
+    options = OPTIONS.get(scorer_id, {})
+    scorer = load_scorer(scorer_id, judge=judge, options=options) if answers else load_scorer(scorer_id, options=options)
     item = dict(output="The tower is in Paris. It opened in 1889.", input="Tell me about the tower.",
                 ground_truth="The tower is in Paris, the capital of France.",
                 context=["The Eiffel Tower, in Paris, opened in 1889."], **FIELDS.get(scorer_id, {}))
