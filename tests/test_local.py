@@ -446,13 +446,16 @@ def test_tiny_tokenizer_and_context(tiny):
 @pytest.mark.local
 @needs_tiny
 def test_tiny_calls_from_threads(tiny):
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"]}
+    # closed to `n` (an open object lets the grammar run on into more keys) and bounded by tokens
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"],
+              "additionalProperties": False}
     fmt = {"type": "json_schema", "json_schema": {"name": "N", "schema": schema}}
     results, errors = [], []
 
     def work():
         try:
-            out = tiny.create(messages=[{"role": "user", "content": "Pick a digit."}], response_format=fmt)
+            out = tiny.create(messages=[{"role": "user", "content": "Pick a digit."}], response_format=fmt,
+                              max_tokens=16)
             results.append(json.loads(out.choices[0].message.content)["n"])
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
