@@ -290,10 +290,10 @@ def _sampling_cells(record: Any) -> list[str]:
 @app.command("render")
 def render_cmd(
     spec: str = typer.Argument(..., help="Scorer id or spec file."),
-    output: Optional[str] = typer.Option(None, "--output"),
-    input: Optional[str] = typer.Option(None, "--input"),
-    ground_truth: Optional[str] = typer.Option(None, "--ground-truth"),
-    context: Optional[list[str]] = typer.Option(None, "--context"),
+    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
+    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
+    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
+    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
     messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
     tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
     field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),

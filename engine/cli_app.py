@@ -28,6 +28,20 @@ app = typer.Typer(
 )
 
 
+def _version(show: bool) -> None:
+    if show:
+        from . import __version__
+
+        typer.echo(f"scorespec {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    """LLM-evaluation scorers as data: run, validate and evaluate YAML scorer specs."""
+
+
 def stderr_console() -> Any:
     """A rich console on stderr, no highlighting (rich is imported on the first call)."""
     from rich.console import Console

@@ -343,3 +343,10 @@ def test_validate_counts_specs_not_the_files_their_problems_are_in(tmp_path, mon
     lines = result.stderr.splitlines()
     assert lines[-1] == "2 problem(s) in 2 of 2 spec(s)"  # the parent's problems once, both specs failing
     assert all(line.startswith(str(tmp_path / "prompts" / "b" / "ask.j2") + ":1:") for line in lines[:-1])
+
+
+def test_version_is_printed():
+    from engine import __version__
+
+    result = invoke("--version")
+    assert (result.exit_code, result.stdout) == (0, f"scorespec {__version__}\n")
