@@ -21,6 +21,7 @@ from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
 from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
 from .cli_app import app, fail
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, command_cache
+from .cli_eval import MAX_COST_HELP, PRICES_HELP, SAMPLES_HELP
 
 __all__ = ["compare_cmd", "print_comparison"]
 
@@ -71,6 +72,9 @@ def compare_cmd(
     junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
     summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
     report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
+    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
 ) -> None:
     """Compare versions of a scorer, the first the baseline: counts and means, the paired
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
@@ -107,8 +111,10 @@ def compare_cmd(
                 fail("--data FILE is required (or compare finished runs with --runs)")
             if resume and out is None and run_id is None:
                 fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
-            scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+            scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh,
+                                    samples)
             run_options = dict(concurrency=concurrency, rate_limit=rate_limit, out=out, resume=resume, run_id=run_id,
+                               prices=prices, max_cost=max_cost,
                                progress=ConsoleReporter(quiet=quiet, per_item=False),
                                config={"cli": {"command": "compare", "scorers": names, "data": str(data.resolve()),
                                                "fields": field, "options": option, "model": model,
@@ -168,12 +174,17 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
     _say(console, f"compare · baseline {comparison.baseline} · {words(comparison.direction)} · run "
          f"{', '.join(comparison.run_ids) or '—'} · {comparison.items} item(s), {comparison.common} scored by every "
          "version (the means below are over those)")
-    table = Table("version", "scorer", "spec", "scored", "not scorable", "failed", "mean", "median", box=None,
-                  pad_edge=False)
+    from .cli_report import tokens_text
+
+    table = Table("version", "scorer", "spec", "scored", "not scorable", "failed", "mean", "median", "judge usage",
+                  box=None, pad_edge=False)
     for v in comparison.versions.values():
+        used = tokens_text(v.tokens_in, v.tokens_out, v.cost_usd) if v.tokens_in or v.tokens_out else "—"
         table.add_row(escape(v.label), escape(v.scorer), (v.spec_hash or "—")[:12], str(v.scored), str(v.not_scorable),
-                      f"[red]{v.failed}[/red]" if v.failed else "0", fmt(v.mean), fmt(v.median))
+                      f"[red]{v.failed}[/red]" if v.failed else "0", fmt(v.mean), fmt(v.median), escape(used))
     console.print(table)
+    if comparison.stopped:
+        _say(console, f"stopped: {comparison.stopped} (exit 3; --resume with a larger --max-cost continues)", "yellow")
     for note in comparison.notes:
         _say(console, f"note: {note}", "yellow")
     for c in comparison.comparisons:

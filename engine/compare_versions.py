@@ -128,6 +128,12 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
     comparison.problems = list(summary.problems)
     comparison.seconds = summary.seconds
     comparison.judge_calls = summary.judge_calls
+    comparison.stopped = summary.stopped
+    for label, version in comparison.versions.items():  # what each version cost in this run
+        usage = summary.usage.get(label)
+        if usage is not None:
+            version.tokens_in, version.tokens_out = usage.tokens_in, usage.tokens_out
+        version.cost_usd = summary.cost_by_label.get(label)
     return comparison
 
 

@@ -124,6 +124,9 @@ class Version:
     median: float | None = None
     min: float | None = None
     max: float | None = None
+    tokens_in: int = 0  # judge tokens of this version in the run (cache hits: none)
+    tokens_out: int = 0
+    cost_usd: float | None = None  # what they cost (None: unknown, no price; `engine.prices`)
 
     def summary(self) -> ScorerSummary:
         """This version as a `engine.summary.ScorerSummary` (statistics over the common items),
@@ -136,7 +139,8 @@ class Version:
         return {"label": self.label, "scorer": self.scorer, "specHash": self.spec_hash, "runId": self.run_id,
                 "direction": self.direction, "scale": self.scale,
                 "counts": {"scored": self.scored, "notScorable": self.not_scorable, "failed": self.failed},
-                "common": self.common, "mean": self.mean, "median": self.median, "min": self.min, "max": self.max}
+                "common": self.common, "mean": self.mean, "median": self.median, "min": self.min, "max": self.max,
+                "tokensIn": self.tokens_in, "tokensOut": self.tokens_out, "costUsd": self.cost_usd}
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,7 @@ class Comparison:
     seed: int = 0
     seconds: float = 0.0
     judge_calls: int = 0
+    stopped: str | None = None  # why a --max-cost budget stopped the run before its last item
 
     @property
     def failed(self) -> int:
@@ -291,8 +296,11 @@ class Comparison:
         return [c.label for c in self.comparisons if c.worse_by_more_than(delta)]
 
     def exit_code(self, fail_if_worse: float | None = None) -> int:
-        """2 when a result failed, a dataset record was unreadable or there was no item; else 1
-        when `fail_if_worse` is given and a version is worse by more than it; else 0."""
+        """3 when a --max-cost budget stopped the run; else 2 when a result failed, a dataset
+        record was unreadable or there was no item; else 1 when `fail_if_worse` is given and a
+        version is worse by more than it; else 0."""
+        if self.stopped:
+            return 3
         if self.failed or self.dataset_problems or not self.items:
             return 2
         if fail_if_worse is not None and self.worse(fail_if_worse):
@@ -305,7 +313,8 @@ class Comparison:
                 "comparisons": [c.to_json_dict() for c in self.comparisons], "items": self.items,
                 "common": self.common, "runIds": list(self.run_ids), "datasetProblems": self.dataset_problems,
                 "problems": list(self.problems), "notes": list(self.notes), "seed": self.seed,
-                "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls, "failed": self.failed}
+                "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls, "failed": self.failed,
+                "stopped": self.stopped}
 
 
 # --- building one -----------------------------------------------------------------------------

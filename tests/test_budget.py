@@ -243,3 +243,17 @@ def test_calibrate_max_cost_stops_with_exit_3_and_figures_over_the_items_scored(
     assert (report["scored"], report["failed"], report["labelled"]) == (5, 0, 20)
     assert report["stopped"].startswith("the budget of")
     assert "stopped: the budget of" in " ".join(stopped.stderr.split())
+
+
+def test_compare_counts_each_versions_tokens_and_cost_and_stops_at_the_budget(spec, tmp_path):
+    from engine.compare_versions import compare
+
+    versions = [scorer(spec).with_label("a"), scorer(spec).with_label("b")]
+    both = compare(versions, items(10), store=tmp_path / "store.sqlite", prices=prices())
+    assert [(v.tokens_in, v.tokens_out) for v in both.versions.values()] == [(10 * PER_CALL[0], 10 * PER_CALL[1])] * 2
+    assert [v.cost_usd for v in both.versions.values()] == [pytest.approx(10 * ITEM_USD)] * 2
+    assert both.to_json_dict()["versions"]["b"]["costUsd"] == pytest.approx(10 * ITEM_USD)
+    versions = [scorer(spec).with_label("a"), scorer(spec).with_label("b")]
+    stopped = compare(versions, items(10), store=tmp_path / "store2.sqlite", prices=prices(),
+                      max_cost=4.5 * 2 * ITEM_USD, concurrency=1)
+    assert stopped.stopped and stopped.exit_code() == 3
