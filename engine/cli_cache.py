@@ -172,6 +172,7 @@ def clear_cmd(
     with _open(cache) as store:
         deleted = store.clear(older_than_s=age, model=model)
         reason = store.disabled_reason
+        models = sorted(store.stats().per_model) if model is not None and not deleted and not reason else []
     if reason:
         _fail(f"judge cache {store.location} {reason}")
     which = []
@@ -181,3 +182,8 @@ def clear_cmd(
         which.append(f"of model {model}")
     typer.echo(f"removed {deleted} cached answer{'s' if deleted != 1 else ''}"
                + (f" ({', '.join(which)})" if which else "") + f" from {store.location}")
+    if models and model not in models:  # a misspelled model matches nothing: say which there are
+        from .errors import did_you_mean
+
+        hint = did_you_mean(model, models)
+        typer.echo(f"no cached answer is of model {model}" + (f" ({hint})" if hint else ""), err=True)

@@ -134,7 +134,9 @@ def test_cache_stats_and_clear(server, data):
     assert "6 answers · " in stats.stdout and "  openai/test-model: 6" in stats.stdout
     figures = json.loads(invoke("cache", "stats", "--json").stdout)
     assert (figures["entries"], figures["perModel"]) == (6, {"openai/test-model": 6})
-    assert invoke("cache", "clear", "--model", "openai/other").stdout.startswith("removed 0 cached answers (of model")
+    other = invoke("cache", "clear", "--model", "openai/test-modle")
+    assert other.stdout.startswith("removed 0 cached answers (of model")
+    assert other.stderr == ("no cached answer is of model openai/test-modle (did you mean 'openai/test-model'?)\n")
     kept = invoke("cache", "clear", "--older-than", "30d")
     assert kept.stdout.startswith("removed 0 cached answers (older than 30d)")
     cleared = invoke("cache", "clear", "--model", "openai/test-model", "--older-than", "0s")
