@@ -355,8 +355,15 @@ def _reasons(spec: Spec, c: _Compiler, scope: Scope) -> list[ReasonPlan]:
     scope = scope.with_names(score=None, scale=None)
     judge = spec.judge
     reasons = []
+    catch_all: int | None = None  # the first case without `when`: the cases after it are never used
     for i, case in enumerate(spec.reason):
         key = f"reason[{i}]"
+        if catch_all is not None:
+            c.doc.add("unreachable-reason", key, f"this reason case is never used: reason[{catch_all}] before it has no "
+                      "`when`", "give that case a `when`, or place this one before it (in a child spec: `after:`, "
+                      "or override the earlier case by its id)")
+        elif not case.when:
+            catch_all = i
         when = c.expr(case.when, f"{key}.when", scope) if case.when else None
         if case.template is not None:
             reasons.append(ReasonPlan(when, template=c.inline_template(case.template, f"{key}.template", scope)))

@@ -337,3 +337,12 @@ def test_new_on_an_abstract_base_writes_a_one_question_judge_extending_it(tmp_pa
     assert compile_file(spec_path).chain == ("polite", "judge_base", "scorer_base")
     with pytest.raises(ValueError, match="asks no judge"):
         new_spec("td", "textual_difference")
+
+
+def test_a_reason_case_after_a_case_without_when_is_reported_as_never_used(specs):
+    folder = specs({"base": BASE, "child": child("reason:\n  - id: verdict\n    template: 'typo id'\n")})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    [problem] = info.value.problems
+    assert (Path(problem.file).name, problem.code, problem.key_path) == ("child.yaml", "unreachable-reason",
+                                                                          "reason[2]")
