@@ -37,7 +37,8 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.parser import Parser
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
-from jinja2.utils import consume
+from jinja2.runtime import LoopContext
+from jinja2.utils import Namespace, consume
 
 MAX_SIZE = 1_000_000  # characters or items one operation may build (a 1 MB output still fits)
 MAX_POWER_BITS = 100_000  # bits of an integer `**` may build (about 30,000 digits)
@@ -166,6 +167,8 @@ def _bounded(name: str, fn: Any) -> Any:
 
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+_LOOP_ATTRIBUTES = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
+                              "depth0", "previtem", "nextitem"})
 
 
 class _Environment(ImmutableSandboxedEnvironment):
@@ -177,11 +180,17 @@ class _Environment(ImmutableSandboxedEnvironment):
         """``obj.name``: for a dict and a name that is not a dict attribute, the key at once —
         what Jinja's attribute-first lookup ends with after an `AttributeError` (a third of a
         prompt's rendering time). Everything else goes through the sandbox as before."""
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+        kind = type(obj)
+        if kind is dict and attribute not in _DICT_ATTRIBUTES:
             try:
                 return obj[attribute]
             except KeyError:
                 return self.undefined(obj=obj, name=attribute)
+        if kind is Namespace:  # a template's own `namespace()`: its values, as Namespace reads them
+            values = object.__getattribute__(obj, "_Namespace__attrs")
+            return values[attribute] if attribute in values else self.undefined(obj=obj, name=attribute)
+        if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:  # `loop.index0`: public properties
+            return getattr(obj, attribute)
         return super().getattr(obj, attribute)
 
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
