@@ -136,11 +136,15 @@ def spread(scores: Iterable[float]) -> dict[str, float | None]:
 
 
 def usage_totals(lines: Iterable[Mapping[str, Any]]) -> tuple[Usage, dict[str, float]]:
-    """The judge usage summed over results, and the sum of each cost field a usage carries
-    (any numeric key whose name starts with ``cost``; none today)."""
+    """The judge usage summed over results, and the costs: each result's ``costUsd`` (what its
+    judge calls cost, `engine.prices`; absent when no price is known) summed as ``cost (USD)``,
+    and any numeric key of a usage whose name starts with ``cost``."""
     total = Usage()
     costs: dict[str, float] = {}
     for line in lines:
+        usd = line.get("costUsd")
+        if isinstance(usd, (int, float)) and not isinstance(usd, bool):
+            costs["cost (USD)"] = costs.get("cost (USD)", 0.0) + usd
         usage = line.get("usage") or {}
         total.add(Usage.model_validate({k: v for k, v in usage.items() if k in _USAGE_KEYS}))
         for key, value in usage.items():

@@ -348,3 +348,13 @@ def test_missing_chart_libraries_stop_before_the_run(tmp_path, monkeypatch):
     assert not store.exists()  # nothing ran
     result = CliRunner().invoke(app, ["report", "x", "--store", str(store), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "scorespec[report]" in result.output
+
+
+def test_the_header_sums_what_the_results_cost():
+    from engine.report_data import usage_totals
+
+    lines = [{"usage": {"calls": 2, "tokensIn": 10, "tokensOut": 5}, "costUsd": 0.25},
+             {"usage": {"calls": 1, "cacheHits": 3}}, {"usage": {}, "costUsd": 0.5}]
+    total, costs = usage_totals(lines)
+    assert (total.calls, total.cache_hits) == (3, 3)
+    assert costs == {"cost (USD)": 0.75}
