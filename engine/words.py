@@ -39,4 +39,24 @@ def stopwords() -> frozenset[str]:
     return frozenset(fold(w) for w in get_stop_words("english"))
 
 
-__all__ = ["fold", "is_number", "stopwords", "words"]
+
+COVERAGE_RESULT = {
+    "type": "object", "additionalProperties": False, "required": ["coverage", "total", "matched", "missing"],
+    "properties": {"coverage": {"type": "number", "minimum": 0, "maximum": 1}, "total": {"type": "integer", "minimum": 0},
+                   "matched": {"type": "array", "items": {"type": "string"}},
+                   "missing": {"type": "array", "items": {"type": "string"}}},
+}
+"""The result schema of a coverage function (`coverage`)."""
+
+
+def coverage(wanted: list[str], found: list[str]) -> dict:
+    """How much of `wanted` (the reference's words, each once, in order) `found` has:
+    ``{"coverage": matched / total in [0, 1], "total", "matched", "missing"}``, both lists in the
+    reference's order; nothing wanted leaves nothing to cover: coverage 1.0 with total 0."""
+    present = set(found)
+    matched = [w for w in wanted if w in present]
+    missing = [w for w in wanted if w not in present]
+    return {"coverage": len(matched) / len(wanted) if wanted else 1.0, "total": len(wanted), "matched": matched,
+            "missing": missing}
+
+__all__ = ["COVERAGE_RESULT", "coverage", "fold", "is_number", "stopwords", "words"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..rule_function import check_length, rule_function
-from ..words import fold, is_number, stopwords, words
+from ..words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
 
 #: Each text may have up to this many characters (about 0.5 s per 100,000 once warm).
 MAX_CHARS = 200_000
@@ -54,14 +54,9 @@ def elements(text: str) -> list[str]:
     return list(seen)
 
 
-_WORDS = {"type": "array", "items": {"type": "string"}}
-
-
 @rule_function(
     args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
-    result={"type": "object", "additionalProperties": False, "required": ["coverage", "total", "matched", "missing"],
-            "properties": {"coverage": {"type": "number", "minimum": 0, "maximum": 1},
-                           "total": {"type": "integer", "minimum": 0}, "matched": _WORDS, "missing": _WORDS}},
+    result=COVERAGE_RESULT,
     limit=f"each text up to {MAX_CHARS:,} characters",
 )
 def completeness(reference: str, candidate: str) -> dict:
@@ -74,12 +69,7 @@ def completeness(reference: str, candidate: str) -> dict:
     """
     check_length("completeness", "reference", reference, MAX_CHARS)
     check_length("completeness", "candidate", candidate, MAX_CHARS)
-    wanted = elements(reference)
-    found = set(elements(candidate))
-    matched = [e for e in wanted if e in found]
-    missing = [e for e in wanted if e not in found]
-    coverage = len(matched) / len(wanted) if wanted else 1.0
-    return {"coverage": coverage, "total": len(wanted), "matched": matched, "missing": missing}
+    return coverage(elements(reference), elements(candidate))
 
 
 __all__ = ["MAX_CHARS", "completeness", "elements"]

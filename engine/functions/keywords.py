@@ -10,7 +10,7 @@ such as ``information``, ``system`` or ``work`` as well).
 from __future__ import annotations
 
 from ..rule_function import check_length, rule_function
-from ..words import fold, is_number, stopwords, words
+from ..words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
 
 #: Each text may have up to this many characters (about 0.3 s per million).
 MAX_CHARS = 1_000_000
@@ -27,14 +27,9 @@ def keywords(text: str) -> list[str]:
     return list(seen)
 
 
-_WORDS = {"type": "array", "items": {"type": "string"}}
-
-
 @rule_function(
     args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
-    result={"type": "object", "additionalProperties": False, "required": ["coverage", "total", "matched", "missing"],
-            "properties": {"coverage": {"type": "number", "minimum": 0, "maximum": 1},
-                           "total": {"type": "integer", "minimum": 0}, "matched": _WORDS, "missing": _WORDS}},
+    result=COVERAGE_RESULT,
     limit=f"each text up to {MAX_CHARS:,} characters",
 )
 def keyword_coverage(reference: str, candidate: str) -> dict:
@@ -48,12 +43,7 @@ def keyword_coverage(reference: str, candidate: str) -> dict:
     """
     check_length("keyword_coverage", "reference", reference, MAX_CHARS)
     check_length("keyword_coverage", "candidate", candidate, MAX_CHARS)
-    wanted = keywords(reference)
-    found = set(keywords(candidate))
-    matched = [k for k in wanted if k in found]
-    missing = [k for k in wanted if k not in found]
-    coverage = len(matched) / len(wanted) if wanted else 1.0
-    return {"coverage": coverage, "total": len(wanted), "matched": matched, "missing": missing}
+    return coverage(keywords(reference), keywords(candidate))
 
 
 __all__ = ["MAX_CHARS", "keyword_coverage", "keywords"]
