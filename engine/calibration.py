@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .datasets import DatasetProblem, item_key, iter_items, parse_fields
+from .datasets import DatasetProblem, item_key, iter_items, label_value, parse_fields
 from .resume import stored_results
 
 __all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]
@@ -231,15 +231,6 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) ->
     return out
 
 
-def _label_of(item: Mapping[str, Any], label_field: str) -> Any:
-    value: Any = item
-    for part in label_field.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def _matches(label: Any, wanted: set[str]) -> bool:
     return str(label) in wanted
 
@@ -361,7 +352,7 @@ def _labelled_items(data: Any, field_map: dict[str, str], label_field: str, want
     """The first `limit` items with a usable label; raises `LabelError` when there is none."""
     found = _Labelled()
     for item in iter_items(data, field_map, found.problems.append):
-        label = _label_of(item, label_field)
+        label = label_value(item, label_field)
         if label is None:
             found.unlabelled += 1
             continue

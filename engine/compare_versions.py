@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .comparison import (DEFAULT_TOP, Comparison, HumanLabels, Outcome, Version, as_label_set, build_comparison,
-                         label_value, outcome_of)
-from .datasets import item_key, iter_items, parse_fields
+                         outcome_of)
+from .datasets import item_key, iter_items, label_value, parse_fields
 from .direction import HIGHER_IS_BETTER, direction_of
 
 __all__ = ["acompare", "compare", "run_reference"]

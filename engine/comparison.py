@@ -29,7 +29,7 @@ from .direction import HIGHER_IS_BETTER, Direction
 from .summary import ScorerSummary
 
 __all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison",
-           "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison", "label_value",
+           "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison",
            "as_label_set", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 5
@@ -489,16 +489,6 @@ def _label_comparison(pairs: Sequence[str], a: Sequence[float], b: Sequence[floa
     return LabelComparison("binary" if labels.positive is not None else "graded", len(kept),
                            cutoff if labels.positive is not None else None, figures[0], figures[1], test,
                            left_out=len(pairs) - len(kept))
-
-
-def label_value(item: Mapping[str, Any], label_field: str) -> Any:
-    """The item's human label at `label_field` (dots reach into nested objects), or None."""
-    value: Any = item
-    for part in label_field.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
 
 
 def as_label_set(values: Iterable[Any] | None) -> frozenset[str] | None:

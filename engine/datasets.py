@@ -444,6 +444,17 @@ def _unique(numbered: Iterator[tuple[int, Item]], name: str, report: OnProblem) 
         yield item
 
 
+def label_value(item: Mapping[str, Any], label_field: str) -> Any:
+    """The item's value at `label_field` (dots reach into nested objects: ``meta.label``), or
+    None when it has none there; where calibrate and compare read an item's human label."""
+    value: Any = item
+    for part in label_field.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
 def item_key(item_id: Any) -> str:
     """The text form of an item id, used to match results across runs (1 and "1" are one item)."""
     return item_id if isinstance(item_id, str) else json.dumps(item_id)
@@ -540,5 +551,5 @@ def data_len(data: Any) -> int | None:
         return None
 
 
-__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items",
+__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items", "label_value",
            "coerce_context", "item_key", "count_records", "data_len", "detect_format"]
