@@ -551,5 +551,5 @@ def data_len(data: Any) -> int | None:
         return None
 
 
-__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items", "label_value",
-           "coerce_context", "item_key", "count_records", "data_len", "detect_format"]
+__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items",
+           "label_value", "coerce_context", "item_key", "count_records", "data_len", "detect_format"]
