@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -66,7 +68,9 @@ def command_cache(cache: Optional[str], no_cache: bool, refresh: bool) -> Any:
         _fail("--refresh asks again and overwrites the cache: it cannot go with --no-cache")
     if no_cache:
         return None
-    return _open(cache)
+    if warnings.showwarning is not _show_cache_warning:
+        warnings.showwarning = _show_cache_warning
+    return _open_cache(cache)
 
 
 def cache_line(scorer: str, items: int, calls: int, hits: int) -> str:
@@ -88,17 +92,29 @@ def parse_age(text: str) -> float:
         raise ValueError(f"--older-than {exc}") from None
 
 
-def _open(cache: Optional[str]) -> Any:
-    """The cache `cache` names (None: the default), its warnings shown as ``warning:`` lines.
-    Exits (2) for a cache that cannot be named (`open_cache`'s ValueError or ImportError)."""
+def _open_cache(cache: Optional[str]) -> Any:
+    """`open_cache` for the CLI: exits (2) for a cache that cannot be named (its ValueError or
+    ImportError)."""
     from .judge_cache_layer import open_cache
 
-    if warnings.showwarning is not _show_cache_warning:
-        warnings.showwarning = _show_cache_warning
     try:
         return open_cache(cache if cache is not None else True)
     except (ValueError, ImportError) as exc:
         _fail(str(exc))
+
+
+@contextmanager
+def _open(cache: Optional[str]) -> Iterator[Any]:
+    """The cache `cache` names (None: the default), opened for `stats` and `clear`. Its warnings
+    are not shown: they say a *run* goes on uncached, and these commands report the reason
+    themselves (`stats` as "not usable: …", `clear` as an error). Exits (2) for a cache that cannot
+    be named (`open_cache`'s ValueError or ImportError)."""
+    from .judge_cache import JudgeCacheWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JudgeCacheWarning)
+        with _open_cache(cache) as store:
+            yield store
 
 
 def _when(epoch: float | None) -> str:

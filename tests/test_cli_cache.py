@@ -239,3 +239,15 @@ def test_an_unreachable_redis_server_is_one_warning_and_the_run_goes_on(server, 
     assert stats.stdout.splitlines()[1].startswith("not usable: cannot be reached")
     cleared = invoke("cache", "clear", "--cache", url)
     assert cleared.exit_code == 2 and "cannot be reached" in cleared.stderr
+
+
+def test_cache_stats_and_clear_on_a_corrupt_file_say_why_once_without_the_run_wording(tmp_path):
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"not a database" * 64)
+    stats = invoke("cache", "stats", "--cache", str(broken))
+    assert stats.exit_code == 0, stats.output
+    assert stats.stdout.splitlines()[1].startswith("not usable: ")
+    assert "going on without the cache" not in stats.output
+    cleared = invoke("cache", "clear", "--cache", str(broken))
+    assert cleared.exit_code == 2
+    assert cleared.stderr.count("judge cache") == 1 and "going on without the cache" not in cleared.output
