@@ -43,8 +43,6 @@ def fmt(value: float | None) -> str:
 
 
 def _result_text(result: ScoreResult) -> str:
-    if result.error is not None:
-        return "failed"
     if result.not_scorable is not None:
         return "not scorable"
     return fmt(result.score)
@@ -129,8 +127,9 @@ class ConsoleReporter(EvalReporter):
         for result in results.values():
             if result.error is not None:
                 self._print(failure_line(item["id"], result), style="red")
-        if self.per_item:
-            self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in results.items()),
+        shown = {sid: r for sid, r in results.items() if r.error is None}  # a failure has its own line
+        if self.per_item and shown:
+            self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in shown.items()),
                         style="dim")
         if self._progress is not None:
             self._progress.update(self._task, advance=1, description=self._means(run))

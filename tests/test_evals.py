@@ -607,3 +607,12 @@ def test_limit_scores_only_the_first_items(tmp_path):
                                       "--no-cache", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["items"] == 3
+
+
+def test_cli_prints_a_failed_result_once_and_the_item_line_only_for_what_scored(tmp_path):
+    failing = write_jsonl(tmp_path / "failing.jsonl", numeric_items("0.25", "7"))
+    result = invoke(NUMERIC, "--data", str(failing), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert sum("numeric failed" in line for line in lines) == 1
+    assert [line for line in lines if line.startswith(("1: ", "2: "))] == ["1: numeric 0.25"]
