@@ -28,6 +28,7 @@ from .plans import (REASON_SCHEMA, CheckPlan, FieldPlan, OptionsPlan, PromptStag
 from .run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from .sampling import is_expression, sampling_plan
 from .schemas import OptionValidator, schema_error
+from .schema_keywords import misspelled
 from .scope import Scope, answer_keys
 from .spec import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .spec_validation import validate_document
@@ -130,6 +131,9 @@ class _Compiler:
             return node
 
         checked = walk(raw, ())
+        for pointer, name, keyword in misspelled(raw):
+            self.doc.add("invalid-schema", where(pointer), f"{name!r} is no JSON Schema keyword, so it would be "
+                         "ignored", f"did you mean '{keyword}'?")
         exc = schema_error(checked)
         if exc is not None:
             self.doc.add("invalid-schema", where(tuple(exc.path)), f"not a valid JSON Schema: {exc.message}")
@@ -163,6 +167,12 @@ def _options(spec: Spec, doc: Document) -> OptionsPlan:
         exc = schema_error(schema)
         if exc is not None:
             doc.add("option-schema", key, f"not a valid JSON Schema: {exc.message}")
+            continue
+        typos = list(misspelled(schema))
+        for pointer, name, keyword in typos:
+            doc.add("option-schema", ".".join((key, *map(str, pointer))), f"{name!r} is no JSON Schema keyword, "
+                    "so it would be ignored", f"did you mean '{keyword}'?")
+        if typos:
             continue
         if "default" not in schema:
             doc.add("option-default", key, "an option needs a default", "add default: …")

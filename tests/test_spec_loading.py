@@ -648,3 +648,27 @@ def test_option_schema_nested_too_deeply_is_a_problem_not_a_crash(tmp_path):
     [problem] = [p for p in info.value.problems if p.key_path == "options.deep"]
     assert problem.code == "option-schema"
     assert "nested too deeply to check" in problem.message
+
+
+def test_a_misspelled_schema_keyword_is_a_load_problem_at_its_key(tmp_path):
+    text = (ROOT / "scorer_specs" / "textual_difference.yaml").read_text(encoding="utf-8")
+    text = text.replace("vars:\n", "options:\n  cutoff: {type: number, defualt: 10}\n"
+                        "  mine: {type: string, default: a, x-note: kept, widget: text}\n\nvars:\n", 1)
+    with pytest.raises(SpecError) as info:
+        compile_text(text, tmp_path / "textual_difference.yaml")
+    [problem] = info.value.problems  # x-note and widget resemble no keyword: allowed
+    assert (problem.code, problem.key_path) == ("option-schema", "options.cutoff.defualt")
+    assert problem.hint == "did you mean 'default'?"
+    assert problem.line == text.splitlines().index("  cutoff: {type: number, defualt: 10}") + 1
+
+
+def test_a_misspelled_keyword_in_a_judge_answer_schema_is_a_load_problem(tmp_path):
+    spec = ROOT / "scorer_specs" / "answer_similarity.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert "enum:" in text
+    text = text.replace("enum:", "enmu:", 1)
+    with pytest.raises(SpecError) as info:
+        compile_text(text, tmp_path / "answer_similarity.yaml")
+    typo = [p for p in info.value.problems if "'enmu'" in p.message]
+    assert len(typo) == 1 and typo[0].code == "invalid-schema" and typo[0].hint == "did you mean 'enum'?"
+    assert typo[0].key_path.endswith(".enmu")
