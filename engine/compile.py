@@ -325,8 +325,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
     """The stage plans in order, and the scope after them (each stage's id in it)."""
     plans: list[StagePlan] = []
     seen: set[str] = set()
-    with_probs: set[str] = set()  # the stages `answer_probs` has, so far
-    scope = scope.with_names(answer_probs=frozenset())
+    with_probs: set[str] = set()  # the stages `answer_probs` has, so far (in scope after the first)
     for i, stage in enumerate(spec.stages):
         key = f"stages[{i}]"
         if stage.id in RESERVED or stage.id in spec.vars:
@@ -349,9 +348,10 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
                     plan = RuleStagePlan(stage.id, function, stage.function, args, when)  # type: ignore[arg-type]
         if plan is not None:
             plans.append(plan)
+        scope = scope.with_names(**{stage.id: shape})
         if isinstance(stage, PromptStage) and stage.probabilities is not False:
             with_probs.add(stage.id)
-        scope = scope.with_names(**{stage.id: shape}, answer_probs=frozenset(with_probs))
+            scope = scope.with_names(answer_probs=frozenset(with_probs))
     return plans, scope
 
 
