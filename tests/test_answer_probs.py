@@ -213,6 +213,24 @@ def test_a_provider_without_logprobs_falls_back_to_hard_labels_with_a_warning(wr
     assert summary.to_json_dict()["scorers"]["verdict"]["warned"] == 3
 
 
+def test_the_eval_summary_on_the_command_line_names_the_fallback(write_spec, tmp_path):
+    from typer.testing import CliRunner
+
+    import engine.cli_eval  # noqa: F401  (registers eval)
+    from engine.cli import app
+
+    path = probs_spec(write_spec)
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"id": "1", "output": "a"}\n{"id": "2", "output": "b"}\n', encoding="utf-8")
+    with FakeOpenAIServer({"verdict": "no", "reason": "r"}, logprobs=False) as server:
+        result = CliRunner().invoke(app, ["eval", str(path), "--data", str(data), "--model", "openai/m",
+                                          "--base-url", server.base_url, "--quiet", "--no-cache"],
+                                    env={"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "warning: verdict: 2 result(s) with a warning, the first: judge: the judge reported no label " \
+           "probabilities for 'verdict'" in " ".join(result.output.split())
+
+
 def test_a_stage_that_does_not_want_probabilities_asks_as_before(write_spec):
     path = probs_spec(write_spec, probabilities="false", formula="(1 if judge.verdict == 'yes' else 0)")
     with FakeOpenAIServer({"verdict": "yes", "reason": "r"}) as server:
@@ -240,6 +258,23 @@ def test_cached_answers_keep_their_probabilities_and_one_without_is_a_miss(write
     assert third.stages["judge"].answer_probs == second.stages["judge"].answer_probs \
         == {"verdict": {"yes": 0.8, "no": 0.15, "unsure": 0.0}}
     assert third.score == 0.8 and third.scoring == "probability"
+
+
+def test_the_cache_keys_a_probability_call_apart_and_stores_its_probabilities():
+    from engine.judge_cache import CachedAnswer, cache_key, decode_entry, encode_entry
+
+    material = dict(provider="openai", model="m", base_url=None, structured_mode="tool_call",
+                    messages=[{"role": "user", "content": "q"}], schema={"type": "object"}, temperature=0,
+                    max_tokens=10, seed=None, sample_index=0)
+    assert cache_key(**material) == cache_key(**material, probabilities=False)
+    assert cache_key(**material, probabilities=True) != cache_key(**material)
+    probs = {"verdict": {"yes": 0.25, "no": 0.75}}
+    value, checksum = encode_entry("k", CachedAnswer({"verdict": "no"}, "raw", answer_probs=probs))
+    assert decode_entry("k", value, checksum).answer_probs == probs
+    plain, plain_sum = encode_entry("k", CachedAnswer({"verdict": "no"}, "raw"))
+    assert b"answer_probs" not in plain and decode_entry("k", plain, plain_sum).answer_probs is None
+    with pytest.raises(ValueError, match="answer_probs"):
+        encode_entry("k", CachedAnswer({"verdict": "no"}, "raw", answer_probs={"verdict": {"yes": 1.5}}))
 
 
 # --------------------------------------------------------------------------- specs
