@@ -6,15 +6,16 @@ the interface every cache backend implements (`JudgeCache`; SQLite in `judge_cac
 everything that can change an answer and nothing else: provider, model identity (for an
 embedded GGUF model the weights' SHA-256, never its name), base URL, structured-output mode,
 the rendered messages, the output schema as sent, temperature, max tokens, seed and a sample
-index, whether the call asked for label probabilities, plus `KEY_FORMAT`. Two stages (or two specs) whose calls render the same share an entry.
-Not in the key: API keys (never a field, never stored), timeouts, retry and re-ask policies, the
-stage's checks and normalisation (a hit is validated again by the caller, and a hit that no
-longer passes is a miss).
+index, whether the call asked for label probabilities, plus `KEY_FORMAT`. Two stages (or two
+specs) whose calls render the same share an entry. Not in the key: API keys (never a field,
+never stored), timeouts, retry and re-ask policies, the stage's checks and normalisation (a hit
+is validated again by the caller, and a hit that no longer passes is a miss).
 
 **The value** (`CachedAnswer`: the answer, its raw text, tokens, and the label probabilities the
-judge reported when the call asked for them) is kept as JSON bytes with their SHA-256 (`encode_entry`); the
-bytes name their key, so a value found under another key, or one whose bytes do not match their
-checksum or do not parse, is never served (`decode_entry` gives None: a miss).
+judge reported when the call asked for them) is kept as JSON bytes with their SHA-256
+(`encode_entry`); the bytes name their key, so a value found under another key, or one whose
+bytes do not match their checksum or do not parse, is never served (`decode_entry` gives None: a
+miss).
 
 **Backends** implement `JudgeCache`: SQLite (`judge_cache_sqlite`, the default) and Redis
 (`judge_cache_redis`). A cache never raises into the judge call: a store that cannot be opened

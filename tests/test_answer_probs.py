@@ -231,6 +231,15 @@ def test_the_eval_summary_on_the_command_line_names_the_fallback(write_spec, tmp
            "probabilities for 'verdict'" in " ".join(result.output.split())
 
 
+def test_an_answer_without_scripted_tokens_is_sure_of_each_token(write_spec):
+    """The fake server's default when asked: the answer split in words, each at probability 1."""
+    path = probs_spec(write_spec)
+    with FakeOpenAIServer({"verdict": "no", "reason": "r"}) as server:
+        result = load_scorer(str(path), judge=judge_for(server)).run(output="x")
+    assert result.stages["judge"].answer_probs == {"verdict": {"yes": 0.0, "no": 1.0, "unsure": 0.0}}
+    assert result.score == 0.0 and result.scoring == "probability" and result.warnings is None
+
+
 def test_a_stage_that_does_not_want_probabilities_asks_as_before(write_spec):
     path = probs_spec(write_spec, probabilities="false", formula="(1 if judge.verdict == 'yes' else 0)")
     with FakeOpenAIServer({"verdict": "yes", "reason": "r"}) as server:
@@ -404,7 +413,8 @@ def test_faithfulness_quick_edge_cases_and_hard_scoring():
 
 def test_criteria_scores_p_yes_by_default():
     reply = WithProbs({"verdict": "yes", "reason": "It names blue."}, {"verdict": {"yes": 0.93, "no": 0.05}})
-    result = load_scorer("criteria", judge=FakeJudge({"analyze": reply}), criterion="Names a colour.").run(output="Blue.")
+    scorer = load_scorer("criteria", judge=FakeJudge({"analyze": reply}), criterion="Names a colour.")
+    result = scorer.run(output="Blue.")
     assert result.score == 0.93 and result.scoring == "probability"
     hard = load_scorer("criteria", judge=FakeJudge({"analyze": reply}), criterion="Names a colour.",
                        scoring="hard").run(output="Blue.")
