@@ -6,7 +6,9 @@ validates each answer with the call's `AnswerContract`, re-asking an invalid ans
 error up to `call.max_reasks` times. A failure is classified here: `TransportFailure` for a try
 that may succeed when repeated (the retry layer, `engine.judge_retries`, repeats it), else
 `ScorerRunError` of kind ``auth``, ``truncated``, ``check`` or ``judge``. API keys are redacted
-from every message and raw answer.
+from every message and raw answer. A call that wants label probabilities (`JudgeCall.probabilities`)
+is sent with ``logprobs`` to a provider that reports them, and its answer carries them
+(`engine.answer_probs`).
 
 The contract reaches pydantic's validators through instructor's validation context (``context=``,
 given to ``model_validate``). instructor renders every message as a Jinja template when that
