@@ -314,6 +314,9 @@ async def acalibrate(
         report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
     if report.not_scorable and not_scorable_score is None:
         report.notes.append(f"{report.not_scorable} not scorable item(s) are not in the figures")
+    warned = [line["warnings"] for _, line in kept if line.get("warnings")]
+    if warned:
+        report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
     stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():

@@ -225,6 +225,10 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
     from .cli_cache import cache_line
 
     console.print(summary_table(summary.scorers))
+    for label, stats in summary.scorers.items():
+        if stats.warned:
+            console.print(f"warning: {label}: {stats.warned} result(s) with a warning, the first: "
+                          f"{stats.first_warning}", markup=False, highlight=False, soft_wrap=True, style="yellow")
     for sid, usage in summary.usage.items():  # scorers that asked a judge in this attempt
         if usage.calls or usage.cache_hits or usage.cache_misses:
             console.print(cache_line(sid, summary.scorers[sid].total, usage.calls, usage.cache_hits), markup=False,

@@ -26,6 +26,7 @@ from .expressions import Expression, Template
 from .plans import (REASON_SCHEMA, CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
 from .run_fields import RUN_FIELDS, RUN_NAMES, run_keys
+from .answer_probs import label_fields
 from .sampling import is_expression, sampling_plan
 from .schemas import OptionValidator, schema_error
 from .schema_keywords import misspelled
@@ -33,7 +34,7 @@ from .scope import Scope, answer_keys
 from .spec import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .spec_validation import validate_document
 
-RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index"}
+RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs"}
 _BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
@@ -255,6 +256,7 @@ def _declared_field(name: str, schema: dict[str, Any], description: str, doc: Do
 def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judge: JudgeSpec,
                   when: Expression | None) -> tuple[PromptStagePlan | None, frozenset[str] | None]:
     """A prompt stage's plan (None when a part failed) and the keys of its result."""
+    outer = scope  # the stage's scope without `each`: where `probabilities` is evaluated
     for_each = c.expr(stage.for_each, f"{key}.for_each", scope) if stage.for_each else None
     if stage.for_each:
         scope = scope.with_names(each=None, each_index=None)
@@ -274,16 +276,39 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
     shape = keys if stage.result is None and stage.for_each is None else None
-    if template is None:
+    probabilities = _probabilities(stage, key, c, outer, schema)
+    if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
         id=stage.id, template=template, schema=schema,
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
-        sampling=sampling,
+        sampling=sampling, probabilities=probabilities,
     )
     return plan, shape
+
+
+def _probabilities(stage: PromptStage, key: str, c: _Compiler, scope: Scope,
+                   schema: dict[str, Any]) -> bool | Expression | None:
+    """A prompt stage's `probabilities` (False, True or an expression over the names in scope);
+    None after a problem: an expression that does not compile, or an answer with no label field."""
+    value = stage.probabilities
+    if value is False:
+        return False
+    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        c.doc.add("wrong-type", f"{key}.probabilities", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
+                  "only true/false as booleans)", "write true or false, or an expression such as "
+                  "options.scoring == 'probability'")
+        return None
+    if not label_fields(schema):
+        c.doc.add("invalid-value", f"{key}.probabilities", "label probabilities are read from the answer's enum "
+                  "and boolean fields, and this stage's output schema has none at its top level",
+                  "give the answer a field such as verdict: {enum: [\"yes\", \"no\"]}")
+        return None
+    if value is True:
+        return True
+    return c.expr(value, f"{key}.probabilities", scope)
 
 
 def _rule_function(name: str, args: dict[str, str], key: str, c: _Compiler) -> functions.RuleFunction | None:
@@ -310,6 +335,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
     """The stage plans in order, and the scope after them (each stage's id in it)."""
     plans: list[StagePlan] = []
     seen: set[str] = set()
+    with_probs: set[str] = set()  # the stages `answer_probs` has, so far (in scope after the first)
     for i, stage in enumerate(spec.stages):
         key = f"stages[{i}]"
         if stage.id in RESERVED or stage.id in spec.vars:
@@ -333,6 +359,9 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if plan is not None:
             plans.append(plan)
         scope = scope.with_names(**{stage.id: shape})
+        if isinstance(stage, PromptStage) and stage.probabilities is not False:
+            with_probs.add(stage.id)
+            scope = scope.with_names(answer_probs=frozenset(with_probs))
     return plans, scope
 
 

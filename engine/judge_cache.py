@@ -6,14 +6,16 @@ the interface every cache backend implements (`JudgeCache`; SQLite in `judge_cac
 everything that can change an answer and nothing else: provider, model identity (for an
 embedded GGUF model the weights' SHA-256, never its name), base URL, structured-output mode,
 the rendered messages, the output schema as sent, temperature, max tokens, seed and a sample
-index, plus `KEY_FORMAT`. Two stages (or two specs) whose calls render the same share an entry.
-Not in the key: API keys (never a field, never stored), timeouts, retry and re-ask policies, the
-stage's checks and normalisation (a hit is validated again by the caller, and a hit that no
-longer passes is a miss).
+index, whether the call asked for label probabilities, plus `KEY_FORMAT`. Two stages (or two
+specs) whose calls render the same share an entry. Not in the key: API keys (never a field,
+never stored), timeouts, retry and re-ask policies, the stage's checks and normalisation (a hit
+is validated again by the caller, and a hit that no longer passes is a miss).
 
-**The value** (`CachedAnswer`) is kept as JSON bytes with their SHA-256 (`encode_entry`); the
-bytes name their key, so a value found under another key, or one whose bytes do not match their
-checksum or do not parse, is never served (`decode_entry` gives None: a miss).
+**The value** (`CachedAnswer`: the answer, its raw text, tokens, and the label probabilities the
+judge reported when the call asked for them) is kept as JSON bytes with their SHA-256
+(`encode_entry`); the bytes name their key, so a value found under another key, or one whose
+bytes do not match their checksum or do not parse, is never served (`decode_entry` gives None: a
+miss).
 
 **Backends** implement `JudgeCache`: SQLite (`judge_cache_sqlite`, the default) and Redis
 (`judge_cache_redis`). A cache never raises into the judge call: a store that cannot be opened
@@ -120,6 +122,10 @@ class CallIdentity:
     """The sampling seed sent, or None when none is sent."""
     sample_index: int
     """Which of several samples of the same call this is, >= 0 (0 for a single sample)."""
+    probabilities: bool = False
+    """Whether the call asked for its answer's label probabilities (sent with ``logprobs``, and
+    to a hosted OpenAI model in json_schema mode). Part of the key only when true, so the keys of
+    every other call are those of before."""
 
     _key: str = field(init=False, repr=False, compare=False)
 
@@ -155,6 +161,10 @@ class CallIdentity:
             "messages": self.messages,
             "schema": self.schema,
         }
+        if self.probabilities is not False:
+            if self.probabilities is not True:
+                raise ValueError(f"probabilities: a boolean is needed, got {self.probabilities!r}")
+            material["probabilities"] = True
         try:  # one pass over the whole (a key is computed per judge call, hits included)
             text = canonical_json(material)
         except ValueError:
@@ -188,7 +198,9 @@ class CachedAnswer:
     `data`: the normalised answer (a JSON value, never None); `raw`: the text the model sent;
     `tokens_in`, `tokens_out`: the tokens the original call used (0 when unknown); `model`: the
     model string the user chose (``openai/gpt-4o-mini``, ``local``; what ``clear(model=…)``
-    matches); `created_at`: when it was answered, seconds since the epoch (UTC).
+    matches); `created_at`: when it was answered, seconds since the epoch (UTC); `answer_probs`:
+    the label probabilities the judge reported (`engine.judge_call.JudgeAnswer.answer_probs`),
+    None when it reported none or the call did not ask.
     """
 
     data: Any
@@ -197,6 +209,7 @@ class CachedAnswer:
     tokens_out: int = 0
     model: str = ""
     created_at: float = field(default_factory=time.time)
+    answer_probs: dict[str, dict[str, float]] | None = None
 
 
 def encode_entry(key: str, answer: CachedAnswer) -> tuple[bytes, str]:
@@ -216,10 +229,15 @@ def encode_entry(key: str, answer: CachedAnswer) -> tuple[bytes, str]:
     if isinstance(answer.created_at, bool) or not isinstance(answer.created_at, (int, float)) \
             or not math.isfinite(answer.created_at):
         raise ValueError(f"created_at: a finite number of seconds is needed, got {answer.created_at!r}")
+    fields = {"format": VALUE_FORMAT, "key": key, "data": answer.data, "raw": answer.raw,
+              "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out, "model": answer.model,
+              "created_at": float(answer.created_at)}
+    if answer.answer_probs is not None:
+        if not _is_probs(answer.answer_probs):
+            raise ValueError("answer_probs: field → {value: probability in [0, 1]} is needed")
+        fields["answer_probs"] = answer.answer_probs
     try:
-        value = canonical_json({"format": VALUE_FORMAT, "key": key, "data": answer.data, "raw": answer.raw,
-                                "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out,
-                                "model": answer.model, "created_at": float(answer.created_at)})
+        value = canonical_json(fields)
     except ValueError as exc:
         raise ValueError(f"the answer is not JSON data ({exc})") from None
     return value, hashlib.sha256(value).hexdigest()
@@ -234,14 +252,24 @@ def decode_entry(key: str, value: bytes, checksum: str) -> CachedAnswer | None:
     try:
         entry = json.loads(bytes(value).decode("utf-8", "surrogatepass"))
         answer = CachedAnswer(data=entry["data"], raw=entry["raw"], tokens_in=entry["tokens_in"],
-                              tokens_out=entry["tokens_out"], model=entry["model"], created_at=entry["created_at"])
+                              tokens_out=entry["tokens_out"], model=entry["model"], created_at=entry["created_at"],
+                              answer_probs=entry.get("answer_probs"))
         ok = entry["format"] == VALUE_FORMAT and entry["key"] == key and answer.data is not None \
             and isinstance(answer.raw, str) and isinstance(answer.model, str) \
             and all(type(n) is int for n in (answer.tokens_in, answer.tokens_out)) \
-            and isinstance(answer.created_at, float)
+            and isinstance(answer.created_at, float) \
+            and (answer.answer_probs is None or _is_probs(answer.answer_probs))
     except (ValueError, TypeError, KeyError):
         return None
     return answer if ok else None
+
+
+def _is_probs(value: Any) -> bool:
+    """Whether `value` has the shape of label probabilities: field → {value: number in [0, 1]}."""
+    return isinstance(value, dict) and all(
+        isinstance(name, str) and isinstance(probs, dict) and all(
+            isinstance(k, str) and type(p) in (int, float) and 0 <= p <= 1 for k, p in probs.items())
+        for name, probs in value.items())
 
 
 # --------------------------------------------------------------------------- the interface

@@ -8,7 +8,9 @@ temperature, max tokens, seed, the call's sample index), then:
 
 - **hit**: the stored answer is validated again with the call's contract (its *current* schema
   and checks). If it passes it is the answer: ``attempts`` 0, usage ``cache_hits`` 1, no calls,
-  no tokens. If it no longer passes, the call is a miss.
+  no tokens. If it no longer passes, the call is a miss. A call that asks for label
+  probabilities (a key of its own) is served only an entry that holds them, with them; an entry
+  without them is a miss.
 - **miss**: the judge below is asked; its answer (only a validated answer is ever returned, so
   failures, refusals and cut-off answers are never stored) is stored under the key, replacing
   any earlier one; usage ``cache_misses`` 1. With `refresh`, an answer stored before the layer
@@ -170,7 +172,8 @@ class CachedJudge(JudgeLayer):
             shared = await asyncio.shield(pending)
             if shared is None:
                 continue  # it failed: this call asks, unless another waiter already does
-            hit = _served(call, CachedAnswer(copy.deepcopy(shared.data), shared.raw))
+            hit = _served(call, CachedAnswer(copy.deepcopy(shared.data), shared.raw,
+                                             answer_probs=copy.deepcopy(shared.answer_probs)))
             if hit is not None:
                 return hit
             lead = False  # its answer fails this call's checks: ask for this call alone
@@ -190,7 +193,8 @@ class CachedJudge(JudgeLayer):
             if future is not None:
                 if flights.get(slot) is future:
                     del flights[slot]
-                future.set_result(None if answer is None else CachedAnswer(answer.data, answer.raw))
+                future.set_result(None if answer is None else CachedAnswer(answer.data, answer.raw,
+                                                                           answer_probs=answer.answer_probs))
         answer.usage.cache_misses += 1
         await self._put(key, answer)
         return answer
@@ -204,7 +208,7 @@ class CachedJudge(JudgeLayer):
 
     async def _put(self, key: str, answer: JudgeAnswer) -> None:
         entry = CachedAnswer(answer.data, answer.raw, tokens_in=answer.usage.tokens_in,
-                             tokens_out=answer.usage.tokens_out, model=self.model)
+                             tokens_out=answer.usage.tokens_out, model=self.model, answer_probs=answer.answer_probs)
         try:  # a write may wait for another process's transaction: off the loop
             await asyncio.to_thread(self.cache.put, key, entry)
         except ValueError:
@@ -224,14 +228,16 @@ class CachedJudge(JudgeLayer):
 
 
 def _served(call: JudgeCall, entry: CachedAnswer | None) -> JudgeAnswer | None:
-    """`entry` as the answer to `call` when it passes the call's contract now, else None."""
-    if entry is None:
+    """`entry` as the answer to `call` when it passes the call's contract now (and holds label
+    probabilities when the call asks for them), else None."""
+    if entry is None or (call.probabilities and entry.answer_probs is None):
         return None
     try:
         data = call.validate(entry.data)
     except Exception:
         return None
-    return JudgeAnswer(data, entry.raw, attempts=0, usage=Usage(cache_hits=1))
+    return JudgeAnswer(data, entry.raw, attempts=0, usage=Usage(cache_hits=1),
+                       answer_probs=copy.deepcopy(entry.answer_probs) if call.probabilities else None)
 
 
 def with_cache(judge: Judge, cache: CacheSetting, *, refresh: bool = False) -> Judge:

@@ -27,7 +27,8 @@ class JudgeCall:
     `contract` is what an answer must satisfy (schema, normalisation, checks); `max_reasks` how
     often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens;
     `sample_index` which sample of a sampled stage's question this is (0 for the first, and for
-    a stage asked once): the judge-call cache keys each sample apart."""
+    a stage asked once): the judge-call cache keys each sample apart; `probabilities`: also
+    report the answer's label probabilities (`JudgeAnswer.answer_probs`), when the judge can."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -36,6 +37,7 @@ class JudgeCall:
     temperature: float = 0.0
     max_tokens: int = 1024
     sample_index: int = 0
+    probabilities: bool = False
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -54,12 +56,15 @@ class JudgeCall:
 @dataclass
 class JudgeAnswer:
     """A validated answer: `data` (normalised JSON value), `raw` (the text the model sent),
-    `attempts` (calls made for it) and `usage`."""
+    `attempts` (calls made for it) and `usage`. `answer_probs`: for a call that asked for
+    probabilities, each label field the judge reported them for → {value: probability}
+    (`engine.answer_probs`); None when it reported none (or was not asked)."""
 
     data: Any
     raw: str
     attempts: int = 1
     usage: Usage = field(default_factory=Usage)
+    answer_probs: dict[str, dict[str, float]] | None = None
 
 
 class Judge(Protocol):

@@ -55,7 +55,9 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
                  timeout_s: float = 120.0, context_window: int | None = None) -> InstructorJudge:
     """The provider judge for a ``provider/model`` string (one try per call; no retries).
 
-    mode (or ``SCORESPEC_MODE``): instructor's structured-output mode, default per provider.
+    mode (or ``SCORESPEC_MODE``): instructor's structured-output mode, default per provider
+    (a call that wants label probabilities goes to ``openai``/``ollama`` in json_schema mode,
+    with ``logprobs``; other providers report none).
     timeout_s: per-request timeout in seconds. context_window: see `engine.window`. The judge
     makes one client per event loop. Raises `ValueError` for a bad mode or window, ImportError
     when the provider's package is missing.
@@ -77,10 +79,18 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         key = api_key or os.environ.get("OPENAI_API_KEY") or (
             "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
 
-        def build() -> Any:
+        def build(answer_mode: Any = inst_mode or instructor.Mode.TOOLS) -> Any:
             client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
             _raise_unreadable_as_transport(client.chat.completions)
-            return instructor.from_openai(client, mode=inst_mode or instructor.Mode.TOOLS)
+            return instructor.from_openai(client, mode=answer_mode)
+
+        # token probabilities come only with an answer in the message content, never with tool-call
+        # arguments: a call that wants them is sent in json_schema mode unless the mode is one of those
+        in_content = {instructor.Mode.JSON_SCHEMA, instructor.Mode.JSON, instructor.Mode.MD_JSON}
+        probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
+        return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
+                               client_factory=build, window=window, identity=identity, logprobs=True,
+                               probs_client_factory=probs_build)
     elif provider == "anthropic":
         import anthropic
 

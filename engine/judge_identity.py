@@ -65,7 +65,7 @@ class ProviderIdentity:
         return CallIdentity(provider=self.provider, model=self.model_identity(), base_url=self.base_url,
                             structured_mode=self.structured_mode, messages=call.messages,
                             schema=schema_as_sent(call), temperature=call.temperature, max_tokens=call.max_tokens,
-                            seed=self.seed, sample_index=sample_index)
+                            seed=self.seed, sample_index=sample_index, probabilities=call.probabilities)
 
 
 def schema_as_sent(call: JudgeCall) -> Any:

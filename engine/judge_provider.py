@@ -6,7 +6,9 @@ validates each answer with the call's `AnswerContract`, re-asking an invalid ans
 error up to `call.max_reasks` times. A failure is classified here: `TransportFailure` for a try
 that may succeed when repeated (the retry layer, `engine.judge_retries`, repeats it), else
 `ScorerRunError` of kind ``auth``, ``truncated``, ``check`` or ``judge``. API keys are redacted
-from every message and raw answer.
+from every message and raw answer. A call that wants label probabilities (`JudgeCall.probabilities`)
+is sent with ``logprobs`` to a provider that reports them, and its answer carries them
+(`engine.answer_probs`).
 
 The contract reaches pydantic's validators through instructor's validation context (``context=``,
 given to ``model_validate``). instructor renders every message as a Jinja template when that
@@ -28,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from .answer_contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .answer_probs import TOP_ALTERNATIVES, probs_from_completion
 from .errors import ScorerRunError
 from .judge_call import JudgeAnswer, JudgeCall, TransportFailure
 from .redaction import kept_secrets, redact, register_secrets
@@ -99,46 +102,58 @@ class InstructorJudge:
     cannot fit the model (`engine.window`). identity: what the judge-call cache keys this judge's
     answers by (`engine.judge_identity.ProviderIdentity`; None: never cached). sample_seeds: send
     sample i of a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples
-    with one fixed seed and so would repeat its first answer (the embedded judges). Raises
-    `ScorerRunError` from `ask`.
+    with one fixed seed and so would repeat its first answer (the embedded judges). logprobs: the
+    provider reports token probabilities when asked (OpenAI's ``logprobs`` and ``top_logprobs``): a
+    call that wants its answer's label probabilities (`JudgeCall.probabilities`) asks for them and
+    gets them in `JudgeAnswer.answer_probs` (`engine.answer_probs`); such a call goes through
+    `probs_client_factory`'s client when given (one per event loop; a client answering in the
+    message content, json_schema mode: OpenAI reports no probabilities for tool-call arguments).
+    Raises `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
-                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False):
+                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
+                 logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None):
         self.client = client
         self.sample_seeds = sample_seeds
+        self.logprobs = logprobs
+        self._probs_client_factory = probs_client_factory
         self.cache_identity = identity
         self.window = window
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._loop_probs_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
         self.model_name = model_name
         # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
         self._secrets = kept_secrets(secrets)
         register_secrets(self._secrets)
 
-    def _client(self) -> Any:
-        """The client for the running event loop (`client` without a `client_factory`)."""
-        if self._client_factory is None:
+    def _client(self, probabilities: bool = False) -> Any:
+        """The client for the running event loop (`client` without a `client_factory`); with
+        `probabilities`, the one for calls that want token probabilities (`probs_client_factory`)."""
+        factory, clients = self._client_factory, self._loop_clients
+        if probabilities and self._probs_client_factory is not None:
+            factory, clients = self._probs_client_factory, self._loop_probs_clients
+        if factory is None:
             return self.client
         loop = asyncio.get_running_loop()
-        client = self._loop_clients.get(loop)
+        client = clients.get(loop)
         if client is None:
-            client = self._loop_clients[loop] = self._client_factory()
+            client = clients[loop] = factory()
         return client
 
     async def aclose(self) -> None:
-        """Close the HTTP client opened for the running event loop (call before the loop ends)."""
-        if self._client_factory is None:
-            return
-        client = self._loop_clients.pop(asyncio.get_running_loop(), None)
-        http = getattr(client, "client", None)
-        if http is not None and hasattr(http, "close"):
-            try:
-                await http.close()
-            except Exception:  # closing is best effort; the loop is ending anyway
-                pass
+        """Close the HTTP clients opened for the running event loop (call before the loop ends)."""
+        loop = asyncio.get_running_loop()
+        for clients in (self._loop_clients, self._loop_probs_clients):
+            http = getattr(clients.pop(loop, None), "client", None)
+            if http is not None and hasattr(http, "close"):
+                try:
+                    await http.close()
+                except Exception:  # closing is best effort; the loop is ending anyway
+                    pass
 
     def __repr__(self) -> str:
         return f"InstructorJudge(model={self.model!r}, window={self.window!r})"
@@ -161,10 +176,13 @@ class InstructorJudge:
         extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
         if self.sample_seeds and call.sample_index:
             extra["seed"] = call.sample_index
+        probabilities = call.probabilities and self.logprobs
+        if probabilities:
+            extra.update(logprobs=True, top_logprobs=TOP_ALTERNATIVES)
         usage = Usage()
         started = time.perf_counter()
         try:
-            answer, completion = await self._client().create_with_completion(
+            answer, completion = await self._client(probabilities).create_with_completion(
                 # the schema's own key order, not sorted: it is the order of the answer's properties the
                 # provider is shown and a grammar-constrained judge must write (a verdict before its reason)
                 response_model=response_model(json.dumps(call.schema), call.stage),
@@ -189,7 +207,9 @@ class InstructorJudge:
         n = max(calls[0], 1)
         usage.calls, usage.reasks = n, n - 1
         _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
-        return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage)
+        probs = probs_from_completion(completion, call.schema) if probabilities else None
+        return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
+                           answer_probs=probs or None)
 
     def _classify_wrapped(self, exc: BaseException, call: JudgeCall, n: int) -> ScorerRunError:
         """The failure instructor raised after its tries (`n` answers received)."""

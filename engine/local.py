@@ -117,6 +117,8 @@ _USED_ARGS = frozenset(
         "tool_choice",
         "n",
         "stream",
+        "logprobs",
+        "top_logprobs",
     }
 )
 _IGNORED_ARGS = frozenset(
@@ -132,8 +134,6 @@ _IGNORED_ARGS = frozenset(
         "parallel_tool_calls",
         "service_tier",
         "stream_options",
-        "logprobs",
-        "top_logprobs",
         "logit_bias",
         "prediction",
         "reasoning_effort",
@@ -255,6 +255,21 @@ def _grammar_for(schema: Mapping[str, Any]) -> str:
     return "%llguidance {}\nstart: %json " + json.dumps(constrained, ensure_ascii=False)
 
 
+def _logprobs_of(choice: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A choice's ``logprobs`` in OpenAI's shape (``content``: each generated token with
+    ``token``, ``logprob``, ``bytes`` and ``top_logprobs``), or None when the server sent none."""
+    content = (choice.get("logprobs") or {}).get("content")
+    if not isinstance(content, list):
+        return None
+
+    def entry(item: Mapping[str, Any]) -> dict[str, Any]:
+        return {"token": str(item.get("token", "")), "logprob": float(item.get("logprob", float("-inf"))),
+                "bytes": item.get("bytes")}
+
+    return {"content": [{**entry(item), "top_logprobs": [entry(alt) for alt in item.get("top_logprobs") or ()]}
+                        for item in content if isinstance(item, Mapping)]}
+
+
 class LocalChatModel:
     """One GGUF chat model loaded in this process, called like OpenAI's
     ``client.chat.completions.create``.
@@ -362,7 +377,10 @@ class LocalChatModel:
         (prompt/completion/total tokens). Raises TypeError on unknown keywords
         (e.g. ``response_model``: wrap with ``instructor.patch`` or use
         :func:`instructor_client`), LocalJudgeError on a request it cannot
-        serve or a prompt too long for the context.
+        serve or a prompt too long for the context. ``logprobs`` / ``top_logprobs``: the
+        completion's ``choices[0].logprobs.content`` lists each generated token with its
+        probability and the top alternatives at its position, as the model gave them before the
+        grammar and sampling constrained the choice (llama.cpp's pre-sampling probabilities).
         """
         from openai.types.chat import ChatCompletion
 
@@ -399,6 +417,11 @@ class LocalChatModel:
             request["stop"] = [stop] if isinstance(stop, str) else list(stop)
         if schema is not None:
             request["grammar"] = _grammar_for(schema)
+        if kwargs.get("logprobs"):
+            # llama.cpp reports each generated token's probability and the top alternatives at its
+            # position from the model's own distribution, before the grammar and the sampler act
+            request["logprobs"] = True
+            request["top_logprobs"] = int(kwargs.get("top_logprobs") or 1)
 
         result = self._call("handle_chat_completions", request)
         if "error" in result:
@@ -431,7 +454,8 @@ class LocalChatModel:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": self.name,
-                "choices": [{"index": 0, "finish_reason": finish, "message": message, "logprobs": None}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": message,
+                             "logprobs": _logprobs_of(choice) if kwargs.get("logprobs") else None}],
                 "usage": {
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,

@@ -46,4 +46,5 @@ def make_local_judge(model: str, *, mode: str | None = None, context_window: int
     # model with LocalChatModel's default sampling seed, 0
     identity = provider_identity(model, mode=inst_mode, weights=chat.path, seed=0)
     # a fixed seed would repeat the first sample of a sampled question: sample i asks with seed i
-    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True)
+    # llama.cpp reports each token's probabilities before the grammar and sampling (`engine.local`)
+    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True, logprobs=True)

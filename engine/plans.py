@@ -66,7 +66,8 @@ class PromptStagePlan:
     for_each: an expression giving a list (one call per element), or None. sampling: how the
     stage is sampled (`SamplingPlan`; n = 1 when it is asked once), or None when its answer has
     nothing a default reduction can use and the spec gives no `reduce` (it is then always asked
-    once, whatever a run's ``samples``).
+    once, whatever a run's ``samples``). probabilities: whether to ask for the answer's label
+    probabilities (`engine.answer_probs`): a constant, or an expression evaluated per item.
     """
 
     id: str
@@ -81,6 +82,7 @@ class PromptStagePlan:
     checks: tuple[CheckPlan, ...] = ()
     result: Expression | None = None
     sampling: SamplingPlan | None = None
+    probabilities: Union[bool, Expression] = False
 
     @property
     def samples(self) -> int:

@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorKind
@@ -55,6 +55,12 @@ class StageRecord(_Out):
     element's in `agreements`) and, for mean and median, the `spread` (max − min) of each number
     field (with ``for_each``: the largest over the elements). Its `raw_answer` is a JSON list of
     the samples' raw answers. These keys are left out of the JSON of a stage asked once.
+
+    `answer_probs` (JSON ``answerProbs``): for a stage that asked for label probabilities
+    (`engine.answer_probs`), each label field the judge reported them for → {value: probability}
+    (``{"verdict": {"yes": 0.91, "no": 0.02, "unsure": 0.07}}``; with ``for_each`` a list, one per
+    element, None for an element without; a sampled question's: the mean over its samples). Left
+    out of the JSON when None: not asked, or the judge reported none.
     """
 
     kind: str  # "prompt" | "rule"
@@ -68,10 +74,17 @@ class StageRecord(_Out):
     agreement: float | None = None
     agreements: list[float | None] | None = None
     spread: dict[str, float] | None = None
+    answer_probs: Any = None
+    # the probabilities expressions see (`answer_probs.STAGE`: reported, else the hard labels), and per
+    # label field how many answers had it from the hard label although probabilities were asked for
+    _used_probs: Any = PrivateAttr(default=None)
+    _hard_labels: dict[str, int] = PrivateAttr(default_factory=dict)
+    _answers: int = PrivateAttr(default=0)
 
     @model_serializer(mode="wrap")
     def _sampling_keys_when_sampled(self, handler: Any) -> Any:
-        return _without_none(handler(self), ("samples", "agreement", "agreements", "spread"))
+        return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
+                                             "answer_probs"))
 
 
 def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
@@ -110,7 +123,12 @@ class ScoreResult(_Out):
     agreement: the lowest agreement of its sampled stages (`StageRecord.agreement`), in [0, 1];
     cost_usd: what its judge calls cost in US dollars, set by a batch run from its price table
     (`engine.prices`; cache hits cost nothing). Both are left out of the JSON when None (no
-    sampled stage; no price known, or not a batch run).
+    sampled stage; no price known, or not a batch run). scoring: for a spec with a stage that can
+    ask for label probabilities (`probabilities:`), how its answers were counted: ``probability``
+    (every answer by the judge's label probabilities) or ``hard`` (by the labels given: the run did
+    not ask, or the judge reported none, which `warnings` then says); None (left out of the JSON)
+    for any other spec. warnings: what the reader of the score should know (a fallback to hard
+    labels), None when nothing.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -133,10 +151,12 @@ class ScoreResult(_Out):
     usage: Usage = Field(default_factory=Usage)
     agreement: float | None = None
     cost_usd: float | None = None
+    scoring: str | None = None
+    warnings: list[str] | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
-        return _without_none(handler(self), ("agreement", "costUsd", "cost_usd"))
+        return _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings"))
 
     @model_validator(mode="before")
     @classmethod

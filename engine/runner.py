@@ -303,6 +303,7 @@ class Runner:
         if (key, label) in self.prior.records:
             self.rewrote = True
         self.state.stats[label].add(status, result.score, result.agreement)
+        self.state.stats[label].warn(result.warnings)
         self.state.judge_calls += result.usage.calls
         self.state.usage.setdefault(label, Usage()).add(result.usage)
         if result.model:

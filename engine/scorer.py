@@ -21,6 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from .answer_contract import AnswerContract, normalize_answer
+from .answer_probs import label_fields, mean_probs, with_hard_labels
 from .compile import load_spec
 from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
@@ -286,16 +287,23 @@ class Scorer:
             result.run_id = run_id
         stage_id: str | None = None
         try:
-            ns: dict[str, Any] = prepare({"run": self._run_fields(item), "options": self.options})
+            probs: dict[str, Any] = {}  # `answer_probs`: by stage id
+            ns: dict[str, Any] = prepare({"run": self._run_fields(item), "options": self.options,
+                                          "answer_probs": probs})
             for name, expression in plan.vars:
                 ns[name] = self._eval(expression, ns, f"vars.{name}")
             for stage in plan.stages:
                 stage_id = stage.id
                 record = StageRecord(kind="rule" if isinstance(stage, RuleStagePlan) else "prompt")
                 result.stages[stage.id] = record
+                labelled = isinstance(stage, PromptStagePlan) and stage.probabilities is not False
+                if labelled and not self._wants_probs(stage, ns):
+                    result.scoring = "hard"  # this run counts the hard labels
                 if stage.when is not None and not self._eval(stage.when, ns, f"{stage.id}.when"):
                     record.skipped = True
                     ns[stage.id] = None
+                    if labelled:
+                        probs[stage.id] = None
                     continue
                 if isinstance(stage, RuleStagePlan):
                     record.result = self._rule_stage(stage, ns)
@@ -304,6 +312,11 @@ class Scorer:
                 if isinstance(stage, RuleStagePlan) or stage.result is not None:
                     _require_json(record.result, stage.id)
                 ns[stage.id] = record.result
+                if labelled:
+                    probs[stage.id] = record._used_probs
+                    self._note_hard_labels(stage.id, record, result)
+            if any(isinstance(s, PromptStagePlan) and s.probabilities is not False for s in plan.stages):
+                result.scoring = result.scoring or "probability"
             stage_id = None
             self._mirror_seed_fields(result)
             score = plan.score
@@ -330,6 +343,24 @@ class Scorer:
             agreements = [record.agreement for record in result.stages.values() if record.agreement is not None]
             result.agreement = min(agreements) if agreements else None
         return result
+
+    def _wants_probs(self, stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
+        """Whether `stage` asks the judge for label probabilities on this item (its `probabilities`)."""
+        if isinstance(stage.probabilities, bool):
+            return stage.probabilities
+        return bool(self._eval(stage.probabilities, ns, f"{stage.id}.probabilities"))
+
+    @staticmethod
+    def _note_hard_labels(stage_id: str, record: StageRecord, result: ScoreResult) -> None:
+        """A warning in `result` (and scoring ``hard``) when answers of the stage that asked for
+        label probabilities got none: they count by their hard labels, never silently."""
+        if not record._hard_labels:
+            return
+        result.scoring = "hard"
+        fields = ", ".join(f"'{name}' in {n} of {record._answers} answer(s)" for name, n in record._hard_labels.items())
+        result.warnings = (result.warnings or []) + [
+            f"{stage_id}: the judge reported no label probabilities for {fields}; those count by their hard "
+            "label (judges that report them: the embedded models, and OpenAI-compatible servers with logprobs)"]
 
     def _run_fields(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """`run` for the item (`engine.run_fields`), its declared fields resolved; raises
@@ -429,6 +460,8 @@ class Scorer:
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
             if stage.samples > 1:
                 _gather_samples(record, parts)
+        if stage.probabilities is not False:
+            _gather_probs(record, parts, each=True)
         return results
 
     def _ask_sampled(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord):
@@ -441,10 +474,11 @@ class Scorer:
             if sampling is None or sampling.method != "expression":
                 return answer
             return self._reduce(stage, [answer], schema, ns).answer  # the answer is what the expression gives
-        samples, raws = [], []
+        samples, raws, parts = [], [], []
         try:
             for index in range(sampling.n):
                 part = StageRecord(kind="prompt")
+                parts.append(part)
                 try:
                     samples.append((yield from self._ask(stage, schema, ns, part, sample_index=index)))
                 except ScorerRunError as exc:
@@ -460,6 +494,8 @@ class Scorer:
             record.samples = samples
         reduced = self._reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
+        if stage.probabilities is not False:
+            _gather_probs(record, parts, each=False)
         return reduced.answer
 
     def _reduce(self, stage: PromptStagePlan, samples: list[Any], schema: dict[str, Any],
@@ -488,8 +524,9 @@ class Scorer:
         temperature = stage.temperature
         if sample_index is not None and stage.sampling is not None:
             temperature = stage.sampling.temperature
+        asked = stage.probabilities is not False and self._wants_probs(stage, ns)
         call = JudgeCall(stage_id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
-                         sample_index or 0)
+                         sample_index or 0, probabilities=asked)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
@@ -500,6 +537,12 @@ class Scorer:
         record.raw_answer = reply.raw
         record.attempts = reply.attempts
         record.usage = reply.usage
+        if stage.probabilities is not False:  # what `answer_probs` holds: reported, else the hard labels
+            reported = reply.answer_probs if asked else None
+            record.answer_probs = reported
+            record._used_probs, filled = with_hard_labels(reply.data, reported, label_fields(schema))
+            record._hard_labels = {name: 1 for name in filled} if asked else {}
+            record._answers = 1
         return reply.data
 
     # -- helpers ----------------------------------------------------------------------------
@@ -559,6 +602,25 @@ def _gather_samples(record: StageRecord, parts: list[StageRecord]) -> None:
     if spreads:
         record.spread = {name: max(s[name] for s in spreads if name in s) for name in dict.fromkeys(
             name for s in spreads for name in s)}
+
+
+def _gather_probs(record: StageRecord, parts: list[StageRecord], *, each: bool) -> None:
+    """A stage's label probabilities from its calls' `parts`: with ``for_each`` (`each`) a list,
+    one per element; for a sampled question the mean over its samples. Fields counted by their
+    hard label are summed per field."""
+    answered = [part for part in parts if part._answers]
+    if each:
+        reported = [part.answer_probs for part in parts]
+        record.answer_probs = reported if any(p is not None for p in reported) else None
+        record._used_probs = [part._used_probs for part in parts]
+    else:
+        record.answer_probs = mean_probs([p.answer_probs for p in answered if p.answer_probs]) or None
+        record._used_probs = mean_probs([p._used_probs for p in answered])
+    record._answers = sum(part._answers for part in answered)
+    record._hard_labels = {}
+    for part in answered:
+        for name, n in part._hard_labels.items():
+            record._hard_labels[name] = record._hard_labels.get(name, 0) + n
 
 
 def check_label(label: Any) -> str:

@@ -119,6 +119,13 @@ class PromptStage(_Model):
         "`unsure`); a mapping field → value when several fields vote. Default: the value the earliest of the "
         "tied samples gave.",
     )
+    probabilities: Union[bool, str] = Field(
+        False,
+        description="Ask the judge for the label probabilities of the answer's enum and boolean fields: true, "
+        "false, or an expression over `options` (e.g. `options.scoring == 'probability'`). Later expressions read "
+        "them as `answer_probs.STAGE` (`{field: {value: probability}}`; a list with for_each); a judge that "
+        "reports none falls back to the hard labels (1 for the value given) with a warning in the result.",
+    )
     after: str | None = _after()
 
 

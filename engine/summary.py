@@ -10,6 +10,8 @@
   0.9; either bound may be None). A threshold on a scorer with no scored item is missed.
 - **Agreement** per scorer: the mean over its results that have one (a sampled stage,
   `engine.reduce`) of each result's lowest stage agreement; None when none has.
+- **Warnings** per scorer: how many of this attempt's results carry a warning (a judge that
+  reported no label probabilities, so hard labels were counted), and the first one's text.
 - **Verdict** (and the CLI's exit code): ``budget_reached`` (3) when the run stopped before the
   end of the data because its budget would have been passed (`engine.budget`: resume it with a
   larger one); else ``errors`` (2) when any result failed or any dataset record could not be read
@@ -135,6 +137,14 @@ class ScorerStats:
         self._sum = 0.0
         self._agreement_sum = 0.0
         self._agreements = 0
+        self.warned = 0
+        self.first_warning: str | None = None
+
+    def warn(self, warnings: list[str] | None) -> None:
+        """Count one result's `warnings` (a result with none is not counted)."""
+        if warnings:
+            self.warned += 1
+            self.first_warning = self.first_warning or warnings[0]
 
     def add(self, status: str, score: float | None, agreement: float | None = None) -> None:
         """Count one result: its status, score (when scored) and agreement (when sampled)."""
@@ -167,7 +177,8 @@ class ScorerStats:
         return ScorerSummary(self.scorer, self.scored, self.not_scorable, self.failed, mean, low, median, high,
                              threshold, None if threshold is None else threshold.met(mean), label=self.label,
                              spec_hash=self.spec_hash, direction=self.direction,
-                             agreement=self._agreement_sum / self._agreements if self._agreements else None)
+                             agreement=self._agreement_sum / self._agreements if self._agreements else None,
+                             warned=self.warned, first_warning=self.first_warning)
 
 
 @dataclass
@@ -175,7 +186,8 @@ class ScorerSummary:
     """One scorer over a run. Statistics are over scored items only; None when there are none.
     scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
     spec's hash, when known; direction: which scores are better (`engine.direction`); agreement:
-    the mean agreement of its sampled results, in [0, 1] (None without sampled stages)."""
+    the mean agreement of its sampled results, in [0, 1] (None without sampled stages); warned:
+    how many of this attempt's results carry warnings, `first_warning` the first of them."""
 
     scorer: str
     scored: int = 0
@@ -191,6 +203,8 @@ class ScorerSummary:
     spec_hash: str | None = None
     direction: Direction = HIGHER_IS_BETTER
     agreement: float | None = None
+    warned: int = 0
+    first_warning: str | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -205,7 +219,8 @@ class ScorerSummary:
                 "notScorable": self.not_scorable, "failed": self.failed, "mean": self.mean, "min": self.min,
                 "median": self.median, "max": self.max,
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,
-                "thresholdMet": self.threshold_met, "agreement": self.agreement}
+                "thresholdMet": self.threshold_met, "agreement": self.agreement, "warned": self.warned,
+                "firstWarning": self.first_warning}
 
 
 @dataclass

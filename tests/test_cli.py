@@ -39,7 +39,7 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     text = (builtin_specs_dir() / "textual_difference.yaml").read_text(encoding="utf-8")
     (local / "my_scorer.yaml").write_text(text.replace("id: textual_difference", "id: my_scorer"), encoding="utf-8")
     broken = (builtin_specs_dir() / "faithfulness.yaml").read_text(encoding="utf-8")
-    (local / "faithfulness.yaml").write_text(broken.replace("supported / claims", "suported / claims"),
+    (local / "faithfulness.yaml").write_text(broken.replace("credited / claims", "credted / claims"),
                                              encoding="utf-8")  # shadows the built-in
     monkeypatch.chdir(tmp_path)
     listed = invoke("list")
@@ -54,8 +54,8 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
-        "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
+        "scorer_specs/faithfulness.yaml:77:3: score.formula: expression 'credted / claims * options.scale' uses "
+        "'credted', which is not defined here (did you mean 'credited'?) [undefined-name]",
         f"1 problem(s) in 1 of {len(shipped) + 1} spec(s)",
     ]
     (local / "faithfulness.yaml").unlink()

@@ -162,7 +162,7 @@ def test_key_is_the_sha256_of_the_canonical_json_of_the_material():
 def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():
     names = {f.name for f in dataclasses.fields(CallIdentity) if f.init}
     assert names == {"provider", "model", "base_url", "structured_mode", "messages", "schema", "temperature",
-                     "max_tokens", "seed", "sample_index"}
+                     "max_tokens", "seed", "sample_index", "probabilities"}
     with pytest.raises(TypeError, match="api_key"):
         cache_key(**material(), api_key="sk-secret")
     incomplete = material()
@@ -187,6 +187,7 @@ def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():
     ("max_tokens", 512),
     ("seed", 0),
     ("sample_index", 1),
+    ("probabilities", True),
 ])
 def test_each_field_changes_the_key(field, value):
     assert cache_key(**material(**{field: value})) != cache_key(**material())

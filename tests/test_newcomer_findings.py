@@ -28,7 +28,7 @@ def test_user_text_in_an_error_is_printed_verbatim_not_as_markup():
 def test_unknown_keys_and_later_problems_are_reported_in_one_run():
     text = (ROOT / "scorer_specs" / "faithfulness.yaml").read_text()
     text = text.replace("    prompt: faithfulness/verify_claim.j2", "    prompt: faithfulness/verify_claim.j2\n"
-                        "    temprature: 0").replace("supported / claims", "suported / claims")
+                        "    temprature: 0").replace("credited / claims", "credted / claims")
     try:
         compile_text(text, ROOT / "scorer_specs" / "faithfulness.yaml")
     except SpecError as exc:

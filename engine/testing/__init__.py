@@ -1,7 +1,8 @@
 """Test doubles shipped with the package.
 
 - `FakeJudge`: an in-process judge that answers from a script per stage and records every call
-  (the prompts it got), running the same validate-and-re-ask loop as a real judge.
+  (the prompts it got), running the same validate-and-re-ask loop as a real judge; `WithProbs`
+  scripts an answer's label probabilities.
 - `FakeOpenAIServer` (`engine.testing.fake_openai`): an OpenAI-compatible HTTP server on
   127.0.0.1 with scripted replies, latency and fault injection, so tests exercise the real
   openai + instructor path end to end.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..answer_contract import AnswerInvalid, no_valid_answer
@@ -22,16 +24,27 @@ from ..judge_call import JudgeAnswer, JudgeCall
 from ..result import Usage
 from .assertions import assert_scores
 
-Reply = Any  # a JSON value, or a callable (JudgeCall) -> JSON value, or an Exception to raise
+Reply = Any  # a JSON value, a `WithProbs`, a callable (JudgeCall) -> either, or an Exception to raise
+
+
+@dataclass(frozen=True)
+class WithProbs:
+    """A scripted answer with the label probabilities the judge reports for it, e.g.
+    ``WithProbs({"verdict": "yes", "reason": "…"}, {"verdict": {"yes": 0.8, "no": 0.2}})``: given
+    in `JudgeAnswer.answer_probs` to a call that asks for them (`JudgeCall.probabilities`), as a
+    real judge would; None: the judge reports none."""
+
+    answer: Any
+    probs: dict[str, dict[str, float]] | None = None
 
 
 class FakeJudge:
     """A scripted judge.
 
     script: stage id → a list of replies consumed in order (the last one repeats), or one
-    reply for every call. A reply is a JSON value (the answer), a callable taking the
-    `JudgeCall` and returning one, or an exception instance to raise (e.g. a
-    `ScorerRunError("transport", …)`). `calls` records every `JudgeCall` received, with its
+    reply for every call. A reply is a JSON value (the answer), a `WithProbs` (an answer and its
+    label probabilities), a callable taking the `JudgeCall` and returning one, or an exception
+    instance to raise (e.g. a `ScorerRunError("transport", …)`). `calls` records every `JudgeCall` received, with its
     messages; `prompts(stage)` lists the user prompts a stage got. tokens: (in, out) tokens every
     request reports in its usage (default none), e.g. to test costs and budgets.
     """
@@ -76,6 +89,9 @@ class FakeJudge:
                 usage.tokens_in += self.tokens[0]
                 usage.tokens_out += self.tokens[1]
             data = self._next(call)
+            probs = None
+            if isinstance(data, WithProbs):
+                data, probs = data.answer, data.probs
             raw = data if isinstance(data, str) else json.dumps(data)
             if isinstance(data, str):
                 try:
@@ -90,7 +106,7 @@ class FakeJudge:
                 last_error, last_invalid = str(exc), exc
                 usage.reasks += attempt < call.max_reasks
                 continue
-            return JudgeAnswer(value, raw, usage.calls, usage)
+            return JudgeAnswer(value, raw, usage.calls, usage, answer_probs=probs if call.probabilities else None)
         raise no_valid_answer(call.stage, usage.calls, last_error, last_invalid, raw_answer=raw, usage=usage)
 
     def prompts(self, stage: str) -> list[str]:
@@ -111,11 +127,11 @@ def scripted(replies: Iterable[Reply]) -> Callable[[JudgeCall], Any]:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("FakeOpenAIServer", "Fault"):
+    if name in ("FakeOpenAIServer", "Fault", "Tokens"):
         from . import fake_openai
 
         return getattr(fake_openai, name)
     raise AttributeError(name)
 
 
-__all__ = ["FakeJudge", "scripted", "assert_scores", "FakeOpenAIServer", "Fault"]
+__all__ = ["FakeJudge", "WithProbs", "scripted", "assert_scores", "FakeOpenAIServer", "Fault", "Tokens"]

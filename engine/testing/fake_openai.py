@@ -28,9 +28,19 @@ A *reply* is one of:
   ``"stop"`` (a plain-text refusal, malformed JSON such as ``'{"claims": ['``).
 - a :class:`Fault`: an HTTP error, a connection reset, a late answer, a
   non-JSON body, malformed JSON in the answer's place, or a truncated answer.
+- a :class:`Tokens`: content given token by token, each with its probability
+  and the alternatives at its position (for label probabilities).
 - a callable ``reply(request_json) -> reply``, called in the handler thread
   with the parsed request body (it must be thread-safe); its result may be any
   of the above.
+
+Token probabilities: a request with ``"logprobs": true`` whose answer is
+message content (not a tool call) gets ``choices[0].logprobs.content`` as
+OpenAI sends it: each token with ``token``, ``logprob``, ``bytes`` and
+``top_logprobs``. A :class:`Tokens` reply gives them; any other answer is
+split into words and single other characters (a leading space kept with its
+word), each with probability 1 and itself as its only alternative. A server
+made with ``logprobs=False`` never sends them, as a provider without them.
 
 ``usage`` is filled with ``prompt_tokens`` = (characters of all message text)
 // 4 and ``completion_tokens`` = (characters of the answer text) // 4, both at
@@ -58,7 +68,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Fault", "FakeOpenAIServer"]
+__all__ = ["Fault", "FakeOpenAIServer", "Tokens"]
 
 _DEFAULT_ERRORS = {
     400: ("invalid_request_error", None, "Bad request."),
@@ -163,6 +173,46 @@ class Fault:
         (tool-call arguments or content, as for a normal answer) is cut to its
         first half (``text[: len(text) // 2]``)."""
         return cls("truncated", answer=answer)
+
+
+class Tokens:
+    """An answer sent as message content, token by token: each part ``(text, probability)`` or
+    ``(text, probability, [(alternative, probability), …])``, the alternatives being what the
+    completion's ``top_logprobs`` lists at that token (default: the token itself). The content
+    is the parts' texts joined. Raises ValueError for a probability outside [0, 1]."""
+
+    def __init__(self, *parts: Any):
+        normalised = []
+        for part in parts:
+            text, p, *rest = part
+            alternatives = [(str(a), float(q)) for a, q in (rest[0] if rest else [(text, p)])]
+            if not all(0 <= q <= 1 for q in [float(p), *(q for _, q in alternatives)]):
+                raise ValueError(f"token {text!r}: probabilities must be in [0, 1]")
+            normalised.append((str(text), float(p), alternatives))
+        self.parts = normalised
+
+    @property
+    def text(self) -> str:
+        return "".join(text for text, _, _ in self.parts)
+
+    def __repr__(self) -> str:
+        return f"Tokens({self.text!r})"
+
+
+def _token_entry(text: str, p: float) -> dict:
+    import math
+
+    return {"token": text, "logprob": math.log(p) if p > 0 else -9999.0, "bytes": list(text.encode("utf-8"))}
+
+
+def _logprobs(text: str, tokens: "Tokens | None") -> dict:
+    """``choices[0].logprobs`` for content `text`: `tokens`' parts, or `text` split in words."""
+    import re
+
+    parts = tokens.parts if tokens is not None else [
+        (piece, 1.0, [(piece, 1.0)]) for piece in re.findall(r" ?\w+| ?[^\w\s]|\s+", text)]
+    return {"content": [{**_token_entry(t, p), "top_logprobs": [_token_entry(a, q) for a, q in alternatives]}
+                        for t, p, alternatives in parts]}
 
 
 def _message_text_len(messages: Any) -> int:
@@ -387,6 +437,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if isinstance(reply, Fault):
             self._fault(request, reply)
+        elif isinstance(reply, Tokens):
+            self._send_json(200, owner._completion(request, reply.text, finish="stop", as_tool=False, tokens=reply))
         elif isinstance(reply, (dict, list)):
             self._send_json(200, owner._completion(request, json.dumps(reply), finish="stop"))
         elif isinstance(reply, str):
@@ -433,6 +485,8 @@ class FakeOpenAIServer:
             ``None`` (default) answers 400 "no reply" to unscripted requests.
         latency_s: seconds to wait before answering each chat completion
             (>= 0), simulated per request without blocking other connections.
+        logprobs: answer a request asking for ``logprobs`` with them (see the
+            module docstring); False: never, as a provider without them.
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (after :meth:`start`).
@@ -445,10 +499,11 @@ class FakeOpenAIServer:
     gets about 600 requests/s, close to the 640/s ceiling the latency allows.
     """
 
-    def __init__(self, reply: Any = None, *, latency_s: float = 0.0):
+    def __init__(self, reply: Any = None, *, latency_s: float = 0.0, logprobs: bool = True):
         if latency_s < 0:
             raise ValueError("latency_s must be >= 0")
         self.reply = reply
+        self.logprobs = logprobs
         self.latency_s = float(latency_s)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -528,9 +583,11 @@ class FakeOpenAIServer:
         reply = self.reply
         return reply(request) if callable(reply) and not isinstance(reply, Fault) else reply
 
-    def _completion(self, request: dict, text: str, *, finish: str, as_tool: bool = True) -> dict:
+    def _completion(self, request: dict, text: str, *, finish: str, as_tool: bool = True,
+                    tokens: Tokens | None = None) -> dict:
         """A chat.completion object carrying ``text`` as a tool call (if the
-        request has tools and ``as_tool``) or as content."""
+        request has tools and ``as_tool``) or as content (with its token
+        probabilities when the request asks and the server gives them)."""
         n = next(self._ids)
         name = _tool_name(request) if as_tool else None
         if name is not None:
@@ -554,7 +611,9 @@ class FakeOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(request.get("model") or "fake-model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish,
+                         "logprobs": _logprobs(text, tokens) if name is None and self.logprobs
+                         and request.get("logprobs") else None}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

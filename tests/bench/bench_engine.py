@@ -77,6 +77,7 @@ NOISE_SENSITIVITY = {"analyze": {
     "majorIssues": [], "robustness": 0.9, "assessment": "Barely changed."}}
 ANSWERS.update({
     "criteria": {"analyze": VERDICT},
+    "faithfulness_quick": {"analyze": {"verdict": "yes"}},
     "multi_turn_judge": {"analyze": VERDICT},
     "rubric": {"analyze": VERDICT},
     "noise_sensitivity": NOISE_SENSITIVITY,
