@@ -1,12 +1,16 @@
 """The judge-call cache: under which key a judge's validated answer is kept, what is kept, and
 the interface every cache backend implements (`JudgeCache`; SQLite in `judge_cache_sqlite`).
 
-**The key** (`CallIdentity.key()`, `cache_key(**material)`) is the SHA-256 of a canonical JSON
-(keys sorted, no whitespace, text as UTF-8 rather than escapes, numbers as JSON numbers) of
-everything that can change an answer and nothing else: provider, model identity (for an
-embedded GGUF model the weights' SHA-256, never its name), base URL, structured-output mode,
-the rendered messages, the output schema as sent, temperature, max tokens, seed and a sample
-index, plus `KEY_FORMAT`. Two stages (or two specs) whose calls render the same share an entry.
+**The key** (`CallIdentity.key()`, `cache_key(**material)`) is the SHA-256 of everything that
+can change an answer and nothing else: provider, model identity (for an embedded GGUF model the
+weights' SHA-256, never its name), base URL, structured-output mode, the rendered messages, the
+output schema as sent, temperature, max tokens, seed and a sample index, plus `KEY_FORMAT`. Two
+stages (or two specs) whose calls render the same share an entry. The hashed bytes
+(`key_material`) are sections, each framed by its length (8 bytes, big-endian) so that no two
+materials give the same bytes: a canonical JSON (keys sorted, no whitespace, text as UTF-8
+rather than escapes, numbers as JSON numbers) of the scalar fields, the canonical JSON of the
+schema, then the messages' text itself, without a JSON encoding (a message is its role and
+content; any other shape of message is its canonical JSON, marked apart).
 Not in the key: API keys (never a field, never stored), timeouts, retry and re-ask policies, the
 stage's checks and normalisation (a hit is validated again by the caller, and a hit that no
 longer passes is a miss).
@@ -51,7 +55,8 @@ __all__ = [
 
 #: Version of the key's material. Bump it when the engine changes how a call is built from the
 #: same material (e.g. the text instructor adds to a prompt), so older entries stop matching.
-KEY_FORMAT = 1
+#: 2: the messages hashed as framed text (`key_material`), no longer as canonical JSON.
+KEY_FORMAT = 2
 #: Version of the stored value's JSON shape.
 VALUE_FORMAT = 1
 #: File name of the SQLite cache inside the cache folder.
@@ -111,9 +116,10 @@ class CallIdentity:
     """The rendered chat messages exactly as sent (a list of ``{"role", "content"}`` dicts;
     content a string or a list of parts). Order matters; dict key order does not."""
     schema: Any
-    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed)."""
+    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed). Never
+    mutated once keyed: its canonical JSON is remembered by object."""
     temperature: float
-    """Sampling temperature, >= 0 (``0`` and ``0.0`` are one key)."""
+    """Sampling temperature, >= 0 (``0``, ``0.0`` and ``-0.0`` are one key)."""
     max_tokens: int
     """The answer's token bound, > 0."""
     seed: int | None
@@ -142,33 +148,83 @@ class CallIdentity:
                 raise ValueError(f"{name}: an integer >= {low} is needed, got {value!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             raise ValueError(f"seed: an integer or None is needed, got {self.seed!r}")
-        material = {
-            "key_format": KEY_FORMAT,
-            "provider": self.provider,
-            "model": self.model,
-            "base_url": self.base_url.rstrip("/") if self.base_url is not None else None,
-            "structured_mode": self.structured_mode,
-            "temperature": float(self.temperature),
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "sample_index": self.sample_index,
-            "messages": self.messages,
-            "schema": self.schema,
-        }
-        try:  # one pass over the whole (a key is computed per judge call, hits included)
-            text = canonical_json(material)
-        except ValueError:
-            for name in ("messages", "schema"):  # the other fields were checked above
-                try:
-                    canonical_json(getattr(self, name))
-                except ValueError as exc:
-                    raise ValueError(f"{name}: not JSON data ({exc})") from None
-            raise  # pragma: no cover - one of the two always fails
-        object.__setattr__(self, "_key", hashlib.sha256(text).hexdigest())
+        base_url = self.base_url.rstrip("/") if self.base_url is not None else None
+        # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
+        header = (self.provider, self.model, base_url, self.structured_mode, float(self.temperature) + 0.0,
+                  self.max_tokens, self.seed, self.sample_index)
+        object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
 
     def key(self) -> str:
         """The cache key: 64 lowercase hex digits."""
         return self._key
+
+
+def _framed(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+# canonical JSON of the last schemas keyed, by object: a stage's schema (titled, `schema_as_sent`)
+# is the same object on every call (identity checked with `is`; the entry keeps the object alive)
+_SCHEMA_JSON: dict[int, tuple[Any, bytes]] = {}
+# canonical JSON of the scalar fields, by their values (a judge's calls share most of them)
+_HEADER_JSON: dict[tuple, bytes] = {}
+
+
+def _schema_json(schema: Any) -> bytes:
+    seen = _SCHEMA_JSON.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    try:
+        text = canonical_json(schema)
+    except ValueError as exc:
+        raise ValueError(f"schema: not JSON data ({exc})") from None
+    if len(_SCHEMA_JSON) > 256:
+        _SCHEMA_JSON.clear()
+    _SCHEMA_JSON[id(schema)] = (schema, text)
+    return text
+
+
+def _header_json(header: tuple) -> bytes:
+    found = _HEADER_JSON.get(header)
+    if found is None:
+        provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index = header
+        found = canonical_json({"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
+                                "structured_mode": structured_mode, "temperature": temperature,
+                                "max_tokens": max_tokens, "seed": seed, "sample_index": sample_index})
+        if len(_HEADER_JSON) > 256:
+            _HEADER_JSON.clear()
+        _HEADER_JSON[header] = found
+    return found
+
+
+def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
+    """The bytes a key hashes, three sections: the canonical JSON of the scalar fields and
+    `KEY_FORMAT` (``{"base_url", "key_format", "max_tokens", "model", "provider",
+    "sample_index", "seed", "structured_mode", "temperature"}``; `header` holds their values,
+    checked, in the order of `CallIdentity`'s fields) and the canonical JSON of `schema`, each
+    framed by its length (8 bytes, big-endian); then `messages`: ``L`` and their count (8 bytes,
+    big-endian), then each message as ``T`` + its role + its content (each framed, UTF-8) when it
+    is exactly ``{"role": text, "content": text}``, else as ``J`` + its canonical JSON (framed);
+    messages that are not a list are ``J`` + their canonical JSON. Raises ValueError naming
+    ``schema`` or ``messages`` for a value that is not JSON data."""
+    parts = [_framed(_header_json(header)), _framed(_schema_json(schema))]
+    try:
+        if isinstance(messages, (list, tuple)):
+            parts.append(b"L" + len(messages).to_bytes(8, "big"))
+            for message in messages:
+                role = content = None
+                if isinstance(message, dict) and len(message) == 2:
+                    role, content = message.get("role"), message.get("content")
+                if isinstance(role, str) and isinstance(content, str):
+                    parts.append(b"T" + _framed(role.encode("utf-8", "surrogatepass"))
+                                 + _framed(content.encode("utf-8", "surrogatepass")))
+                else:
+                    parts.append(b"J" + _framed(canonical_json(message)))
+        else:
+            parts.append(b"J" + _framed(canonical_json(messages)))
+    except ValueError as exc:
+        raise ValueError(f"messages: not JSON data ({exc})") from None
+    return b"".join(parts)
 
 
 def cache_key(**material: Any) -> str:

@@ -53,7 +53,8 @@ def test_c01_share_of_supported_claims():
                              'Contradicted by the context: "B". Not verifiable from the context: "C".')
     assert len(judge.calls) == 4  # one call per claim; the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
-    assert result.analyze_step_result == v("yes", "no", "unsure")
+    assert result.analyze_step_result == [{"claim": claim, **verdict}  # each verdict names its claim
+                                          for claim, verdict in zip("ABC", v("yes", "no", "unsure"))]
     assert stages_called(judge) == ["preprocess", "analyze", "analyze", "analyze"]
     assert [claim_of(p) for p in judge.prompts("analyze")] == ["A", "B", "C"]
     assert all("[1] A is true." in p for p in judge.prompts("analyze"))
@@ -727,7 +728,7 @@ def test_result_json_is_camel_case():
                                   "cacheHits", "cacheMisses"}
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
-    assert data["analyzeStepResult"] == [{"verdict": "yes", "reason": "r"}]
+    assert data["analyzeStepResult"] == [{"claim": "A", "verdict": "yes", "reason": "r"}]
     assert data["analyzePrompt"].startswith("[0]\n") and data["stages"]["analyze"]["attempts"] == 1
     assert data["generateReasonPrompt"] is None  # faithfulness explains from its verdicts, no reason prompt
     assert json.loads(json.dumps(data)) == data
