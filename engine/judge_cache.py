@@ -32,6 +32,7 @@ import json
 import math
 import os
 import re
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,9 @@ class JudgeCacheWarning(RuntimeWarning):
     unreachable); the run goes on without it. Issued once per cache object."""
 
 
-# one encoder for every key and value (json.dumps would build one per call)
+# one encoder for every key and value (json.dumps would build one per call); one decoder
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER = json.JSONDecoder()
 
 
 def canonical_json(value: Any) -> bytes:
@@ -130,13 +132,32 @@ class CallIdentity:
     _key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        temperature, seed = self.temperature, self.seed
+        # the usual values pass this one test (a key is computed per judge call, hits included);
+        # anything else (subclasses included) gets the checks that name the field
+        if not (type(self.provider) is str and self.provider and type(self.model) is str and self.model
+                and type(self.structured_mode) is str and self.structured_mode
+                and (self.base_url is None or type(self.base_url) is str)
+                and type(temperature) in (float, int) and 0 <= temperature < math.inf
+                and type(self.max_tokens) is int and self.max_tokens >= 1
+                and type(self.sample_index) is int and self.sample_index >= 0
+                and (seed is None or type(seed) is int)):
+            self._check_fields()
+        if self.provider in EMBEDDED_PROVIDERS and not _SHA256_HEX.fullmatch(self.model):
+            raise ValueError(f"model: for the embedded provider {self.provider!r} pass the weights' SHA-256 "
+                             f"(64 lowercase hex digits), not {self.model!r}")
+        base_url = self.base_url.rstrip("/") if self.base_url is not None else None
+        # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
+        header = (self.provider, self.model, base_url, self.structured_mode, float(temperature) + 0.0,
+                  self.max_tokens, seed, self.sample_index)
+        object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
+
+    def _check_fields(self) -> None:
+        """Raise ValueError naming the first field whose value cannot be part of a key."""
         for name in ("provider", "model", "structured_mode"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name}: a non-empty string is needed, got {value!r}")
-        if self.provider in EMBEDDED_PROVIDERS and not _SHA256_HEX.fullmatch(self.model):
-            raise ValueError(f"model: for the embedded provider {self.provider!r} pass the weights' SHA-256 "
-                             f"(64 lowercase hex digits), not {self.model!r}")
         if self.base_url is not None and not isinstance(self.base_url, str):
             raise ValueError(f"base_url: a string or None is needed, got {self.base_url!r}")
         if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
@@ -148,53 +169,39 @@ class CallIdentity:
                 raise ValueError(f"{name}: an integer >= {low} is needed, got {value!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             raise ValueError(f"seed: an integer or None is needed, got {self.seed!r}")
-        base_url = self.base_url.rstrip("/") if self.base_url is not None else None
-        # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
-        header = (self.provider, self.model, base_url, self.structured_mode, float(self.temperature) + 0.0,
-                  self.max_tokens, self.seed, self.sample_index)
-        object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
 
     def key(self) -> str:
         """The cache key: 64 lowercase hex digits."""
         return self._key
 
 
-def _framed(data: bytes) -> bytes:
-    return len(data).to_bytes(8, "big") + data
+_LENGTH = struct.Struct(">Q").pack  # a section's length: 8 bytes, big-endian
+
+# the first two sections of the last keys, by their header and schema object: a stage's calls share
+# them (its schema is one object on every call, `engine.judge_identity.schema_as_sent`; checked
+# with `is`, and the entry keeps the object alive, so its id is not reused)
+_PREFIXES: dict[tuple[tuple, int], tuple[Any, bytes]] = {}
 
 
-# canonical JSON of the last schemas keyed, by object: a stage's schema (titled, `schema_as_sent`)
-# is the same object on every call (identity checked with `is`; the entry keeps the object alive)
-_SCHEMA_JSON: dict[int, tuple[Any, bytes]] = {}
-# canonical JSON of the scalar fields, by their values (a judge's calls share most of them)
-_HEADER_JSON: dict[tuple, bytes] = {}
-
-
-def _schema_json(schema: Any) -> bytes:
-    seen = _SCHEMA_JSON.get(id(schema))
+def _prefix(header: tuple, schema: Any) -> bytes:
+    """The header's and the schema's sections of `key_material`."""
+    slot = (header, id(schema))
+    seen = _PREFIXES.get(slot)
     if seen is not None and seen[0] is schema:
         return seen[1]
+    provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index = header
+    fields = canonical_json({"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
+                             "structured_mode": structured_mode, "temperature": temperature,
+                             "max_tokens": max_tokens, "seed": seed, "sample_index": sample_index})
     try:
-        text = canonical_json(schema)
+        schema_text = canonical_json(schema)
     except ValueError as exc:
         raise ValueError(f"schema: not JSON data ({exc})") from None
-    if len(_SCHEMA_JSON) > 256:
-        _SCHEMA_JSON.clear()
-    _SCHEMA_JSON[id(schema)] = (schema, text)
-    return text
-
-
-def _header_json(header: tuple) -> bytes:
-    found = _HEADER_JSON.get(header)
-    if found is None:
-        provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index = header
-        found = canonical_json({"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
-                                "structured_mode": structured_mode, "temperature": temperature,
-                                "max_tokens": max_tokens, "seed": seed, "sample_index": sample_index})
-        if len(_HEADER_JSON) > 256:
-            _HEADER_JSON.clear()
-        _HEADER_JSON[header] = found
-    return found
+    prefix = _LENGTH(len(fields)) + fields + _LENGTH(len(schema_text)) + schema_text
+    if len(_PREFIXES) > 256:
+        _PREFIXES.clear()
+    _PREFIXES[slot] = (schema, prefix)
+    return prefix
 
 
 def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
@@ -207,21 +214,23 @@ def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
     is exactly ``{"role": text, "content": text}``, else as ``J`` + its canonical JSON (framed);
     messages that are not a list are ``J`` + their canonical JSON. Raises ValueError naming
     ``schema`` or ``messages`` for a value that is not JSON data."""
-    parts = [_framed(_header_json(header)), _framed(_schema_json(schema))]
+    parts = [_prefix(header, schema)]
     try:
         if isinstance(messages, (list, tuple)):
-            parts.append(b"L" + len(messages).to_bytes(8, "big"))
+            parts.append(b"L" + _LENGTH(len(messages)))
             for message in messages:
-                role = content = None
                 if isinstance(message, dict) and len(message) == 2:
                     role, content = message.get("role"), message.get("content")
-                if isinstance(role, str) and isinstance(content, str):
-                    parts.append(b"T" + _framed(role.encode("utf-8", "surrogatepass"))
-                                 + _framed(content.encode("utf-8", "surrogatepass")))
-                else:
-                    parts.append(b"J" + _framed(canonical_json(message)))
+                    if isinstance(role, str) and isinstance(content, str):
+                        role_bytes = role.encode("utf-8", "surrogatepass")
+                        text = content.encode("utf-8", "surrogatepass")
+                        parts += (b"T", _LENGTH(len(role_bytes)), role_bytes, _LENGTH(len(text)), text)
+                        continue
+                text = canonical_json(message)
+                parts += (b"J", _LENGTH(len(text)), text)
         else:
-            parts.append(b"J" + _framed(canonical_json(messages)))
+            text = canonical_json(messages)
+            parts += (b"J", _LENGTH(len(text)), text)
     except ValueError as exc:
         raise ValueError(f"messages: not JSON data ({exc})") from None
     return b"".join(parts)
@@ -285,19 +294,22 @@ def decode_entry(key: str, value: bytes, checksum: str) -> CachedAnswer | None:
     """The answer stored as `value` under `key`, or None when it must not be served: the bytes do
     not match `checksum`, do not parse, are not of this format, belong to another key or hold no
     data."""
-    if not isinstance(value, (bytes, bytearray, memoryview)) or hashlib.sha256(value).hexdigest() != checksum:
+    if type(value) is not bytes:
+        if not isinstance(value, (bytearray, memoryview)):
+            return None
+        value = bytes(value)
+    if hashlib.sha256(value).hexdigest() != checksum:
         return None
-    try:
-        entry = json.loads(bytes(value).decode("utf-8", "surrogatepass"))
-        answer = CachedAnswer(data=entry["data"], raw=entry["raw"], tokens_in=entry["tokens_in"],
-                              tokens_out=entry["tokens_out"], model=entry["model"], created_at=entry["created_at"])
-        ok = entry["format"] == VALUE_FORMAT and entry["key"] == key and answer.data is not None \
-            and isinstance(answer.raw, str) and isinstance(answer.model, str) \
-            and all(type(n) is int for n in (answer.tokens_in, answer.tokens_out)) \
-            and isinstance(answer.created_at, float)
+    try:  # one decoding of the bytes, one parse; the answer is made only when it is one
+        entry = _DECODER.decode(value.decode("utf-8", "surrogatepass"))
+        data, raw, model, created_at = entry["data"], entry["raw"], entry["model"], entry["created_at"]
+        tokens_in, tokens_out = entry["tokens_in"], entry["tokens_out"]
+        ok = entry["format"] == VALUE_FORMAT and entry["key"] == key and data is not None \
+            and type(raw) is str and type(model) is str and type(tokens_in) is int and type(tokens_out) is int \
+            and type(created_at) is float
     except (ValueError, TypeError, KeyError):
         return None
-    return answer if ok else None
+    return CachedAnswer(data, raw, tokens_in, tokens_out, model, created_at) if ok else None
 
 
 # --------------------------------------------------------------------------- the interface
