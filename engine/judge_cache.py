@@ -51,6 +51,7 @@ __all__ = [
     "decode_entry",
     "default_cache_path",
     "encode_entry",
+    "key_material",
     "parse_duration",
 ]
 
