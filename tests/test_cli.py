@@ -54,7 +54,7 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
+        "scorer_specs/faithfulness.yaml:68:3: score.formula: expression 'suported / claims * options.scale' uses "
         "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
         f"1 problem(s) in 1 of {len(shipped) + 1} spec(s)",
     ]
