@@ -321,9 +321,14 @@ def _expression(source: str) -> _Compiled:
 
 
 @lru_cache(maxsize=1024)
-def _template(source: str, file: str, prompt: bool) -> _Compiled:
+def _template(source: str, file: str, prompt: bool) -> tuple[_Compiled, str | None]:
+    """The compiled template, and its text when it is only text (no ``{{ }}``, no ``{% %}``:
+    e.g. a judge's instructions), rendered once here rather than on every call."""
     env = environment(prompt)
-    return _compile(env, env.parse(source, filename=file), file)
+    ast = env.parse(source, filename=file)
+    compiled = _compile(env, ast, file)
+    text_only = all(isinstance(node, (nodes.Output, nodes.TemplateData)) for node in ast.find_all(nodes.Node))
+    return compiled, compiled[0].render() if text_only else None
 
 
 def _context(template: Any, namespace: dict[str, Any]) -> Any:
@@ -360,15 +365,17 @@ class Template:
     text the judge reads (see `environment`). The same source, file and kind compile once per
     process. Raises `TemplateSyntaxError`."""
 
-    __slots__ = ("source", "names", "attrs", "lines", "_template", "file")
+    __slots__ = ("source", "names", "attrs", "lines", "_template", "_text", "file")
 
     def __init__(self, source: str, file: str = "<template>", *, prompt: bool = False):
         self.source = source
         self.file = file
-        self._template, self.names, self.attrs, self.lines = _template(source, file, prompt)
+        (self._template, self.names, self.attrs, self.lines), self._text = _template(source, file, prompt)
 
     def render(self, namespace: dict[str, Any]) -> str:
         """Render over `namespace` (a `prepare` result is used as is, without a copy)."""
+        if self._text is not None:  # only text: the same every time
+            return self._text
         template = self._template
         context = _context(template, namespace)
         try:

@@ -1,15 +1,20 @@
 """The judge-call cache: under which key a judge's validated answer is kept, what is kept, and
 the interface every cache backend implements (`JudgeCache`; SQLite in `judge_cache_sqlite`).
 
-**The key** (`CallIdentity.key()`, `cache_key(**material)`) is the SHA-256 of a canonical JSON
-(keys sorted, no whitespace, text as UTF-8 rather than escapes, numbers as JSON numbers) of
-everything that can change an answer and nothing else: provider, model identity (for an
-embedded GGUF model the weights' SHA-256, never its name), base URL, structured-output mode,
-the rendered messages, the output schema as sent, temperature, max tokens, seed and a sample
-index, whether the call asked for label probabilities, plus `KEY_FORMAT`. Two stages (or two
-specs) whose calls render the same share an entry. Not in the key: API keys (never a field,
-never stored), timeouts, retry and re-ask policies, the stage's checks and normalisation (a hit
-is validated again by the caller, and a hit that no longer passes is a miss).
+**The key** (`CallIdentity.key()`, `cache_key(**material)`) is the SHA-256 of everything that
+can change an answer and nothing else: provider, model identity (for an embedded GGUF model the
+weights' SHA-256, never its name), base URL, structured-output mode, the rendered messages, the
+output schema as sent, temperature, max tokens, seed and a sample index, whether the call asked
+for label probabilities, plus `KEY_FORMAT`. Two
+stages (or two specs) whose calls render the same share an entry. The hashed bytes
+(`key_material`) are sections, each framed by its length (8 bytes, big-endian) so that no two
+materials give the same bytes: a canonical JSON (keys sorted, no whitespace, text as UTF-8
+rather than escapes, numbers as JSON numbers) of the scalar fields, the canonical JSON of the
+schema, then the messages' text itself, without a JSON encoding (a message is its role and
+content; any other shape of message is its canonical JSON, marked apart).
+Not in the key: API keys (never a field, never stored), timeouts, retry and re-ask policies, the
+stage's checks and normalisation (a hit is validated again by the caller, and a hit that no
+longer passes is a miss).
 
 **The value** (`CachedAnswer`: the answer, its raw text, tokens, and the label probabilities the
 judge reported when the call asked for them) is kept as JSON bytes with their SHA-256
@@ -30,6 +35,7 @@ import json
 import math
 import os
 import re
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +54,14 @@ __all__ = [
     "decode_entry",
     "default_cache_path",
     "encode_entry",
+    "key_material",
     "parse_duration",
 ]
 
 #: Version of the key's material. Bump it when the engine changes how a call is built from the
 #: same material (e.g. the text instructor adds to a prompt), so older entries stop matching.
-KEY_FORMAT = 1
+#: 2: the messages hashed as framed text (`key_material`), no longer as canonical JSON.
+KEY_FORMAT = 2
 #: Version of the stored value's JSON shape.
 VALUE_FORMAT = 1
 #: File name of the SQLite cache inside the cache folder.
@@ -69,8 +77,9 @@ class JudgeCacheWarning(RuntimeWarning):
     unreachable); the run goes on without it. Issued once per cache object."""
 
 
-# one encoder for every key and value (json.dumps would build one per call)
+# one encoder for every key and value (json.dumps would build one per call); one decoder
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER = json.JSONDecoder()
 
 
 def canonical_json(value: Any) -> bytes:
@@ -113,9 +122,10 @@ class CallIdentity:
     """The rendered chat messages exactly as sent (a list of ``{"role", "content"}`` dicts;
     content a string or a list of parts). Order matters; dict key order does not."""
     schema: Any
-    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed)."""
+    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed). Never
+    mutated once keyed: its canonical JSON is remembered by object."""
     temperature: float
-    """Sampling temperature, >= 0 (``0`` and ``0.0`` are one key)."""
+    """Sampling temperature, >= 0 (``0``, ``0.0`` and ``-0.0`` are one key)."""
     max_tokens: int
     """The answer's token bound, > 0."""
     seed: int | None
@@ -124,19 +134,37 @@ class CallIdentity:
     """Which of several samples of the same call this is, >= 0 (0 for a single sample)."""
     probabilities: bool = False
     """Whether the call asked for its answer's label probabilities (sent with ``logprobs``, and
-    to a hosted OpenAI model in json_schema mode). Part of the key only when true, so the keys of
-    every other call are those of before."""
+    to a hosted OpenAI model in json_schema mode). Part of the key only when true."""
 
     _key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        temperature, seed = self.temperature, self.seed
+        # the usual values pass this one test (a key is computed per judge call, hits included);
+        # anything else (subclasses included) gets the checks that name the field
+        if not (type(self.provider) is str and self.provider and type(self.model) is str and self.model
+                and type(self.structured_mode) is str and self.structured_mode
+                and (self.base_url is None or type(self.base_url) is str)
+                and type(temperature) in (float, int) and 0 <= temperature < math.inf
+                and type(self.max_tokens) is int and self.max_tokens >= 1
+                and type(self.sample_index) is int and self.sample_index >= 0
+                and (seed is None or type(seed) is int) and type(self.probabilities) is bool):
+            self._check_fields()
+        if self.provider in EMBEDDED_PROVIDERS and not _SHA256_HEX.fullmatch(self.model):
+            raise ValueError(f"model: for the embedded provider {self.provider!r} pass the weights' SHA-256 "
+                             f"(64 lowercase hex digits), not {self.model!r}")
+        base_url = self.base_url.rstrip("/") if self.base_url is not None else None
+        # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
+        header = (self.provider, self.model, base_url, self.structured_mode, float(temperature) + 0.0,
+                  self.max_tokens, seed, self.sample_index, self.probabilities)
+        object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
+
+    def _check_fields(self) -> None:
+        """Raise ValueError naming the first field whose value cannot be part of a key."""
         for name in ("provider", "model", "structured_mode"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name}: a non-empty string is needed, got {value!r}")
-        if self.provider in EMBEDDED_PROVIDERS and not _SHA256_HEX.fullmatch(self.model):
-            raise ValueError(f"model: for the embedded provider {self.provider!r} pass the weights' SHA-256 "
-                             f"(64 lowercase hex digits), not {self.model!r}")
         if self.base_url is not None and not isinstance(self.base_url, str):
             raise ValueError(f"base_url: a string or None is needed, got {self.base_url!r}")
         if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
@@ -148,37 +176,77 @@ class CallIdentity:
                 raise ValueError(f"{name}: an integer >= {low} is needed, got {value!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             raise ValueError(f"seed: an integer or None is needed, got {self.seed!r}")
-        material = {
-            "key_format": KEY_FORMAT,
-            "provider": self.provider,
-            "model": self.model,
-            "base_url": self.base_url.rstrip("/") if self.base_url is not None else None,
-            "structured_mode": self.structured_mode,
-            "temperature": float(self.temperature),
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "sample_index": self.sample_index,
-            "messages": self.messages,
-            "schema": self.schema,
-        }
-        if self.probabilities is not False:
-            if self.probabilities is not True:
-                raise ValueError(f"probabilities: a boolean is needed, got {self.probabilities!r}")
-            material["probabilities"] = True
-        try:  # one pass over the whole (a key is computed per judge call, hits included)
-            text = canonical_json(material)
-        except ValueError:
-            for name in ("messages", "schema"):  # the other fields were checked above
-                try:
-                    canonical_json(getattr(self, name))
-                except ValueError as exc:
-                    raise ValueError(f"{name}: not JSON data ({exc})") from None
-            raise  # pragma: no cover - one of the two always fails
-        object.__setattr__(self, "_key", hashlib.sha256(text).hexdigest())
+        if self.probabilities is not True and self.probabilities is not False:
+            raise ValueError(f"probabilities: a boolean is needed, got {self.probabilities!r}")
 
     def key(self) -> str:
         """The cache key: 64 lowercase hex digits."""
         return self._key
+
+
+_LENGTH = struct.Struct(">Q").pack  # a section's length: 8 bytes, big-endian
+
+# the first two sections of the last keys, by their header and schema object: a stage's calls share
+# them (its schema is one object on every call, `engine.judge_identity.schema_as_sent`; checked
+# with `is`, and the entry keeps the object alive, so its id is not reused)
+_PREFIXES: dict[tuple[tuple, int], tuple[Any, bytes]] = {}
+
+
+def _prefix(header: tuple, schema: Any) -> bytes:
+    """The header's and the schema's sections of `key_material`."""
+    slot = (header, id(schema))
+    seen = _PREFIXES.get(slot)
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index, probabilities = header
+    scalars = {"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
+               "structured_mode": structured_mode, "temperature": temperature, "max_tokens": max_tokens,
+               "seed": seed, "sample_index": sample_index}
+    if probabilities:
+        scalars["probabilities"] = True
+    fields = canonical_json(scalars)
+    try:
+        schema_text = canonical_json(schema)
+    except ValueError as exc:
+        raise ValueError(f"schema: not JSON data ({exc})") from None
+    prefix = _LENGTH(len(fields)) + fields + _LENGTH(len(schema_text)) + schema_text
+    if len(_PREFIXES) > 256:
+        _PREFIXES.clear()
+    _PREFIXES[slot] = (schema, prefix)
+    return prefix
+
+
+def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
+    """The bytes a key hashes, three sections: the canonical JSON of the scalar fields and
+    `KEY_FORMAT` (``{"base_url", "key_format", "max_tokens", "model", "provider",
+    "sample_index", "seed", "structured_mode", "temperature"}``, and ``"probabilities": true`` when
+    the call asked for label probabilities; `header` holds their values,
+    checked, in the order of `CallIdentity`'s fields) and the canonical JSON of `schema`, each
+    framed by its length (8 bytes, big-endian); then `messages`: ``L`` and their count (8 bytes,
+    big-endian), then each message as ``T`` + its role + its content (each framed, UTF-8) when it
+    is exactly ``{"role": text, "content": text}``, else as ``J`` + its canonical JSON (framed);
+    messages that are not a list are ``J`` + their canonical JSON. Raises ValueError naming
+    ``schema`` or ``messages`` for a value that is not JSON data."""
+    parts = [_prefix(header, schema)]
+    try:
+        if isinstance(messages, (list, tuple)):
+            parts.append(b"L" + _LENGTH(len(messages)))
+            for message in messages:
+                if isinstance(message, dict) and len(message) == 2:
+                    role, content = message.get("role"), message.get("content")
+                    if isinstance(role, str) and isinstance(content, str):
+                        role_bytes = role.encode("utf-8", "surrogatepass")
+                        text = content.encode("utf-8", "surrogatepass")
+                        parts += (b"T", _LENGTH(len(role_bytes)), role_bytes, _LENGTH(len(text)), text)
+                        continue
+                text = canonical_json(message)
+                parts += (b"J", _LENGTH(len(text)), text)
+        else:
+            text = canonical_json(messages)
+            parts += (b"J", _LENGTH(len(text)), text)
+    except ValueError as exc:
+        raise ValueError(f"messages: not JSON data ({exc})") from None
+    return b"".join(parts)
 
 
 def cache_key(**material: Any) -> str:
@@ -247,21 +315,24 @@ def decode_entry(key: str, value: bytes, checksum: str) -> CachedAnswer | None:
     """The answer stored as `value` under `key`, or None when it must not be served: the bytes do
     not match `checksum`, do not parse, are not of this format, belong to another key or hold no
     data."""
-    if not isinstance(value, (bytes, bytearray, memoryview)) or hashlib.sha256(value).hexdigest() != checksum:
+    if type(value) is not bytes:
+        if not isinstance(value, (bytearray, memoryview)):
+            return None
+        value = bytes(value)
+    if hashlib.sha256(value).hexdigest() != checksum:
         return None
-    try:
-        entry = json.loads(bytes(value).decode("utf-8", "surrogatepass"))
-        answer = CachedAnswer(data=entry["data"], raw=entry["raw"], tokens_in=entry["tokens_in"],
-                              tokens_out=entry["tokens_out"], model=entry["model"], created_at=entry["created_at"],
-                              answer_probs=entry.get("answer_probs"))
-        ok = entry["format"] == VALUE_FORMAT and entry["key"] == key and answer.data is not None \
-            and isinstance(answer.raw, str) and isinstance(answer.model, str) \
-            and all(type(n) is int for n in (answer.tokens_in, answer.tokens_out)) \
-            and isinstance(answer.created_at, float) \
-            and (answer.answer_probs is None or _is_probs(answer.answer_probs))
-    except (ValueError, TypeError, KeyError):
+    try:  # one decoding of the bytes, one parse; the answer is made only when it is one
+        entry = _DECODER.decode(value.decode("utf-8", "surrogatepass"))
+        data, raw, model, created_at = entry["data"], entry["raw"], entry["model"], entry["created_at"]
+        tokens_in, tokens_out = entry["tokens_in"], entry["tokens_out"]
+        ok = entry["format"] == VALUE_FORMAT and entry["key"] == key and data is not None \
+            and type(raw) is str and type(model) is str and type(tokens_in) is int and type(tokens_out) is int \
+            and type(created_at) is float
+        probs = entry.get("answer_probs")
+        ok = ok and (probs is None or _is_probs(probs))
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
-    return answer if ok else None
+    return CachedAnswer(data, raw, tokens_in, tokens_out, model, created_at, probs) if ok else None
 
 
 def _is_probs(value: Any) -> bool:

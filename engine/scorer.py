@@ -51,6 +51,9 @@ def round_half_away(value: float, places: int) -> float:
     return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
 
 
+_JSON_SCALARS = frozenset({bool, int, float, str})
+
+
 def _json_problem(value: Any, path: str = "") -> str | None:
     """Where `value` stops being JSON data (null, booleans, numbers, text, lists, objects with
     text keys), as ``"<type> at <path>"``; None when it is JSON data throughout."""
@@ -58,6 +61,8 @@ def _json_problem(value: Any, path: str = "") -> str | None:
         return None
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
+            if item is None or type(item) in _JSON_SCALARS:  # most items: no path built for them
+                continue
             found = _json_problem(item, f"{path}[{i}]")
             if found:
                 return found
@@ -66,6 +71,8 @@ def _json_problem(value: Any, path: str = "") -> str | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"a {type(key).__name__} key at {path or 'the top'}"
+            if item is None or type(item) in _JSON_SCALARS:
+                continue
             found = _json_problem(item, f"{path}.{key}" if path else key)
             if found:
                 return found

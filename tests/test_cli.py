@@ -51,10 +51,11 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     assert kinds == sorted(kinds, key=["LLM", "rule", "base", "?"].index)
     assert {row[0]: row[1] for row in rows}["my_scorer"] == "rule"
     assert rows[-1][:2] == ["faithfulness", "?"]
+    formula_line = broken.splitlines().index('  formula: "credited / claims * options.scale"') + 1
     result = invoke("validate")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:77:3: score.formula: expression 'credted / claims * options.scale' uses "
+        f"scorer_specs/faithfulness.yaml:{formula_line}:3: score.formula: expression 'credted / claims * options.scale' uses "
         "'credted', which is not defined here (did you mean 'credited'?) [undefined-name]",
         f"1 problem(s) in 1 of {len(shipped) + 1} spec(s)",
     ]

@@ -119,7 +119,7 @@ def test_the_data_blob_cannot_close_its_element_and_reads_back_exactly(store):
     hostile = next(row for row in blob["rows"] if row["id"] == HOSTILE_ID)
     assert hostile["result"]["status"] == "scored" and HOSTILE_CLAIM in hostile["result"]["reason"]
     verdicts = hostile["result"]["stages"]["analyze"]["result"]
-    assert {"verdict": "yes", "reason": HOSTILE_REASON} in verdicts
+    assert {"claim": HOSTILE_CLAIM, "verdict": "yes", "reason": HOSTILE_REASON} in verdicts
     failed = [row for row in blob["rows"] if row["result"]["status"] == "failed"]
     assert [row["id"] for row in failed] == ["item-005", "item-010"]
     assert failed[0]["result"]["error"] == {"stage": "preprocess", "kind": "transport", "message": HOSTILE_ERROR,

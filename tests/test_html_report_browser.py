@@ -138,8 +138,8 @@ def test_a_row_opens_its_item_and_stages(page):
     assert analyze.locator("pre.prompt").is_visible()
     assert "CLAIM:\n<<<\nbad-21\n>>>" in analyze.locator("pre.prompt").inner_text()
     verdicts = analyze.locator("table.records tbody tr").all_inner_texts()
-    assert [" ".join(v.split()) for v in verdicts] == ["0 yes checked ok-20", "1 no checked bad-21",
-                                                        "2 yes checked ok-22"]
+    assert [" ".join(v.split()) for v in verdicts] == ["0 ok-20 yes checked ok-20", "1 bad-21 no checked bad-21",
+                                                        "2 ok-22 yes checked ok-22"]
     assert "2 of 3 claims supported" in detail.locator(".field", has_text="reason").first.inner_text()
 
 

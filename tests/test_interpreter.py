@@ -53,7 +53,8 @@ def test_c01_share_of_supported_claims():
                              'Contradicted by the context: "B". Not verifiable from the context: "C".')
     assert len(judge.calls) == 4  # one call per claim; the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
-    assert result.analyze_step_result == v("yes", "no", "unsure")
+    assert result.analyze_step_result == [{"claim": claim, **verdict}  # each verdict names its claim
+                                          for claim, verdict in zip("ABC", v("yes", "no", "unsure"))]
     assert stages_called(judge) == ["preprocess", "analyze", "analyze", "analyze"]
     assert [claim_of(p) for p in judge.prompts("analyze")] == ["A", "B", "C"]
     assert all("[1] A is true." in p for p in judge.prompts("analyze"))
@@ -714,6 +715,33 @@ SEED_KEYS = {"runId", "score", "reason", "preprocessStepResult", "preprocessProm
              "analyzePrompt", "generateReasonPrompt"}
 
 
+@pytest.mark.parametrize("value, problem", [
+    ([{"claim": "a", "verdict": "yes", "reason": "r"}, None, 1, 2.5, True], None),
+    ([1, "x", {"a": [None, {"b": {1, 2}}]}], "a set at [2].a[1].b"),
+    ({"a": 1, "b": [1, b"x"]}, "a bytes at b[1]"),
+    ({"a": {3: "x"}}, "a int key at a"),
+    ([float("nan"), type("Text", (str,), {})("sub")], None),  # subclasses of JSON scalars are JSON
+    (object(), "a object at the top"),
+])
+def test_json_problem_names_the_first_non_json_value(value, problem):
+    from engine.scorer import _json_problem
+
+    assert _json_problem(value) == problem
+
+
+def test_usage_add_sums_every_field_in_place():
+    from engine.result import Usage
+
+    total = Usage(calls=1, seconds=0.25)
+    total.add(Usage(calls=2, tokens_in=10, tokens_out=5, reasks=1, transport_retries=3, seconds=0.5, cache_hits=4,
+                    cache_misses=6))
+    total.add(Usage(cache_hits=1))
+    assert total.model_dump(by_alias=True) == {"calls": 3, "tokensIn": 10, "tokensOut": 5, "reasks": 1,
+                                               "transportRetries": 3, "seconds": 0.75, "cacheHits": 5,
+                                               "cacheMisses": 6}
+    assert total.model_fields_set == set(Usage.model_fields)  # as if each field had been assigned
+
+
 def test_result_json_is_camel_case():
     scorer, _ = faithfulness({"preprocess": {"claims": ["A"]}, "analyze": v("yes"), "reason": REASON})
     data = scorer.run(output="A.", context=["ctx"], run_id="run-1").to_json_dict()
@@ -727,7 +755,7 @@ def test_result_json_is_camel_case():
                                   "cacheHits", "cacheMisses"}
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
-    assert data["analyzeStepResult"] == [{"verdict": "yes", "reason": "r"}]
+    assert data["analyzeStepResult"] == [{"claim": "A", "verdict": "yes", "reason": "r"}]
     assert data["analyzePrompt"].startswith("[0]\n") and data["stages"]["analyze"]["attempts"] == 1
     assert data["generateReasonPrompt"] is None  # faithfulness explains from its verdicts, no reason prompt
     assert json.loads(json.dumps(data)) == data

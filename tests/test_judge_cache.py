@@ -144,19 +144,54 @@ def storage_size(cache) -> int:
 # --------------------------------------------------------------------------- the key
 
 
-def test_key_is_the_sha256_of_the_canonical_json_of_the_material():
+def framed(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+def test_key_is_the_sha256_of_the_framed_fields_schema_and_message_text():
     key = cache_key(**material(
         base_url="http://127.0.0.1:8000/v1/",
-        messages=[{"content": "Ist der Himmel blau? ☁", "role": "user"}],
+        messages=[{"content": "Ist der Himmel blau? ☁", "role": "user"},
+                  {"role": "assistant", "content": [{"type": "text", "text": "Ja."}]}],
         schema={"type": "object", "properties": {"verdict": {"enum": ["yes", "no"]}}},
         temperature=0.5, seed=7))
-    canonical = (
-        '{"base_url":"http://127.0.0.1:8000/v1","key_format":%d,"max_tokens":256,'
-        '"messages":[{"content":"Ist der Himmel blau? ☁","role":"user"}],"model":"gpt-4o-mini",'
-        '"provider":"openai","sample_index":0,'
-        '"schema":{"properties":{"verdict":{"enum":["yes","no"]}},"type":"object"},'
-        '"seed":7,"structured_mode":"tool_call","temperature":0.5}' % KEY_FORMAT)
-    assert key == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    header = ('{"base_url":"http://127.0.0.1:8000/v1","key_format":%d,"max_tokens":256,"model":"gpt-4o-mini",'
+              '"provider":"openai","sample_index":0,"seed":7,"structured_mode":"tool_call","temperature":0.5}'
+              % KEY_FORMAT)
+    schema = '{"properties":{"verdict":{"enum":["yes","no"]}},"type":"object"}'
+    hashed = (framed(header.encode()) + framed(schema.encode())
+              + b"L" + (2).to_bytes(8, "big")
+              + b"T" + framed(b"user") + framed("Ist der Himmel blau? ☁".encode("utf-8"))  # text as UTF-8, no JSON
+              + b"J" + framed(b'{"content":[{"text":"Ja.","type":"text"}],"role":"assistant"}'))
+    assert KEY_FORMAT == 2
+    assert key == hashlib.sha256(hashed).hexdigest()
+
+
+@pytest.mark.parametrize("first, second", [
+    # the same text split differently between messages, or between role and content
+    ([{"role": "user", "content": "ab"}, {"role": "user", "content": "c"}],
+     [{"role": "user", "content": "a"}, {"role": "user", "content": "bc"}]),
+    ([{"role": "user", "content": "ab"}], [{"role": "userab", "content": ""}]),
+    ([{"role": "user", "content": "a"}, {"role": "user", "content": ""}], [{"role": "user", "content": "a"}]),
+    ([], [{"role": "", "content": ""}]),
+    # a text message and the same text as content parts, or with one more key
+    ([{"role": "user", "content": "Is it?"}], [{"role": "user", "content": [{"type": "text", "text": "Is it?"}]}]),
+    ([{"role": "user", "content": "Is it?"}], [{"role": "user", "content": "Is it?", "name": "x"}]),
+    # a content that ends with the bytes the next message would add
+    ([{"role": "user", "content": "aT" + "\0" * 7 + "\x01b" + "\0" * 8}],
+     [{"role": "user", "content": "a"}, {"role": "b", "content": ""}]),
+    ([{"role": "user", "content": "x"}], {"role": "user", "content": "x"}),
+])
+def test_different_messages_never_share_a_key(first, second):
+    assert cache_key(**material(messages=first)) != cache_key(**material(messages=second))
+
+
+def test_a_schema_change_changes_the_key_also_for_a_schema_keyed_before():
+    schema = material()["schema"]
+    edited = {**schema, "properties": {"verdict": {"enum": ["yes", "no", "unsure"]}}}
+    keys = [cache_key(**material(schema=s)) for s in (schema, edited, schema, dict(schema))]
+    assert keys[0] != keys[1] and keys[0] == keys[2] == keys[3]
+    assert cache_key(**material(temperature=-0.0)) == cache_key(**material(temperature=0))
 
 
 def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():

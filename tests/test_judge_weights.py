@@ -105,3 +105,12 @@ def test_the_schema_as_sent_is_titled_by_the_stage():
     assert schema_as_sent(call())["title"] == "analyze"
     titled = JudgeCall("analyze", [], AnswerContract({"type": "object", "title": "Verdict"}))
     assert schema_as_sent(titled) == {"type": "object", "title": "Verdict"}
+
+
+def test_a_stages_calls_share_one_schema_as_sent_and_another_stage_gets_its_own():
+    first = call()
+    again = JudgeCall("analyze", [{"role": "user", "content": "Is that so?"}], first.contract)
+    other_stage = JudgeCall("verify", [], first.contract)
+    assert schema_as_sent(again) is schema_as_sent(first)  # the key remembers its JSON by object
+    assert schema_as_sent(other_stage)["title"] == "verify" and schema_as_sent(first)["title"] == "analyze"
+    assert "title" not in first.schema  # the stage's own schema is never changed

@@ -61,9 +61,10 @@ def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
     assert result.stages["preprocess"].usage.tokens_in > 0
     if result.status == "scored":
         claims = result.preprocess_step_result
-        verdicts = result.analyze_step_result  # a list of {verdict, reason}, one per claim
-        assert len(verdicts) == len(claims) > 0
-        assert all(list(v) == ["verdict", "reason"] for v in verdicts)  # the grammar: verdict first
+        verdicts = result.analyze_step_result  # a list of {claim, verdict, reason}, one per claim
+        assert len(verdicts) == len(claims) > 0 and [v["claim"] for v in verdicts] == claims
+        answers = [json.loads(raw) for raw in json.loads(result.stages["analyze"].raw_answer)]
+        assert all(list(a) == ["verdict", "reason"] for a in answers)  # the grammar: verdict first
         assert {v["verdict"] for v in verdicts} <= {"yes", "no", "unsure"}
         assert 0 <= result.score <= 1 and result.score == round(result.score, 2)
         supported = sum(v["verdict"] == "yes" for v in verdicts)

@@ -23,7 +23,7 @@ from engine.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, 
 from engine.cli import app
 from engine.compile import compile_file, compile_text, load_spec, validate_directory
 from engine.errors import SpecError
-from engine.expressions import Expression, Template, TemplateSyntaxError
+from engine.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
 from engine.scorer import Scorer
 from engine.spec import spec_json_schema
 from engine.testing import FakeJudge
@@ -437,6 +437,22 @@ def test_dunder_in_spec_is_spec_error_with_code(write_spec, place, code):
 def test_template_loading_tags_rejected(tag):
     with pytest.raises(TemplateSyntaxError, match="not supported"):
         Template(tag)
+
+
+@pytest.mark.parametrize("prompt", [False, True])
+@pytest.mark.parametrize("source", ["Judge only the text.\n", "  Two\n  lines >>> kept\n\n", "{# a note #}Text", "",
+                                    "{% raw %}{{ x }}{% endraw %}"])
+def test_a_text_only_template_renders_as_jinja_does(source, prompt):
+    """Text without `{{ }}` or `{% %}` (a judge's instructions) is rendered once, at load: the
+    same text Jinja gives on every render."""
+    expected = environment(prompt).from_string(source).render()
+    template = Template(source, prompt=prompt)
+    assert template.render(prepare({"x": 1})) == template.render(prepare({})) == expected
+
+
+def test_a_template_with_values_is_rendered_each_time():
+    template = Template("Claim: {{ x }}{% if x > 1 %} (more){% endif %}", prompt=True)
+    assert [template.render(prepare({"x": x})) for x in (1, 2)] == ["Claim: 1", "Claim: 2 (more)"]
 
 
 def test_dynamic_dunder_refused_at_run_time(write_spec):
