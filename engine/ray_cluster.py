@@ -1,0 +1,127 @@
+"""Which Ray a run uses, and how: `RayOptions`, and `ray_session` (join a cluster or start one).
+
+- **Joining**: with an ``address`` (``auto``, ``HOST:PORT`` of a running cluster's head, or a
+  ``ray://HOST:10001`` client address) the run joins that cluster as a driver and leaves it
+  running at the end; its actors end with the run.
+- **Starting**: without one, a process that has already started or joined Ray (a notebook, a
+  test) uses it; otherwise scorespec starts a local Ray for the run — on 127.0.0.1, with a small
+  object store and no dashboard, real worker processes — and stops it at the end, whatever
+  happens.
+- **Quiet**: Ray Data's progress bars and start-up lines are off (scorespec reports progress
+  itself); warnings and errors still show.
+
+Needs the optional extra: ``pip install 'scorespec[ray]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RayOptions", "RayMissing", "RayRunError", "import_ray", "ray_session"]
+
+#: MB of object store for a local Ray scorespec starts (items and results are small).
+LOCAL_OBJECT_STORE_MB = 300
+
+
+class RayMissing(ImportError):
+    """The Ray executor was asked for, but Ray (with Ray Data) is not installed."""
+
+
+class RayRunError(RuntimeError):
+    """The Ray run itself failed (an actor that cannot start, a task Ray gave up on); the
+    message carries Ray's reason. Every result kept before it is saved: resume the run."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, with Ray Data. Raises `RayMissing` saying what to install."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as exc:
+        raise RayMissing(f"the Ray executor needs Ray with Ray Data: pip install 'scorespec[ray]' ({exc})") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How a run uses Ray (see the module docstring).
+
+    address: the cluster to join (None: the Ray this process already runs, else a local one
+    started for the run). actors: scoring actors (≥ 1), each holding the compiled scorers and
+    asking its judge with the run's per-actor concurrency. cpus_per_actor: CPUs each actor
+    reserves (> 0; fractional, so actors leave CPUs for Ray Data's reads). batch_size: items
+    handed to an actor at a time (None: the per-actor concurrency; an actor takes several
+    batches at once). local_cpus: CPUs of a local Ray (None: the machine's); local_object_store_mb:
+    its object store. kill_after: a test hook — the first actor to have written this many
+    results exits at once (once per run), as a crashed worker would.
+
+    Raises `ValueError` for a value out of range."""
+
+    address: str | None = None
+    actors: int = 2
+    cpus_per_actor: float = 0.5
+    batch_size: int | None = None
+    local_cpus: int | None = None
+    local_object_store_mb: int = LOCAL_OBJECT_STORE_MB
+    kill_after: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.actors, bool) or not isinstance(self.actors, int) or self.actors < 1:
+            raise ValueError(f"ray actors must be an integer ≥ 1, not {self.actors!r}")
+        if isinstance(self.cpus_per_actor, bool) or not isinstance(self.cpus_per_actor, (int, float)) \
+                or not math.isfinite(self.cpus_per_actor) or self.cpus_per_actor <= 0:
+            raise ValueError(f"CPUs per actor must be a number > 0, not {self.cpus_per_actor!r}")
+        for name in ("batch_size", "local_cpus", "kill_after"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"ray {name} must be an integer ≥ 1, not {value!r}")
+        if self.local_object_store_mb < 80:
+            raise ValueError(f"a local Ray needs an object store of at least 80 MB, not {self.local_object_store_mb}")
+
+
+# Ray's notes on starting, and Ray Data's on what it shows: not for the user of a run
+_QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup", "ray.data._internal.progress",
+                  "ray.data._internal.execution.streaming_executor")
+
+
+def _quiet(ray: Any) -> None:
+    """Ray Data's progress bars and INFO lines off (scorespec reports progress itself)."""
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+
+
+@contextmanager
+def ray_session(options: RayOptions) -> Iterator[Any]:
+    """Ray ready for a run (see the module docstring): yields the ``ray`` module; stops a Ray it
+    started when the block ends. Raises `RayMissing`; ``ConnectionError`` when the cluster at
+    the address cannot be joined."""
+    ray = import_ray()
+    started = False
+    if not ray.is_initialized():
+        _quiet(ray)
+        common = {"configure_logging": False, "log_to_driver": True}
+        if options.address:
+            try:
+                ray.init(address=options.address, **common)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConnectionError(f"cannot join the Ray cluster at {options.address}: {exc}") from None
+        else:
+            ray.init(num_cpus=options.local_cpus or os.cpu_count() or 1, include_dashboard=False,
+                     object_store_memory=options.local_object_store_mb * 1024 * 1024,
+                     _node_ip_address="127.0.0.1", **common)
+            started = True
+    try:
+        _quiet(ray)
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
