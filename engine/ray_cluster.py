@@ -2,11 +2,16 @@
 
 - **Joining**: with an ``address`` (``auto``, ``HOST:PORT`` of a running cluster's head, or a
   ``ray://HOST:10001`` client address) the run joins that cluster as a driver and leaves it
-  running at the end; its actors end with the run.
+  running at the end; its actors end with the run. A ``127.0.0.1:PORT`` address joins a
+  single-machine cluster (as scorespec starts one, see below) on its own terms.
 - **Starting**: without one, a process that has already started or joined Ray (a notebook, a
-  test) uses it; otherwise scorespec starts a local Ray for the run — on 127.0.0.1, with a small
-  object store and no dashboard, real worker processes — and stops it at the end, whatever
-  happens.
+  test) uses it; otherwise scorespec starts a local Ray for the run — real worker processes, a
+  small object store, no dashboard — and stops it at the end, whatever happens. It listens on
+  127.0.0.1 only: Ray's single-machine mode (`LOCAL_ONLY_VARIABLE`, the mode Ray uses on macOS
+  and Windows) with the node's address set to the loopback one, so no other machine can reach
+  it; Ray's token authentication (its token in ``~/.ray``) keeps other users of the machine out.
+  On such a single-machine Ray (started, or joined at 127.0.0.1), the workers import the engine
+  the driver runs (`this_engine`); on a real cluster, install scorespec on every node.
 - **Quiet**: Ray Data's progress bars and start-up lines are off (scorespec reports progress
   itself); warnings and errors still show.
 
@@ -21,12 +26,16 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["RayOptions", "RayMissing", "RayRunError", "import_ray", "ray_session"]
+__all__ = ["LOCAL_ONLY_VARIABLE", "RayOptions", "RayMissing", "RayRunError", "import_ray", "local_only", "ray_session",
+           "this_engine"]
 
 #: MB of object store for a local Ray scorespec starts (items and results are small).
 LOCAL_OBJECT_STORE_MB = 300
+#: Ray's switch for its single-machine mode ("0": every process of the node listens on 127.0.0.1).
+LOCAL_ONLY_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 class RayMissing(ImportError):
@@ -99,6 +108,44 @@ def _quiet(ray: Any) -> None:
     context.print_on_execution_start = False
 
 
+def this_engine() -> dict[str, Any]:
+    """A Ray runtime environment in which workers on this machine import the ``engine`` package
+    this process runs (its folder first on ``PYTHONPATH``, which Ray does not pass on by itself),
+    whatever the worker's working directory: a run's driver and actors run the same code."""
+    here = str(Path(__file__).resolve().parent.parent)
+    paths = [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+
+
+def _loopback(address: str) -> bool:
+    """Whether `address` (``HOST:PORT``, ``ray://HOST:PORT``) names this machine's loopback."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+@contextmanager
+def local_only(ray: Any) -> Iterator[None]:
+    """Within the block, a Ray started by this process keeps to 127.0.0.1 (see the module
+    docstring): its processes inherit `LOCAL_ONLY_VARIABLE`, and this process, which read Ray's
+    setting when it imported Ray, sees the loopback address as the node's. Both are put back
+    afterwards (the started processes keep theirs)."""
+    saved = os.environ.get(LOCAL_ONLY_VARIABLE)
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    cluster = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[LOCAL_ONLY_VARIABLE] = "0"
+    if cluster is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(LOCAL_ONLY_VARIABLE, None)
+        else:
+            os.environ[LOCAL_ONLY_VARIABLE] = saved
+        if cluster is not None:
+            constants.ENABLE_RAY_CLUSTER = cluster
+
+
 @contextmanager
 def ray_session(options: RayOptions) -> Iterator[Any]:
     """Ray ready for a run (see the module docstring): yields the ``ray`` module; stops a Ray it
@@ -111,13 +158,18 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
         common = {"configure_logging": False, "log_to_driver": True}
         if options.address:
             try:
-                ray.init(address=options.address, **common)
+                if _loopback(options.address):  # a single-machine cluster (as scorespec starts one)
+                    with local_only(ray):
+                        ray.init(address=options.address, runtime_env=this_engine(), **common)
+                else:
+                    ray.init(address=options.address, **common)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConnectionError(f"cannot join the Ray cluster at {options.address}: {exc}") from None
         else:
-            ray.init(num_cpus=options.local_cpus or os.cpu_count() or 1, include_dashboard=False,
-                     object_store_memory=options.local_object_store_mb * 1024 * 1024,
-                     _node_ip_address="127.0.0.1", **common)
+            with local_only(ray):
+                ray.init(num_cpus=options.local_cpus or os.cpu_count() or 1, include_dashboard=False,
+                         object_store_memory=options.local_object_store_mb * 1024 * 1024,
+                         _node_ip_address="127.0.0.1", runtime_env=this_engine(), **common)
             started = True
     try:
         _quiet(ray)

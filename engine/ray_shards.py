@@ -62,8 +62,9 @@ def recover(folder: Path | None, run_id: str, spec_hashes: Mapping[str, str | No
             out: Path | None, db: Store | None) -> int:
     """Merge into the out file and the store the shard lines of run `run_id` they lack: each
     (item, label) whose label runs with that spec hash and that `prior` holds no final result
-    for, once (a final line before a failed one; a failed line only where `prior` has none). `prior` then holds them too (it is marked for compaction when one replaces a
-    failed result). Returns how many results were merged."""
+    for, once (a final line before a failed one; a failed line only where `prior` has none).
+    `prior` then holds them too (it is marked for compaction when one replaces a failed result).
+    Returns how many results were merged."""
     if folder is None or not folder.is_dir():
         return 0
     merged: dict[LineKey, dict[str, Any]] = {}
