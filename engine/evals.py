@@ -351,7 +351,10 @@ def _ray_options(executor: str, ray: Any, max_cost: float | None) -> Any:
     if isinstance(ray, RayOptions):
         return ray
     if isinstance(ray, Mapping):
-        return RayOptions(**ray)
+        try:
+            return RayOptions(**ray)
+        except TypeError as exc:  # an unknown field
+            raise ValueError(f"ray settings: {exc}") from None
     raise ValueError(f"ray: expected RayOptions or a mapping of its fields, not {type(ray).__name__}")
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .judge import make_judge
+from .judge_model import is_local
 from .judge_recipe import JudgeRecipe, cache_setting, judge_recipe
 from .plans import PromptStagePlan, ScorerPlan
 from .scorer import Scorer
@@ -72,8 +73,9 @@ class ScorerRecipe:
 def scorer_recipe(scorer: Any) -> ScorerRecipe:
     """The recipe of `scorer`, an `engine.scorer.Scorer` (its judge is built here if it was not
     yet). Raises `ValueError` naming the scorer for one that cannot be built again elsewhere: not
-    a `Scorer`, a spec without its text, or a judge `engine.judge.make_judge` did not build (a
-    test double, your own judge object)."""
+    a `Scorer`, a spec without its text, an embedded judge model (``local``…: every actor would
+    load it), or a judge `engine.judge.make_judge` did not build (a test double, your own judge
+    object)."""
     label = getattr(scorer, "label", None) or getattr(scorer, "id", "?")
     plan = getattr(scorer, "plan", None)
     if not isinstance(scorer, Scorer) or not isinstance(plan, ScorerPlan):
@@ -83,6 +85,11 @@ def scorer_recipe(scorer: Any) -> ScorerRecipe:
         raise ValueError(f"scorer {label!r}: its spec's text is not known, so a Ray actor cannot compile it")
     recipe, cache, refresh = None, None, False
     if plan.uses_judge:
+        if is_local(str(scorer.model or "")):  # checked before the judge is built: that loads the model
+            raise ValueError(f"scorer {label!r}: the Ray executor asks a judge served over HTTP (a hosted model, or "
+                             f"an OpenAI-compatible server: --model openai/NAME --base-url URL), not the embedded "
+                             f"model {scorer.model!r}, which every actor would load (serve a GGUF model with "
+                             "llama.cpp's server instead)")
         judge = scorer.judge
         recipe = judge_recipe(judge)
         if recipe is None:

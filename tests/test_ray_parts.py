@@ -130,6 +130,11 @@ def test_a_recipe_keeps_the_samples_the_options_and_the_cache(tmp_path, monkeypa
 
 
 def test_a_scorer_whose_judge_cannot_be_rebuilt_is_refused_before_ray_starts(tmp_path):
+    embedded = load_scorer("faithfulness", model="openai/m")
+    embedded.model = "local"  # as load_scorer(model="local") makes it, without needing scorespec[local] here
+    with pytest.raises(ValueError, match="served over HTTP"):
+        scorer_recipe(embedded)  # refused before its judge is built (which would load the model)
+    assert embedded._judge is None
     scorer = load_scorer("faithfulness", judge=FakeJudge({}))
     with pytest.raises(ValueError, match="cannot build it again"):
         scorer_recipe(scorer)
@@ -174,6 +179,8 @@ def test_ray_settings_are_checked_before_anything_starts():
         run_evals([{"output": "x"}], ["textual_difference"], executor="spark", store=False)
     with pytest.raises(ValueError, match="executor='ray'"):
         run_evals([{"output": "x"}], ["textual_difference"], ray={"actors": 2}, store=False)
+    with pytest.raises(ValueError, match="ray settings"):
+        run_evals([{"output": "x"}], ["textual_difference"], executor="ray", ray={"workers": 2}, store=False)
     with pytest.raises(ValueError, match="max_cost"):
         run_evals([{"output": "x"}], ["textual_difference"], executor="ray", max_cost=1.0, store=False)
     assert _loopback("127.0.0.1:6379") and _loopback("ray://localhost:10001") and not _loopback("10.0.0.5:6379")
