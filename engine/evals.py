@@ -21,7 +21,9 @@ of one scorer; results, the out file, the store, summaries and thresholds use th
   A killed process loses only results that had not completed;
 - `engine.prices` and `engine.budget`: what each result, scorer and model cost, and a budget the
   run stops before passing (verdict ``budget_reached``, exit code 3; ``resume`` continues it,
-  counting what its earlier attempts spent).
+  counting what its earlier attempts spent);
+- `engine.ray_runner`: with ``executor="ray"``, the items are read by Ray Data and scored by a
+  pool of Ray actors instead of `engine.runner`; everything else here is the same.
 """
 
 from __future__ import annotations
