@@ -14,6 +14,9 @@
   the driver runs (`this_engine`); on a real cluster, install scorespec on every node.
 - **Quiet**: Ray Data's progress bars and start-up lines are off (scorespec reports progress
   itself); warnings and errors still show.
+- **No stray Ray**: Ray starts a cluster by itself when one of its functions is called without
+  one; during the session (and after it, while a run's output reader still winds down) that is
+  off, so a late call after a stopped run can never leave a cluster running.
 
 Needs the optional extra: ``pip install 'scorespec[ray]'``.
 """
@@ -23,19 +26,22 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOCAL_ONLY_VARIABLE", "RayOptions", "RayMissing", "RayRunError", "import_ray", "local_only", "ray_session",
-           "this_engine"]
+__all__ = ["LOCAL_ONLY_VARIABLE", "PUMP_THREAD", "RayOptions", "RayMissing", "RayRunError", "import_ray",
+           "local_only", "ray_session", "this_engine"]
 
 #: MB of object store for a local Ray scorespec starts (items and results are small).
 LOCAL_OBJECT_STORE_MB = 300
 #: Ray's switch for its single-machine mode ("0": every process of the node listens on 127.0.0.1).
 LOCAL_ONLY_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: The name of the thread reading a run's output (`engine.ray_runner.OutputPump`).
+PUMP_THREAD = "scorespec-ray-output"
 
 
 class RayMissing(ImportError):
@@ -171,9 +177,15 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
                          object_store_memory=options.local_object_store_mb * 1024 * 1024,
                          _node_ip_address="127.0.0.1", runtime_env=this_engine(), **common)
             started = True
+    hook = getattr(getattr(ray, "_private", None), "auto_init_hook", None)
+    auto = getattr(hook, "enable_auto_connect", None)
+    if auto is not None:
+        hook.enable_auto_connect = False
     try:
         _quiet(ray)
         yield ray
     finally:
         if started:
             ray.shutdown()
+        if auto is not None and not any(t.name == PUMP_THREAD and t.is_alive() for t in threading.enumerate()):
+            hook.enable_auto_connect = auto

@@ -24,6 +24,9 @@ second, until the judge (or the rate limit) saturates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ from typing import Any
 from .datasets import DatasetError, DatasetProblem, item_key
 from .prices import PriceTable
 from .ray_actor import OUTPUT_COLUMN, ActorJob, ScoringActor
-from .ray_cluster import RayOptions, RayRunError, ray_session
+from .ray_cluster import PUMP_THREAD, RayOptions, RayRunError, ray_session
 from .ray_datasource import dataset_of, decode_record, is_location, location_of
 from .ray_rate_limit import start_bucket
 from .ray_shards import recover, remove_shards, shard_folder
@@ -41,7 +44,7 @@ from .resume import PriorResults
 from .scorer_recipe import scorer_recipe
 from .store import Store
 
-__all__ = ["RayRunner", "SHIP_BY_REFERENCE"]
+__all__ = ["OutputPump", "RayRunner", "SHIP_BY_REFERENCE"]
 
 #: Done (item, label) pairs past this many go to the actors through Ray's object store.
 SHIP_BY_REFERENCE = 1000
@@ -116,13 +119,10 @@ class RayRunner:
         remove_shards(folder)
 
     async def _consume(self, scored: Any) -> None:
-        """Keep each output record as it arrives (blocking reads off the event loop)."""
-        batches = iter(scored.iter_batches(batch_size=None, batch_format="pyarrow"))
+        """Keep each output record as it arrives (`OutputPump` reads them off the event loop)."""
+        pump = OutputPump(scored)
         try:
-            while True:
-                batch = await asyncio.to_thread(next, batches, None)
-                if batch is None:
-                    return
+            while (batch := await pump.next()) is not None:
                 for raw in batch.column(OUTPUT_COLUMN).to_pylist():
                     await self._keep(*decode_record(raw))
         except Exception as exc:
@@ -131,9 +131,7 @@ class RayRunner:
             raise RayRunError(f"the Ray run failed ({type(exc).__name__}): {exc}; every result kept so far is "
                               "saved: resume the run") from exc
         finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+            await pump.stop()
 
     async def _keep(self, kind: str, value: Any) -> None:
         if kind == "problem":
@@ -160,3 +158,57 @@ class RayRunner:
         for label, result in results.items():
             self.sink.save(item, key, label, result)
         await self.sink.item_done(item, results)
+
+
+class OutputPump:
+    """The scored dataset's output batches, read by a thread of their own (`PUMP_THREAD`): the
+    only one that touches Ray Data's iterator, so stopping a run (Ctrl-C, an error) waits for no
+    blocking read. `next()` gives the next batch (None at the end; a read's error raised);
+    `stop()` ends the reading at the next batch and closes the iterator (Ray Data's execution
+    shut down), waiting up to `STOP_WAIT_S`."""
+
+    STOP_WAIT_S = 10.0
+
+    def __init__(self, scored: Any):
+        self._queue: queue.Queue = queue.Queue(maxsize=2)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._pump, args=(scored,), name=PUMP_THREAD, daemon=True)
+        self._thread.start()
+
+    def _pump(self, scored: Any) -> None:
+        batches = iter(scored.iter_batches(batch_size=None, batch_format="pyarrow"))
+        try:
+            for batch in batches:
+                if not self._offer(("batch", batch)):
+                    return
+            self._offer(("end", None))
+        except BaseException as exc:  # Ray's failure, handed to the driver's loop
+            self._offer(("error", exc))
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+
+    def _offer(self, entry: tuple[str, Any]) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(entry, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    async def next(self) -> Any:
+        while True:  # short waits off the loop: a cancelled run never waits for a blocked read
+            try:
+                kind, value = await asyncio.to_thread(self._queue.get, True, 0.2)
+            except queue.Empty:
+                continue
+            if kind == "error":
+                raise value
+            return value if kind == "batch" else None
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        await asyncio.to_thread(self._thread.join, self.STOP_WAIT_S)
