@@ -99,6 +99,15 @@ class RayOptions:
         if self.local_object_store_mb < 80:
             raise ValueError(f"a local Ray needs an object store of at least 80 MB, not {self.local_object_store_mb}")
 
+    def check_local(self, cpus: float, reading: float) -> None:
+        """Raises `ValueError` when the actors would take so many of a local Ray's `cpus` that
+        fewer than `reading` are left to read the data (the run would wait for ever)."""
+        wanted = self.actors * self.cpus_per_actor
+        if wanted > cpus - reading:
+            raise ValueError(f"{self.actors} actors × {self.cpus_per_actor:g} CPU = {wanted:g} CPUs, but the local "
+                             f"Ray has {cpus:g} and reading the data needs {reading:g}: give fewer actors or fewer "
+                             "CPUs per actor")
+
 
 # Ray's notes on starting, and Ray Data's on what it shows: not for the user of a run
 _QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup", "ray.data._internal.progress",
@@ -153,10 +162,11 @@ def local_only(ray: Any) -> Iterator[None]:
 
 
 @contextmanager
-def ray_session(options: RayOptions) -> Iterator[Any]:
+def ray_session(options: RayOptions, reading: float = 0.0) -> Iterator[Any]:
     """Ray ready for a run (see the module docstring): yields the ``ray`` module; stops a Ray it
-    started when the block ends. Raises `RayMissing`; ``ConnectionError`` when the cluster at
-    the address cannot be joined."""
+    started when the block ends. `reading`: CPUs the run's reads need beside the actors (checked
+    on a Ray it starts: `RayOptions.check_local`). Raises `RayMissing`; ``ConnectionError`` when
+    the cluster at the address cannot be joined; `ValueError` for actors a local Ray cannot hold."""
     ray = import_ray()
     started = False
     if not ray.is_initialized():
@@ -172,6 +182,7 @@ def ray_session(options: RayOptions) -> Iterator[Any]:
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConnectionError(f"cannot join the Ray cluster at {options.address}: {exc}") from None
         else:
+            options.check_local(options.local_cpus or os.cpu_count() or 1, reading)
             with local_only(ray):
                 ray.init(num_cpus=options.local_cpus or os.cpu_count() or 1, include_dashboard=False,
                          object_store_memory=options.local_object_store_mb * 1024 * 1024,

@@ -10,7 +10,8 @@
 Files are read by `ItemsDatasource`, a Ray Data file datasource: Ray lists the paths (a file, a
 folder, a glob; local or any filesystem Ray Data reads — ``s3://``, ``gs://``, ``abfs://``…;
 compressed ``.gz`` and the like), reads each file in one task on the cluster and streams its
-records in blocks; each file is parsed by `engine.datasets.read_stream`, so JSONL, CSV/TSV,
+records in blocks (a read task reserves `READ_CPUS`); each file is parsed by
+`engine.datasets.read_stream`, so JSONL, CSV/TSV,
 JSON arrays and Parquet give the items a one-process run gives. Items given in memory (a list,
 a DataFrame) are read here and handed to Ray Data as they are. With `limit`, each file gives at
 most that many items (the driver takes the first `limit` overall).
@@ -36,13 +37,15 @@ try:
 except ImportError:  # the optional extra is not installed: `dataset_of` says so (`import_ray`)
     FileBasedDatasource = object  # type: ignore[assignment,misc]
 
-__all__ = ["RECORD_COLUMN", "ItemsDatasource", "dataset_of", "decode_record", "encode_record", "is_location",
+__all__ = ["READ_CPUS", "RECORD_COLUMN", "ItemsDatasource", "dataset_of", "decode_record", "encode_record", "is_location",
            "location_of"]
 
 #: The dataset's one column: a pickled record.
 RECORD_COLUMN = "record"
 #: Records per block a read task yields.
 BLOCK_RECORDS = 256
+#: CPUs a read task reserves: parsing is light next to scoring, and the actors reserve theirs.
+READ_CPUS = 0.25
 
 
 def encode_record(kind: str, value: Any) -> bytes:
@@ -120,7 +123,8 @@ def dataset_of(data: Any, fields: Mapping[str, str] | None = None, limit: int | 
     if is_location(data):
         location = location_of(data)
         try:
-            return ray.data.read_datasource(ItemsDatasource(location, fields=fields, limit=limit))
+            source = ItemsDatasource(location, fields=fields, limit=limit)
+            return ray.data.read_datasource(source, num_cpus=READ_CPUS)
         except (FileNotFoundError, ValueError, OSError) as exc:
             raise DatasetError(f"{os.fspath(data)}: {exc}") from None
     records: list[bytes] = []

@@ -35,7 +35,7 @@ from .datasets import DatasetError, DatasetProblem, item_key
 from .prices import PriceTable
 from .ray_actor import OUTPUT_COLUMN, ActorJob, ScoringActor
 from .ray_cluster import PUMP_THREAD, RayOptions, RayRunError, ray_session
-from .ray_datasource import dataset_of, decode_record, is_location, location_of
+from .ray_datasource import READ_CPUS, dataset_of, decode_record, is_location, location_of
 from .ray_rate_limit import start_bucket
 from .ray_shards import recover, remove_shards, shard_folder
 from .reporting import EvalReporter, RunState
@@ -99,7 +99,7 @@ class RayRunner:
                              self.out, self.db)
             if merged:
                 self.reporter.note(f"merged {merged} result(s) the run's actors wrote before it stopped")
-        with ray_session(self.options) as ray:
+        with ray_session(self.options, READ_CPUS if is_location(self.data) else 0.0) as ray:
             dataset = dataset_of(self.data, self.fields, self.limit)
             done = frozenset(key for key in self.prior.records if self.prior.done(key))
             job = ActorJob(self.state.run_id, recipes, self.concurrency,

@@ -175,6 +175,9 @@ def test_ray_settings_are_checked_before_anything_starts():
         RayOptions(actors=0)
     with pytest.raises(ValueError, match="CPUs per actor"):
         RayOptions(cpus_per_actor=0)
+    with pytest.raises(ValueError, match="4 actors × 0.5 CPU = 2 CPUs, but the local Ray has 2"):
+        RayOptions(actors=4).check_local(2, 0.25)  # the reads would wait for ever
+    RayOptions(actors=3).check_local(2, 0.25)
     with pytest.raises(ValueError, match="executor"):
         run_evals([{"output": "x"}], ["textual_difference"], executor="spark", store=False)
     with pytest.raises(ValueError, match="executor='ray'"):

@@ -2,7 +2,7 @@
 same total concurrency, faithfulness against the fake OpenAI-compatible server answering after
 50 ms (in a child process, `bench_eval.fake_server`), JSONL in and out, store on.
 
-    python tests/bench/bench_ray.py [--items 2000] [--layouts 2x16,4x8] [--runs 3]
+    python tests/bench/bench_ray.py [--items 2000] [--layouts 1x32,2x16] [--runs 3]
     python tests/bench/run.py --only ray      # the same rows in the suite's table
 
 For each layout ``A×C`` (A actors, C judge requests in flight per actor, ½ CPU each) the data is
@@ -121,7 +121,7 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
-    parser.add_argument("--layouts", default="2x16,4x8", help="actors x per-actor concurrency, comma-separated")
+    parser.add_argument("--layouts", default="1x32,2x16", help="actors x per-actor concurrency, comma-separated")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     layouts = [tuple(int(x) for x in layout.split("x")) for layout in args.layouts.split(",")]

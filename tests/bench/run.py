@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     sz = QUICK if args.quick else FULL
     if args.only == "ray":
         started = time.perf_counter()
-        rows = bench_ray.ray_rows(200 if args.quick else 2000, [(2, 4)] if args.quick else [(2, 16), (4, 8)],
+        rows = bench_ray.ray_rows(200 if args.quick else 2000, [(2, 4)] if args.quick else [(1, 32), (2, 16)],
                                   1 if args.quick else 3)
         print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the Ray executor rows"
               f"{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
