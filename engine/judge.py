@@ -57,8 +57,9 @@ def make_judge(
     cache: the judge-call cache (`engine.judge_cache_layer.open_cache`: True for the default
     cache, a file path, a ``redis://`` URL, a `JudgeCache`; None or False for none); refresh: ask every call again and
     overwrite its entry. The provider judge keeps these settings but the key as its ``recipe``
-    (`engine.judge_recipe.JudgeRecipe`), which builds it again in another process. Raises `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError`
-    for a bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
+    (`engine.judge_recipe.JudgeRecipe`), which builds it again in another process. Raises
+    `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError` for a
+    bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
     """
     check_model(model)
     recipe = JudgeRecipe.of(model, base_url=base_url, mode=mode, timeout_s=timeout_s, retry=retry,

@@ -3,8 +3,9 @@
 A Ray actor cannot be handed a live judge (its HTTP clients belong to one process and one event
 loop). `make_judge` records on every provider judge it builds a `JudgeRecipe` — the model string
 and its keywords, with the provider's endpoint taken from the environment where it was built —
-and ``make_judge(recipe.model, **recipe.keywords())`` makes the same judge again anywhere. API keys are never in a recipe: the
-process that builds the judge reads its own environment (``OPENAI_API_KEY``, …).
+and ``make_judge(recipe.model, **recipe.keywords())`` makes the same judge again anywhere. API
+keys are never in a recipe: the process that builds the judge reads its own environment
+(``OPENAI_API_KEY``, …).
 
 `judge_recipe` finds the recipe under a judge's layers; `cache_setting` says which judge-call
 cache its outer cache layer uses, as a value that names the same cache elsewhere: a Redis cache

@@ -37,8 +37,8 @@ try:
 except ImportError:  # the optional extra is not installed: `dataset_of` says so (`import_ray`)
     FileBasedDatasource = object  # type: ignore[assignment,misc]
 
-__all__ = ["READ_CPUS", "RECORD_COLUMN", "ItemsDatasource", "dataset_of", "decode_record", "encode_record", "is_location",
-           "location_of"]
+__all__ = ["READ_CPUS", "RECORD_COLUMN", "ItemsDatasource", "dataset_of", "decode_record", "encode_record",
+           "is_location", "location_of"]
 
 #: The dataset's one column: a pickled record.
 RECORD_COLUMN = "record"

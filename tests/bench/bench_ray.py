@@ -9,9 +9,8 @@ For each layout ``A×C`` (A actors, C judge requests in flight per actor, ½ CPU
 scored on a local Ray (2 CPUs, started once for all runs, 127.0.0.1) and in one process at
 concurrency A × C. Two figures for Ray: items/s over the whole run (actors started, data read,
 results merged into the out file and the store) and the steady rate once the actors are warm
-(items/s between the arrival of the 10th and the 90th percentile item). The ideal is A × C / (judge calls per item × 0.05 s). Every figure is
-a median of ``--runs`` runs.
-"""
+(items/s between the arrival of the 10th and the 90th percentile item). The ideal is A × C /
+(judge calls per item × 0.05 s). Every figure is a median of ``--runs`` runs."""
 
 from __future__ import annotations
 
@@ -105,7 +104,8 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
     process in the Python-alternative column, their ratio."""
     out = []
     for r in rows:
-        layout = f"{r['actors']} actors × {r['concurrency']} (one process: concurrency {r['actors'] * r['concurrency']})"
+        total = r["actors"] * r["concurrency"]
+        layout = f"{r['actors']} actors × {r['concurrency']} (one process: concurrency {total})"
         out.append(("8", f"faithfulness items/s on a local Ray, {layout}, {r['items']:,} items, 50 ms server: "
                          "whole run (share of ideal)",
                     f"{r['ray_items_s']:.1f} ({r['ray_items_s'] / r['ideal']:.0%})", "—",
