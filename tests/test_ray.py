@@ -243,6 +243,31 @@ def test_two_actors_sharing_a_redis_cache_make_each_judge_call_once(ray_cluster,
     assert stats.scored + stats.not_scorable == n and stats.failed == 0
 
 
+def test_one_rate_limit_for_the_cluster_and_each_node_s_sqlite_cache(ray_cluster, tmp_path):
+    n, rate = 60, 20.0
+    data = write_jsonl(tmp_path / "items.jsonl", make_items(n))
+    cache = tmp_path / "judge-cache.sqlite"  # a path: that file on every node (here, one node)
+    started: list[float] = []
+
+    def timed(request: dict) -> dict:  # when each request reached the judge
+        started.append(time.monotonic())
+        return answer(request)
+
+    with FakeOpenAIServer(timed) as server:
+        first = run_evals(data, scorers(server, cache=cache)[:1], store=False, executor="ray", rate_limit=rate,
+                          ray=RayOptions(actors=2), concurrency=8)
+        limited = list(started)
+        again = run_evals(data, scorers(server, cache=cache)[:1], store=False, executor="ray",
+                          ray=RayOptions(actors=2), concurrency=8)
+        requests = len(server.requests)
+    calls = sum(calls_of(i) for i in range(n))
+    assert len(limited) == calls == first.judge_calls
+    # one bucket for both actors: no second holds more than its burst (rate) plus rate requests
+    assert max(sum(1 for t in limited if t0 <= t < t0 + 1.0) for t0 in limited) <= 2 * rate
+    assert requests == calls and again.judge_calls == 0  # the second run: every answer from the node's file
+    assert again.usage["faithfulness"].cache_hits == calls and again.scores == first.scores
+
+
 def test_the_cli_starts_its_own_ray_reads_csv_and_parquet_and_stops_it(tmp_path):
     from conftest import require_ray
 

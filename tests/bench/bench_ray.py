@@ -105,7 +105,8 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
     out = []
     for r in rows:
         total = r["actors"] * r["concurrency"]
-        layout = f"{r['actors']} actors × {r['concurrency']} (one process: concurrency {total})"
+        actors = f"{r['actors']} actor{'s' if r['actors'] != 1 else ''}"
+        layout = f"{actors} × {r['concurrency']} (one process: concurrency {total})"
         out.append(("8", f"faithfulness items/s on a local Ray, {layout}, {r['items']:,} items, 50 ms server: "
                          "whole run (share of ideal)",
                     f"{r['ray_items_s']:.1f} ({r['ray_items_s'] / r['ideal']:.0%})", "—",
@@ -130,7 +131,7 @@ def main() -> None:
           "one process: items/s | ideal items/s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['actors']} actors × {r['concurrency']} | {r['items']:,} | {r['ray_items_s']:.1f} | "
+        print(f"| {r['actors']} actor(s) × {r['concurrency']} | {r['items']:,} | {r['ray_items_s']:.1f} | "
               f"{r['ray_steady_s']:.1f} | {r['ray_first_s']:.1f} s | {r['local_items_s']:.1f} | {r['ideal']:.0f} |")
 
 
