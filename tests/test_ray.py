@@ -262,8 +262,9 @@ def test_one_rate_limit_for_the_cluster_and_each_node_s_sqlite_cache(ray_cluster
         requests = len(server.requests)
     calls = sum(calls_of(i) for i in range(n))
     assert len(limited) == calls == first.judge_calls
-    # one bucket for both actors: no second holds more than its burst (rate) plus rate requests
-    assert max(sum(1 for t in limited if t0 <= t < t0 + 1.0) for t0 in limited) <= 2 * rate
+    # one bucket for both actors: any 2 s hold at most its burst (rate) and 2 × rate more requests, give or
+    # take a few that reach the server together (a bucket per actor would let through twice as many)
+    assert max(sum(1 for t in limited if t0 <= t < t0 + 2.0) for t0 in limited) <= 3 * rate + 10
     assert requests == calls and again.judge_calls == 0  # the second run: every answer from the node's file
     assert again.usage["faithfulness"].cache_hits == calls and again.scores == first.scores
 
