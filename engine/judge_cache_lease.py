@@ -5,7 +5,8 @@ The cache layer makes identical calls in flight at once in one event loop once
 a cache shared by all of them (Redis) does the same with a *lease* per call: `claim_or_wait`
 takes the call's lease, or, while another process holds it, waits (polling with growing pauses)
 until that process's answer is stored (a hit) or the lease is gone (that process failed or died:
-this one claims the call and asks). A holder renews its lease while the call goes on and releases
+this one claims the call and asks). An answer stored by the time the lease is taken is a hit too
+(its holder may have finished between this process's last look and its claim). A holder renews its lease while the call goes on and releases
 it once the answer is stored (`Lease`), so a lease outlives no process by more than `LEASE_S`.
 
 A cache takes part when it has ``claim(key, seconds) -> bool``, ``renew(key, seconds)`` and
@@ -69,7 +70,12 @@ async def claim_or_wait(cache: Any, key: str,
         except Exception:  # a cache never fails a call: ask, uncoordinated
             return None, None
         if held:
-            return None, Lease(cache, key)
+            answer = stored()  # stored by a holder that finished after this process last looked?
+            if answer is None:
+                return None, Lease(cache, key)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(cache.release, key)
+            return answer, None
         await asyncio.sleep(pause)
         pause = min(pause * 2, LONGEST_PAUSE_S)
         answer = stored()

@@ -98,3 +98,13 @@ def test_a_lost_server_never_holds_a_call_back(own_redis_server):
     cache.renew("k", 30)
     cache.release("k")
     assert cache.disabled_reason is not None
+
+
+def test_an_answer_stored_just_before_the_lease_is_taken_is_served_not_asked_again(redis_url):
+    # the holder stored its answer and released its lease between this process's last look and its claim
+    cache = RedisJudgeCache(redis_url)
+    served = object()
+    answer, lease = asyncio.run(judge_cache_lease.claim_or_wait(cache, "k", lambda: served))
+    assert answer is served and lease is None
+    assert cache.claim("k", 30) is True  # and the lease it took to find that out was given back
+    cache.release("k")
