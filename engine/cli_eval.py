@@ -35,7 +35,7 @@ MAX_COST_HELP = ("A budget in US dollars: stop before the next item would pass i
                  "counting what was spent). Every judge model needs a price.")
 EXECUTOR_HELP = ("Where items are scored: local (this process) or ray (a pool of Ray actors; needs scorespec[ray]: "
                  "starts a local Ray unless --ray-address is given).")
-RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, HOST:PORT, ray://HOST:10001)."
+RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, or the head's HOST:PORT)."
 ACTORS_HELP = "With --executor ray: scoring actors, each with --concurrency judge requests in flight [default: 2]."
 CPUS_PER_ACTOR_HELP = "With --executor ray: CPUs each actor reserves, fractions allowed [default: 0.5]."
 

@@ -1,8 +1,8 @@
 """Which Ray a run uses, and how: `RayOptions`, and `ray_session` (join a cluster or start one).
 
-- **Joining**: with an ``address`` (``auto``, ``HOST:PORT`` of a running cluster's head, or a
-  ``ray://HOST:10001`` client address) the run joins that cluster as a driver and leaves it
-  running at the end; its actors end with the run. A ``127.0.0.1:PORT`` address joins a
+- **Joining**: with an ``address`` (``auto``, or ``HOST:PORT`` of a running cluster's head) the
+  run joins that cluster as a driver and leaves it running at the end; its actors end with the
+  run. A ``127.0.0.1:PORT`` address joins a
   single-machine cluster (as scorespec starts one, see below) on its own terms.
 - **Starting**: without one, a process that has already started or joined Ray (a notebook, a
   test) uses it; otherwise scorespec starts a local Ray for the run — real worker processes, a
