@@ -33,6 +33,11 @@ PRICES_HELP = ("A price table (YAML, US dollars per million tokens) used before 
                "$SCORESPEC_PRICES, else prices.yaml in the cache folder].")
 MAX_COST_HELP = ("A budget in US dollars: stop before the next item would pass it (exit 3; --resume continues, "
                  "counting what was spent). Every judge model needs a price.")
+EXECUTOR_HELP = ("Where items are scored: local (this process) or ray (a pool of Ray actors; needs scorespec[ray]: "
+                 "starts a local Ray unless --ray-address is given).")
+RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, or the head's HOST:PORT)."
+ACTORS_HELP = "With --executor ray: scoring actors, each with --concurrency judge requests in flight [default: 2]."
+CPUS_PER_ACTOR_HELP = "With --executor ray: CPUs each actor reserves, fractions allowed [default: 0.5]."
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -100,15 +105,17 @@ def eval_cmd(
                                                       "LABEL=SPEC runs one under a label (e.g. two versions of a "
                                                       "scorer: faithfulness faithfulness@draft=my_specs/faith.yaml)."),
     scorer_opts: list[str] = typer.Option([], "--scorer", help="A scorer (repeatable; same as the arguments)."),
-    data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items."),
+    data_arg: Optional[str] = typer.Option(None, "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet "
+                                           "file of items (on Ray also a folder, a glob or a URL Ray Data reads)."),
     field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field a scorer "
                                     "declares, from another column (e.g. output=answer, context=passages, "
                                     "tool_calls=calls; repeatable)."),
     model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
-                                              "once [default: 8; 1 on an embedded model]."),
-    rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
+                                              "once [default: 8; 1 on an embedded model]; per actor on Ray."),
+    rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most (on "
+                                               "Ray: across the whole cluster)."),
     threshold: list[str] = typer.Option([], "--threshold", help="LABEL=limit (a mean at least as good as limit: ≥, "
                                         "or ≤ for a lower-is-better scorer) or LABEL=min:max (repeatable; a scorer's "
                                         "label is its id unless given)."),
@@ -132,6 +139,10 @@ def eval_cmd(
     prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
     report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
+    executor: Optional[str] = typer.Option(None, "--executor", metavar="local|ray", help=EXECUTOR_HELP),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="ADDR", help=RAY_ADDRESS_HELP),
+    actors: Optional[int] = typer.Option(None, "--actors", min=1, help=ACTORS_HELP),
+    cpus_per_actor: Optional[float] = typer.Option(None, "--cpus-per-actor", min=0.01, help=CPUS_PER_ACTOR_HELP),
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
@@ -147,12 +158,13 @@ def eval_cmd(
     db = _open_store(store)
     try:
         stored_cli: dict[str, Any] = {}
+        data = data_arg
         if resume and run_id and (not names or data is None):
             stored = _find_run(db, run_id)
             stored_cli = (stored.get("config") or {}).get("cli") or {}
             run_id = stored["run_id"]
             names = names or list(stored_cli.get("scorers") or [])
-            data = data or (Path(stored_cli["data"]) if stored_cli.get("data") else None)
+            data = data or stored_cli.get("data")
             field = field or list(stored_cli.get("fields") or [])
             option = option or list(stored_cli.get("options") or [])
             threshold = threshold or list(stored_cli.get("thresholds") or [])
@@ -160,13 +172,23 @@ def eval_cmd(
             base_url = base_url or stored_cli.get("base_url")
             samples = samples or stored_cli.get("samples")
             prices = prices or (Path(stored_cli["prices"]) if stored_cli.get("prices") else None)
+            executor = executor or stored_cli.get("executor")
+            ray_address = ray_address or stored_cli.get("ray_address")
+            actors = actors or stored_cli.get("actors")
+            cpus_per_actor = cpus_per_actor or stored_cli.get("cpus_per_actor")
             if out is None and stored.get("out"):
                 out = Path(stored["out"])
         if not names:
             fail("give at least one scorer (e.g. scorespec eval faithfulness --data items.jsonl)")
+        ray_settings = _ray_settings(executor, ray_address, actors, cpus_per_actor)
         if data is None:
             fail("--data FILE is required")
-        if not data.is_file():
+        remote = "://" in data
+        if remote and ray_settings is None:
+            fail(f"--data {data}: a URL is read by the Ray executor only (--executor ray)")
+        pattern = ray_settings is not None and any(c in data for c in "*?[")  # a glob Ray Data expands
+        if not remote and not pattern and not Path(data).is_file() and not (ray_settings is not None
+                                                                         and Path(data).is_dir()):
             fail(f"--data {data}: no such file")
         if resume and out is None and run_id is None:
             fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
@@ -185,19 +207,29 @@ def eval_cmd(
         except ValueError as exc:
             fail(str(exc))
         reporter = ConsoleReporter(quiet=quiet)
-        cli_config = {"scorers": names, "data": str(data.resolve()), "fields": field, "options": option,
+        data_text = data if remote else str(Path(data).resolve())
+        cli_config = {"scorers": names, "data": data_text, "fields": field, "options": option,
                       "thresholds": threshold, "model": model, "base_url": base_url, "samples": samples,
-                      "prices": str(prices.resolve()) if prices else None, "limit": limit}
+                      "prices": str(prices.resolve()) if prices else None, "limit": limit,
+                      "executor": executor, "ray_address": ray_address, "actors": actors,
+                      "cpus_per_actor": cpus_per_actor}
         try:
             summary = asyncio.run(arun_evals(
-                data, scorers, concurrency=concurrency, thresholds=threshold, out=out, resume=resume,
-                run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter, fields=field,
-                config={"cli": cli_config}, prices=prices, max_cost=max_cost, limit=limit))
+                data_text if remote else Path(data), scorers, concurrency=concurrency, thresholds=threshold,
+                out=out, resume=resume, run_id=run_id, rate_limit=rate_limit, store=db, progress=reporter,
+                fields=field, config={"cli": cli_config}, prices=prices, max_cost=max_cost, limit=limit,
+                executor="ray" if ray_settings is not None else "local", ray=ray_settings))
         except KeyboardInterrupt:
             err_console().print("interrupted: every completed result is saved; run the same command with --resume "
                             "to continue", markup=False)
             raise typer.Exit(EXIT_INTERRUPTED)
-        except (ValueError, FileExistsError, DatasetError) as exc:
+        except (ValueError, FileExistsError, DatasetError, ImportError, ConnectionError) as exc:
+            fail(str(exc))
+        except RuntimeError as exc:
+            from .ray_cluster import RayRunError
+
+            if not isinstance(exc, RayRunError):
+                raise
             fail(str(exc))
         report = None
         if junit or summary_md or cutoffs:
@@ -222,6 +254,22 @@ def eval_cmd(
         raise typer.Exit(exit_code)
     finally:
         db.close()
+
+
+def _ray_settings(executor: Optional[str], address: Optional[str], actors: Optional[int],
+                  cpus_per_actor: Optional[float]) -> Optional[dict[str, Any]]:
+    """The Ray settings of ``--executor ray`` (`engine.ray_cluster.RayOptions` fields), None for
+    the local executor; exits (2) for an unknown executor or Ray flags without ``--executor ray``."""
+    if executor not in (None, "local", "ray"):
+        fail(f"--executor {executor}: expected local or ray")
+    given = {"address": address, "actors": actors, "cpus_per_actor": cpus_per_actor}
+    if executor != "ray":
+        flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+        if flags:
+            fail(f"{', '.join(f if f != '--address' else '--ray-address' for f in flags)}: "
+                 "only with --executor ray")
+        return None
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @app.command("runs")

@@ -1,11 +1,12 @@
-"""Datasets for batch evaluation: JSONL, CSV and JSON-array files, lists of dicts, DataFrames.
+"""Datasets for batch evaluation: JSONL, CSV, JSON-array and Parquet files, lists of dicts, DataFrames.
 
 Every source becomes a stream of *items*, plain dicts with the run fields a scorer reads::
 
     {"id": …, "input": …, "output": …, "ground_truth": …, "context": [str, …] | None, …the rest}
 
 - ``id``: the record's own ``id`` field, else its line number in a JSONL or CSV file, its
-  position in a JSON array, a list or a DataFrame (all 1-based). Problems name the line.
+  position in a JSON array, a Parquet file, a list or a DataFrame (all 1-based). Problems name
+  the line.
 - ``ground_truth`` also reads ``groundTruth`` (the seed's spelling) when no mapping is given.
 - ``context``: a list of strings; a string becomes a one-element list (in CSV, a cell holding a
   JSON array of strings is read as that list); absent or empty → None (not given).
@@ -17,7 +18,9 @@ Every source becomes a stream of *items*, plain dicts with the run fields a scor
   from another column; a dotted name (``meta.passages``) reads a nested key. Every other column
   is kept under its own name (a scorer's declared field too).
 
-Reading streams: items are yielded one at a time and never all held in memory. A malformed
+Reading streams: items are yielded one at a time and never all held in memory (a JSON array
+excepted). `read_stream` reads a file some other code opened (the Ray executor's reads,
+`engine.ray_datasource`): the same items, ids and problems as `read_file`. A malformed
 record (bad JSON, invalid UTF-8, a CSV row with the wrong number of cells, a duplicate id) is
 reported as a `DatasetProblem` (``FILE:LINE: message``) to the `on_problem` callback and
 skipped; the rest still loads. So is a record nested deeper than `MAX_DEPTH` levels (JSON
@@ -35,7 +38,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .messages import is_messages
@@ -45,6 +48,8 @@ MAPPABLE = ("id",) + RUN_FIELDS
 ALIASES = {"ground_truth": ("groundTruth",)}
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 CSV_SUFFIXES = (".csv", ".tsv")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 MAX_DEPTH = 100  # nesting levels of arrays/objects in one record
 
 Item = dict[str, Any]
@@ -196,18 +201,38 @@ def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | 
 # --- files ---------------------------------------------------------------------------------------
 
 
+def format_of(name: str) -> str | None:
+    """The format a file's name says (``jsonl``, ``csv``, ``tsv``, ``parquet``, ``json``; any
+    compression suffix such as ``.gz`` ignored), or None for a suffix that says none."""
+    parts = [p.lower() for p in PurePosixPath(name.split("?", 1)[0]).suffixes]
+    while parts and parts[-1] in (".gz", ".gzip", ".bz2", ".zst", ".lz4", ".snappy", ".br"):
+        parts.pop()
+    suffix = parts[-1] if parts else ""
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    return {".csv": "csv", ".tsv": "tsv", ".json": "json"}.get(suffix)
+
+
 def detect_format(path: Path) -> str:
-    """``jsonl``, ``csv``, ``tsv`` or ``json`` (a JSON array) from the suffix; a ``.json`` file
-    whose first non-blank character is ``{`` is read as JSONL. Unknown suffixes are sniffed."""
+    """``jsonl``, ``csv``, ``tsv``, ``parquet`` or ``json`` (a JSON array) from the suffix; a
+    ``.json`` file whose first non-blank character is ``{`` is read as JSONL. Unknown suffixes
+    are sniffed."""
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return "jsonl"
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
     if suffix == ".csv":
         return "csv"
     if suffix == ".tsv":
         return "tsv"
     with open(path, "rb") as f:
-        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        head = f.read(4096)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"["):
         return "json"
     if head.startswith(b"{") or not head:
@@ -225,32 +250,32 @@ def _decode(raw: bytes) -> str:
         raise ValueError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
 
 
-def _read_jsonl(path: Path, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            try:
-                text = _decode(raw).rstrip("\r\n")
-                record = json.loads(text, strict=False)
-            except json.JSONDecodeError as exc:
-                report(DatasetProblem(name, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-                continue
-            except ValueError as exc:
-                report(DatasetProblem(name, number, str(exc)))
-                continue
-            except RecursionError:
-                report(DatasetProblem(name, number, _TOO_DEEP))
-                continue
-            if not isinstance(record, dict):
-                report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
-                continue
-            if _too_deep(record):
-                report(DatasetProblem(name, number, _TOO_DEEP))
-                continue
-            yield number, to_item(record, number, fields)
+def _read_jsonl(lines: Iterable[bytes], name: str, fields: Mapping[str, str],
+                report: OnProblem) -> Iterator[tuple[int, Item]]:
+    for number, raw in enumerate(lines, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if not raw.strip():
+            continue
+        try:
+            text = _decode(raw).rstrip("\r\n")
+            record = json.loads(text, strict=False)
+        except json.JSONDecodeError as exc:
+            report(DatasetProblem(name, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except ValueError as exc:
+            report(DatasetProblem(name, number, str(exc)))
+            continue
+        except RecursionError:
+            report(DatasetProblem(name, number, _TOO_DEEP))
+            continue
+        if not isinstance(record, dict):
+            report(DatasetProblem(name, number, f"expected a JSON object, got {_json_type(record)}"))
+            continue
+        if _too_deep(record):
+            report(DatasetProblem(name, number, _TOO_DEEP))
+            continue
+        yield number, to_item(record, number, fields)
 
 
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep; skipped"
@@ -275,14 +300,13 @@ def _json_type(value: Any) -> str:
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _read_json_array(path: Path, name: str, fields: Mapping[str, str],
+def _read_json_array(data: bytes, name: str, fields: Mapping[str, str],
                      report: OnProblem) -> Iterator[tuple[int, Item]]:
     """A JSON array of objects, decoded element by element: each problem names its line, and an
     element without an ``id`` gets its 1-based position in the array (a one-line array, as
     ``json.dump`` writes it, has all its elements on line 1).
     (The file is read whole — a JSON array cannot be streamed with the standard library; use
     JSONL for very large datasets.) A syntax error stops the read at that element."""
-    data = path.read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -359,53 +383,52 @@ def _csv_lines(f: Any, bad: dict[int, str]) -> Iterator[str]:
             yield raw.decode("utf-8", errors="replace")
 
 
-def _read_csv(path: Path, name: str, fields: Mapping[str, str], report: OnProblem,
+def _read_csv(lines: Iterable[bytes], name: str, fields: Mapping[str, str], report: OnProblem,
               delimiter: str) -> Iterator[tuple[int, Item]]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     bad: dict[int, str] = {}
-    with open(path, "rb") as f:
-        reader = csv.reader(_csv_lines(f, bad), delimiter=delimiter)
-        header: list[str] | None = None
-        last = 0
-        while True:
-            start = last + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                last = reader.line_num
-                report(DatasetProblem(name, start, f"malformed CSV: {exc}"))
-                continue
+    reader = csv.reader(_csv_lines(lines, bad), delimiter=delimiter)
+    header: list[str] | None = None
+    last = 0
+    while True:
+        start = last + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
             last = reader.line_num
-            broken = [n for n in range(start, last + 1) if n in bad]
-            if header is None:
-                if broken:
-                    report(DatasetProblem(name, broken[0], bad[broken[0]] + "; the header was not read"))
-                    return
-                if not row:
-                    continue
-                header = [h.strip() for h in row]
-                columns = set(header)
-                absent = [f"{k}={c}" for k, c in fields.items() if c not in columns and c.split(".")[0] not in columns]
-                if absent:
-                    raise DatasetError(f"{name}: --field {', '.join(absent)}: no such column "
-                                       f"(columns: {', '.join(header)})")
-                continue
+            report(DatasetProblem(name, start, f"malformed CSV: {exc}"))
+            continue
+        last = reader.line_num
+        broken = [n for n in range(start, last + 1) if n in bad]
+        if header is None:
             if broken:
-                report(DatasetProblem(name, broken[0], bad.pop(broken[0], "not valid UTF-8")))
+                report(DatasetProblem(name, broken[0], bad[broken[0]] + "; the header was not read"))
+                return
+            if not row:
                 continue
-            if not row or (len(row) == 1 and not row[0].strip() and len(header) > 1):
-                continue
-            if len(row) != len(header):
-                report(DatasetProblem(name, start, f"{len(row)} cell(s), the header has {len(header)}"))
-                continue
-            yield start, to_item(dict(zip(header, row)), start, fields, from_text=True)
+            header = [h.strip() for h in row]
+            columns = set(header)
+            absent = [f"{k}={c}" for k, c in fields.items() if c not in columns and c.split(".")[0] not in columns]
+            if absent:
+                raise DatasetError(f"{name}: --field {', '.join(absent)}: no such column "
+                                   f"(columns: {', '.join(header)})")
+            continue
+        if broken:
+            report(DatasetProblem(name, broken[0], bad.pop(broken[0], "not valid UTF-8")))
+            continue
+        if not row or (len(row) == 1 and not row[0].strip() and len(header) > 1):
+            continue
+        if len(row) != len(header):
+            report(DatasetProblem(name, start, f"{len(row)} cell(s), the header has {len(header)}"))
+            continue
+        yield start, to_item(dict(zip(header, row)), start, fields, from_text=True)
 
 
 def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None,
               on_problem: OnProblem | None = None, *, format: str | None = None) -> Iterator[Item]:
-    """Stream the items of a JSONL, CSV/TSV or JSON-array file (see the module docstring).
+    """Stream the items of a JSONL, CSV/TSV, JSON-array or Parquet file (see the module docstring).
 
     Raises `DatasetError` when the file is missing or unusable as a whole; single bad records
     go to `on_problem` (default: printed to stderr) and are skipped."""
@@ -413,18 +436,73 @@ def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = N
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
     fmt = format or detect_format(path)
+    if fmt not in FORMATS:
+        raise DatasetError(f"{path}: unknown format {fmt!r} ({', '.join(FORMATS)})")
+    report = on_problem or _print_problem
+    name = str(path)
+    return _unique(_opened(path, name, fmt, dict(fields or {}), report), name, report)
+
+
+def _opened(path: Path, name: str, fmt: str, fields: Mapping[str, str],
+            report: OnProblem) -> Iterator[tuple[int, Item]]:
+    with open(path, "rb") as f:
+        yield from _records(f, name, fmt, fields, report)
+
+
+def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
+             report: OnProblem) -> Iterator[tuple[int, Item]]:
+    """(line or position, item) of each readable record of the open binary file `f` in format `fmt`."""
+    if fmt == "jsonl":
+        return _read_jsonl(f, name, fields, report)
+    if fmt == "json":
+        return _read_json_array(f.read(), name, fields, report)
+    if fmt == "parquet":
+        return _read_parquet(f, name, fields, report)
+    return _read_csv(f, name, fields, report, "\t" if fmt == "tsv" else ",")
+
+
+def read_stream(f: Any, name: str, fields: Mapping[str, str] | None = None, on_problem: OnProblem | None = None,
+                *, format: str | None = None) -> Iterator[Item]:
+    """The items of one file already open as the binary file object `f` (lines are read by
+    iterating it; Parquet needs it seekable), named `name` in problems (a path or URL, whose
+    suffix gives the format unless `format` does): what `read_file` gives for that file. A
+    ``.json`` file whose first character is ``{`` is read as JSONL, as `read_file` does.
+    Raises `DatasetError` for a format it cannot tell or read."""
+    fmt = format or format_of(name)
+    if fmt is None:
+        raise DatasetError(f"{name}: cannot tell the format from the name (give one of {', '.join(FORMATS)})")
+    if fmt not in FORMATS:
+        raise DatasetError(f"{name}: unknown format {fmt!r} ({', '.join(FORMATS)})")
     report = on_problem or _print_problem
     fields = dict(fields or {})
-    name = str(path)
-    if fmt == "jsonl":
-        inner = _read_jsonl(path, name, fields, report)
-    elif fmt == "json":
-        inner = _read_json_array(path, name, fields, report)
-    elif fmt in ("csv", "tsv"):
-        inner = _read_csv(path, name, fields, report, "\t" if fmt == "tsv" else ",")
-    else:
-        raise DatasetError(f"{path}: unknown format {fmt!r} (jsonl, json, csv or tsv)")
-    return _unique(inner, name, report)
+    if fmt == "json":
+        data = f.read()
+        if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+            return _unique(_read_jsonl(data.splitlines(keepends=True), name, fields, report), name, report)
+        return _unique(_read_json_array(data, name, fields, report), name, report)
+    return _unique(_records(f, name, fmt, fields, report), name, report)
+
+
+def _read_parquet(f: Any, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
+    """The rows of a Parquet file, each with its 1-based position (its id when it has none);
+    list and struct columns become lists and dicts (chat messages, tool calls, passages)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(f"{name}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+    try:
+        table = pq.ParquetFile(f)
+    except Exception as exc:  # pyarrow's own errors: not a Parquet file, a cut-off footer
+        raise DatasetError(f"{name}: not a readable Parquet file ({exc})") from None
+    position = 0
+    for batch in table.iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            position += 1
+            record = {str(k): _plain(v) for k, v in row.items()}
+            if _too_deep(record):
+                report(DatasetProblem(name, position, _TOO_DEEP))
+                continue
+            yield position, to_item(record, position, fields)
 
 
 def _print_problem(problem: DatasetProblem) -> None:
@@ -472,6 +550,13 @@ def count_records(path: str | os.PathLike[str], format: str | None = None) -> in
                 if raw.strip():
                     count += 1
         return count
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # no pyarrow, or not a readable file: the read says why
+            return None
     if fmt in ("csv", "tsv"):
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
@@ -551,5 +636,7 @@ def data_len(data: Any) -> int | None:
         return None
 
 
-__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "iter_items",
-           "label_value", "coerce_context", "item_key", "count_records", "data_len", "detect_format"]
+__all__ = ["DatasetProblem", "DatasetError", "Item", "parse_fields", "to_item", "read_file", "read_stream",
+           "iter_items",
+           "label_value", "coerce_context", "item_key", "count_records", "data_len", "detect_format", "format_of",
+           "FORMATS"]

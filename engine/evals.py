@@ -21,7 +21,9 @@ of one scorer; results, the out file, the store, summaries and thresholds use th
   A killed process loses only results that had not completed;
 - `engine.prices` and `engine.budget`: what each result, scorer and model cost, and a budget the
   run stops before passing (verdict ``budget_reached``, exit code 3; ``resume`` continues it,
-  counting what its earlier attempts spent).
+  counting what its earlier attempts spent);
+- `engine.ray_runner`: with ``executor="ray"``, the items are read by Ray Data and scored by a
+  pool of Ray actors instead of `engine.runner`; everything else here is the same.
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ async def arun_evals(
     prices: PriceTable | str | os.PathLike[str] | bool | None = None,
     max_cost: float | None = None,
     limit: int | None = None,
+    executor: str = "local",
+    ray: Any = None,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
@@ -163,10 +167,19 @@ async def arun_evals(
     dollars: the run stops before an item that would pass it (`engine.budget`; verdict
     ``budget_reached``); on resume, what the run's earlier attempts spent counts too. limit:
     score only the first `limit` readable items of the data (≥ 1; None: all).
+    executor: ``"local"`` (this process) or ``"ray"`` (a Ray cluster, `engine.ray_runner`: the
+    data read by Ray Data — a path or URL, or items in memory — and scored by a pool of actors;
+    `concurrency` is then per actor and `rate_limit` holds for the whole cluster; every scorer
+    must come from a spec and its judge from a model string). ray: the Ray settings, an
+    `engine.ray_cluster.RayOptions` or a mapping of its fields (address, actors, cpus_per_actor,
+    batch_size, …); None: the defaults.
 
     Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
     threshold for an unknown label, concurrency < 1, resuming a run that does not exist, samples
-    outside 1..50, a max_cost that is not a positive number), `engine.budget.UnpricedModelError`
+    outside 1..50, a max_cost that is not a positive number, an unknown executor, ray settings
+    without the Ray executor, max_cost on Ray, a scorer a Ray actor cannot build),
+    `engine.ray_cluster.RayMissing` (an `ImportError`) for the Ray executor without Ray installed,
+    ``ConnectionError`` for a Ray cluster that cannot be joined, `engine.budget.UnpricedModelError`
     (a `ValueError`) when `max_cost` is given and a judge model has no price,
     `engine.prices.PriceTableError` (a `ValueError`) for a price table that cannot be used,
     `FileExistsError` when `out` already holds results and `resume` is False,
@@ -174,6 +187,7 @@ async def arun_evals(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {limit}")
+    ray_options = _ray_options(executor, ray, max_cost)
     scorer_list = resolve_scorers(scorers)
     if samples is not None:
         scorer_list = [s.with_samples(samples) if hasattr(s, "with_samples") else s for s in scorer_list]
@@ -203,9 +217,12 @@ async def arun_evals(
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
-        items = _items(data, field_map, state, reporter)
-        if limit is not None:  # the first `limit` readable items, in the data's order
-            items = itertools.islice(items, limit)
+        on_problem = _problem_counter(state, reporter)
+        items: Iterator[Item] = iter(())
+        if ray_options is None:
+            items = _items(data, field_map, on_problem)
+            if limit is not None:  # the first `limit` readable items, in the data's order
+                items = itertools.islice(items, limit)
         if db is not None:
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
                          config=_run_config(config, concurrency, limits, stats, scorer_list))
@@ -214,12 +231,20 @@ async def arun_evals(
         if max_cost is not None and price_table is not None:
             usd, items_before = spent_before(prior.spent, price_table)
             budget = Budget(max_cost, spent_before=usd, items_before=items_before)
-        runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
-                        RateLimiter(rate_limit) if rate_limit else None, prices=price_table, budget=budget)
+        runner: Any
+        if ray_options is None:
+            runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
+                            RateLimiter(rate_limit) if rate_limit else None, prices=price_table, budget=budget)
+        else:
+            from .ray_runner import RayRunner
+
+            runner = RayRunner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete,
+                               concurrency, rate_limit, prices=price_table, data=data, fields=field_map,
+                               limit=limit, options=ray_options, on_problem=on_problem)
         reporter.start(state)
         summary: EvalSummary | None = None
         try:
-            await runner.run(items)
+            await (runner.run(items) if ray_options is None else runner.run())
             tidy_out_file(out_path, prior, runner.rewrote)
             models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
             summary = _summary(state, limits, price_table, models, budget)
@@ -293,12 +318,13 @@ def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[St
 
 
 def _data_path(data: Any) -> str | None:
-    return str(Path(data).resolve()) if isinstance(data, (str, os.PathLike)) else None
+    if not isinstance(data, (str, os.PathLike)):
+        return None
+    return os.fspath(data) if "://" in os.fspath(data) else str(Path(data).resolve())
 
 
-def _items(data: Any, field_map: dict[str, str], state: RunState, reporter: EvalReporter) -> Iterator[Item]:
-    """The dataset's items, unreadable records counted in `state` and reported. A file unusable
-    as a whole fails here, before the run is recorded."""
+def _problem_counter(state: RunState, reporter: EvalReporter) -> Callable[[DatasetProblem], None]:
+    """What an unreadable record does: counted in `state` (the first ones kept) and reported."""
 
     def on_problem(problem: DatasetProblem) -> None:
         state.problem_count += 1
@@ -306,6 +332,37 @@ def _items(data: Any, field_map: dict[str, str], state: RunState, reporter: Eval
             state.problems.append(problem.render())
         reporter.problem(problem)
 
+    return on_problem
+
+
+def _ray_options(executor: str, ray: Any, max_cost: float | None) -> Any:
+    """The Ray settings for executor ``"ray"`` (`engine.ray_cluster.RayOptions`), None for
+    ``"local"``; raises `ValueError` (see `arun_evals`)."""
+    if executor not in ("local", "ray"):
+        raise ValueError(f"executor must be 'local' or 'ray', not {executor!r}")
+    if executor == "local":
+        if ray is not None:
+            raise ValueError("ray settings are for executor='ray'")
+        return None
+    if max_cost is not None:
+        raise ValueError("max_cost is not available on the Ray executor yet (its budget would need every actor)")
+    from .ray_cluster import RayOptions
+
+    if ray is None:
+        return RayOptions()
+    if isinstance(ray, RayOptions):
+        return ray
+    if isinstance(ray, Mapping):
+        try:
+            return RayOptions(**ray)
+        except TypeError as exc:  # an unknown field
+            raise ValueError(f"ray settings: {exc}") from None
+    raise ValueError(f"ray: expected RayOptions or a mapping of its fields, not {type(ray).__name__}")
+
+
+def _items(data: Any, field_map: dict[str, str], on_problem: Callable[[DatasetProblem], None]) -> Iterator[Item]:
+    """The dataset's items, unreadable records told to `on_problem`. A file unusable as a whole
+    fails here, before the run is recorded."""
     items = iter_items(data, field_map, on_problem)
     first = next(items, None)
     return itertools.chain([first], items) if first is not None else items

@@ -23,6 +23,7 @@ from .judge_call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFail
 from .judge_clients import hosted_judge, parse_mode
 from .judge_model import DEFAULT_MODEL, LOCAL_PREFIXES, ModelError, check_model, is_local, resolve_model
 from .judge_provider import InstructorJudge
+from .judge_recipe import JudgeRecipe
 from .judge_rate_limit import RateLimitedJudge, RateLimiter
 from .judge_retries import RetryingJudge, RetryPolicy
 from .local_judge import make_local_judge
@@ -55,16 +56,24 @@ def make_judge(
     rate_limit: requests per second, or a `RateLimiter` shared with other judges.
     cache: the judge-call cache (`engine.judge_cache_layer.open_cache`: True for the default
     cache, a file path, a ``redis://`` URL, a `JudgeCache`; None or False for none); refresh: ask every call again and
-    overwrite its entry. Raises `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError`
-    for a bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
+    overwrite its entry. The provider judge keeps these settings but the key as its ``recipe``
+    (`engine.judge_recipe.JudgeRecipe`), which builds it again in another process. Raises
+    `ModelError` (a `ValueError`) for a model string that cannot work here, `ValueError` for a
+    bad mode or window, `engine.local.LocalJudgeError` for a missing embedded model.
     """
     check_model(model)
+    recipe = JudgeRecipe.of(model, base_url=base_url, mode=mode, timeout_s=timeout_s, retry=retry,
+                            context_window=context_window)
     if is_local(model):
         provider: Judge = make_local_judge(model, mode=mode, context_window=context_window)
         retry = retry or LOCAL_RETRY
     else:
         provider = hosted_judge(model, base_url=base_url, api_key=api_key, mode=mode, timeout_s=timeout_s,
                                 context_window=context_window)
+    try:
+        provider.recipe = recipe  # how to build it again in another process (`engine.judge_recipe`)
+    except AttributeError:  # a provider object that takes no attributes: it cannot be rebuilt elsewhere
+        pass
     return layered(provider, retry=retry, rate_limit=rate_limit, cache=cache, refresh=refresh)
 
 
@@ -85,10 +94,11 @@ def layered(provider: Judge, *, retry: RetryPolicy | None = None,
 
 def with_rate_limit(judge: Judge, rate_limit: float | RateLimiter) -> Judge:
     """`judge` whose calls each first take a token from `rate_limit` (requests per second, or a
-    `RateLimiter` several judges share). Any judge may be wrapped, e.g. a scorer's own:
+    `RateLimiter` several judges share, or any object with an async ``acquire()``, such as the Ray
+    executor's cluster-wide limiter). Any judge may be wrapped, e.g. a scorer's own:
     ``scorer.with_judge(with_rate_limit(scorer.judge, limiter))``. A judge whose outer layer is
     a cache gets the limit below the cache, so a cache hit takes no token."""
-    limiter = rate_limit if isinstance(rate_limit, RateLimiter) else RateLimiter(rate_limit)
+    limiter = rate_limit if hasattr(rate_limit, "acquire") else RateLimiter(rate_limit)
     if isinstance(judge, CachedJudge):
         return judge.over(with_rate_limit(judge.inner, limiter))
     return RateLimitedJudge(judge, limiter)

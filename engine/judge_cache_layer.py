@@ -18,7 +18,9 @@ temperature, max tokens, seed, the call's sample index), then:
   given since, e.g. to an identical call of another item, are served).
 - **single flight**: identical calls (one key, one cache) in flight at once in one event loop are
   made once; the others wait and take its answer (validated with their own contract: a hit), or
-  ask again if it failed.
+  ask again if it failed. With a cache shared between machines (Redis), the same holds between
+  processes: one holds the call's lease and asks, the others wait for its stored answer
+  (`engine.judge_cache_lease`).
 
 A cache problem never fails an item: the store reports its own failures once and then acts empty
 (`engine.judge_cache_sqlite`, `engine.judge_cache_redis`); anything else that goes wrong here (a key that cannot be
@@ -40,6 +42,7 @@ from typing import Any
 
 from .errors import ScorerRunError
 from .judge_cache import CachedAnswer, JudgeCache, JudgeCacheWarning
+from .judge_cache_lease import claim_or_wait, takes_leases
 from .judge_call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
 from .result import Usage
 
@@ -156,11 +159,9 @@ class CachedJudge(JudgeLayer):
         except Exception as exc:
             self._turn_off(f"cannot compute a call's key ({type(exc).__name__}: {exc})")
             return await self.inner.ask(call)
-        entry = self._get(key)
-        if entry is not None and entry.created_at >= self._served_since:
-            hit = _served(call, entry)
-            if hit is not None:
-                return hit
+        hit = self._fresh(call, key)
+        if hit is not None:
+            return hit
         return await self._ask_once(call, key)
 
     async def _ask_once(self, call: JudgeCall, key: str) -> JudgeAnswer:
@@ -183,21 +184,48 @@ class CachedJudge(JudgeLayer):
             future = flights[slot] = asyncio.get_running_loop().create_future()
         answer: JudgeAnswer | None = None
         try:
-            answer = await self.inner.ask(call)
-        except ScorerRunError as exc:
-            if exc.usage is None:
-                exc.usage = Usage(calls=exc.attempts)
-            exc.usage.cache_misses += 1
-            raise
+            answer = await (self._ask_leased(call, key) if lead else self._ask_and_keep(call, key))
+            return answer
         finally:
             if future is not None:
                 if flights.get(slot) is future:
                     del flights[slot]
                 future.set_result(None if answer is None else CachedAnswer(answer.data, answer.raw,
                                                                            answer_probs=answer.answer_probs))
+
+    async def _ask_leased(self, call: JudgeCall, key: str) -> JudgeAnswer:
+        """`_ask_and_keep`, unless another process sharing the cache is asking the same call
+        (`engine.judge_cache_lease`): then its answer, once stored (a hit)."""
+        if not takes_leases(self.cache) or not self.active:
+            return await self._ask_and_keep(call, key)
+        answer, lease = await claim_or_wait(self.cache, key, lambda: self._fresh(call, key))
+        if answer is not None:
+            return answer
+        try:
+            return await self._ask_and_keep(call, key)
+        finally:
+            if lease is not None:
+                await lease.end()
+
+    async def _ask_and_keep(self, call: JudgeCall, key: str) -> JudgeAnswer:
+        """Ask `inner` (a miss) and store its answer under `key`."""
+        try:
+            answer = await self.inner.ask(call)
+        except ScorerRunError as exc:
+            if exc.usage is None:
+                exc.usage = Usage(calls=exc.attempts)
+            exc.usage.cache_misses += 1
+            raise
         answer.usage.cache_misses += 1
         await self._put(key, answer)
         return answer
+
+    def _fresh(self, call: JudgeCall, key: str) -> JudgeAnswer | None:
+        """The stored answer to `call` as a hit, when there is one this layer may serve."""
+        entry = self._get(key)
+        if entry is None or entry.created_at < self._served_since:
+            return None
+        return _served(call, entry)
 
     def _get(self, key: str) -> CachedAnswer | None:
         try:

@@ -7,6 +7,11 @@ nothing else in the database is ever read, changed or deleted::
 
     {prefix}{key}   hash: value (`encode_entry`: JSON naming its key), checksum (SHA-256 of
                     value), model (`CachedAnswer.model`), created_at (epoch seconds, text)
+    {prefix}lease:{key}  string: the token of the cache object asking that call now (it expires)
+
+Calls in flight: a shared cache lets one machine ask a call while the others wait for its answer
+(`engine.judge_cache_lease`): `claim` takes the call's lease (SET NX with an expiry), `renew`
+extends it while the call goes on, `release` gives it up (both only when this object holds it).
 
 Writes: a put replaces the whole hash in one MULTI/EXEC transaction (and sets its time to live
 when the cache has one), so a reader sees the old entry or the new one, never a mix. Reads:
@@ -30,6 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import secrets
 import threading
 import time
 import warnings
@@ -70,6 +76,16 @@ if kind == 'none' then return 0 end
 if kind ~= 'hash' then return redis.call('DEL', KEYS[1]) end
 local value = redis.call('HGET', KEYS[1], 'value')
 if (value == false and ARGV[2] == '1') or value == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# Extend KEYS[1]'s expiry to ARGV[2] ms / delete it, only while it holds this object's token ARGV[1].
+_RENEW_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_RELEASE_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
 
@@ -173,6 +189,9 @@ class RedisJudgeCache:
             raise ValueError(f"cache URL {self.location}: {exc}") from None
         self._delete_if_unchanged = self._client.register_script(_DELETE_IF_UNCHANGED)
         self._clear_batch = self._client.register_script(_CLEAR_BATCH)
+        self._renew_if_held = self._client.register_script(_RENEW_IF_HELD)
+        self._release_if_held = self._client.register_script(_RELEASE_IF_HELD)
+        self._token = secrets.token_hex(8)  # whose lease a call's is (`claim`)
         #: Why the cache is not used (set once, with a `JudgeCacheWarning`), or None.
         self.disabled_reason: str | None = None
         self._lock = threading.Lock()
@@ -288,6 +307,42 @@ class RedisJudgeCache:
             self._count(dropped=1)
             return
         self._count(writes=1)
+
+    # -- calls in flight ------------------------------------------------------------------------
+
+    def claim(self, key: str, seconds: float) -> bool:
+        """Take the lease on asking `key`'s call for `seconds` (> 0): True when this object now
+        holds it (ask the call, `renew` while asking, `release` after the answer is stored), False
+        when another holds it (its answer is coming). True, too, when the cache is disabled or
+        the server fails (the caller asks, uncached)."""
+        if self.disabled_reason is not None:
+            return True
+        try:
+            return bool(self._client.set(self._lease(key), self._token, nx=True, px=max(1, round(seconds * 1000))))
+        except (redis.exceptions.RedisError, OSError) as exc:
+            self._disable("written", exc)
+            return True
+
+    def renew(self, key: str, seconds: float) -> None:
+        """Extend the lease on `key` this object holds to `seconds` from now."""
+        self._if_held(self._renew_if_held, key, [self._token, max(1, round(seconds * 1000))])
+
+    def release(self, key: str) -> None:
+        """Give up the lease on `key`, if this object holds it."""
+        self._if_held(self._release_if_held, key, [self._token])
+
+    def _lease(self, key: str) -> str:
+        return f"{self.prefix}lease:{key}"
+
+    def _if_held(self, script: Any, key: str, args: list[Any]) -> None:
+        if self.disabled_reason is not None:
+            return
+        try:
+            script(keys=[self._lease(key)], args=args)
+        except redis.exceptions.ResponseError as exc:  # scripts not allowed: the lease runs out by itself
+            _log.debug("judge cache %s: a lease was left to expire (%s)", self.location, exc)
+        except (redis.exceptions.RedisError, OSError) as exc:
+            self._disable("written", exc)
 
     def _batches(self) -> Iterator[list[bytes]]:
         """The keys under the prefix, `BATCH` at a time (SCAN: a key present throughout is given

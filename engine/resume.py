@@ -45,6 +45,12 @@ class PriorResults:
         found = self.records.get(key)
         return found is not None and found[0] != "failed"
 
+    def note(self, key: LineKey, record: dict[str, Any]) -> None:
+        """Take `record` (an out-file line) as the last result of `key`."""
+        status = result_status(record)
+        self.records[key] = (status, record.get("score") if status == "scored" else None)
+        _note_extras(self, key, record)
+
 
 def scan_out_file(path: Path) -> PriorResults:
     """Read an existing out file for resuming: repair a torn last line (`repair_last_line`) and
@@ -59,9 +65,7 @@ def scan_out_file(path: Path) -> PriorResults:
         key = line_key(record)
         if key in prior.records:
             prior.untidy = True
-        status = result_status(record)
-        prior.records[key] = (status, record.get("score") if status == "scored" else None)
-        _note_extras(prior, key, record)
+        prior.note(key, record)
         if prior.run_id is None and isinstance(record.get("runId"), str):
             prior.run_id = record["runId"]
     return prior

@@ -20,48 +20,28 @@
   admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
   flight finish and the rest of the data is only read (items done in an earlier attempt are
   still counted; the others are left, `RunState.left`).
+
+Scoring one item (target, slots, isolation) is `engine.item_scoring`, keeping its results
+`engine.result_sink`: the Ray executor (`engine.ray_runner`) shares both.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .datasets import Item, coerce_context, item_key
+from .datasets import Item, item_key
+from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
 from .judge_rate_limit import RateLimiter
-from .outfile import OutWriter, out_line
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState
-from .result import ItemError, ScoreResult, Usage
-from .run_fields import RUN_FIELDS
+from .result_sink import ResultSink
 from .resume import PriorResults
 from .store import Store
 
 SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches
-
-
-def label_of(scorer: Any) -> str:
-    """The scorer's label in a run: its ``label`` (`engine.scorer.Scorer.label`), else its id."""
-    return getattr(scorer, "label", None) or scorer.id
-
-
-def uses_judge(scorer: Any) -> bool:
-    """Whether `scorer` asks a judge (a scorer without a plan is assumed to)."""
-    plan = getattr(scorer, "plan", None)
-    return bool(getattr(plan, "uses_judge", True))
-
-
-def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
-    """What `scorer` is given of an item: its run fields (`engine.run_fields.RUN_FIELDS`), and
-    the fields the scorer's spec declares that the item has."""
-    fields = {name: item.get(name) for name in RUN_FIELDS}
-    declared = getattr(getattr(scorer, "plan", None), "declared", None) or {}
-    fields.update((name, item[name]) for name in declared if name in item)
-    return fields
 
 
 def declared_names(scorers: Iterable[Any]) -> list[str]:
@@ -72,44 +52,29 @@ def declared_names(scorers: Iterable[Any]) -> list[str]:
     return list(names)
 
 
-def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreResult:
-    """A failed result of `scorer` made by the runner itself (kind ``target`` or ``internal``)."""
-    plan = getattr(scorer, "plan", None)
-    return ScoreResult(run_id=run_id, scorer=scorer.id, label=label_of(scorer),
-                       spec_version=plan.version if plan is not None else 0,
-                       spec_hash=plan.hash if plan is not None else "",
-                       model=getattr(scorer, "model", None),
-                       error=ItemError(kind=kind, message=message))
+def rate_limited(scorer: Any, limiter: Any) -> Any:
+    """`scorer` asking its judge through `limiter` (a `RateLimiter`, or any object with an
+    async ``acquire()``), the scorer itself left as it is; unchanged without a limiter, for a
+    rule-only scorer, or when the judge cannot be built (that failure then shows on each item)."""
+    if limiter is None or not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
+        return scorer
+    try:
+        judge = scorer.judge
+    except Exception:
+        return scorer
+    from .judge import with_rate_limit
 
-
-def apply_target_output(item: Item, produced: Any) -> Item:
-    """The item with the target's output. A mapping with an ``output`` key also sets
-    ``context``, ``ground_truth``, ``system`` and ``tool_calls`` when it has them (e.g. an
-    agent's retrieved passages and the tools it called)."""
-    updated = dict(item)
-    if isinstance(produced, Mapping) and "output" in produced:
-        updated["output"] = produced["output"]
-        if "context" in produced:
-            updated["context"] = coerce_context(produced["context"])
-        for name in ("ground_truth", "system", "tool_calls"):
-            if name in produced:
-                updated[name] = produced[name]
-    else:
-        updated["output"] = produced
-    return updated
-
-
-def _is_async_callable(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    return scorer.with_judge(with_rate_limit(judge, limiter))
 
 
 class Runner:
     """One attempt of a run: `await run(items)` scores every item not done yet, writing each
     result to the out file (`out`, appended) and the store as it completes, and reporting to
-    `reporter`. `rewrote` tells afterwards whether a result of `prior` was replaced (the out
-    file then holds an older line too). The out file, the target's threads and the scorers'
-    judge connections are closed when `run` returns or raises. `prices`: the cost of each result
-    is set from it; `budget`: admits each item (`engine.budget.Budget`)."""
+    `reporter` (`engine.result_sink.ResultSink`). `rewrote` tells afterwards whether a result of
+    `prior` was replaced (the out file then holds an older line too). The out file, the target's
+    threads and the scorers' judge connections are closed when `run` returns or raises.
+    `prices`: the cost of each result is set from it; `budget`: admits each item
+    (`engine.budget.Budget`)."""
 
     def __init__(self, scorers: list[Any], state: RunState, prior: PriorResults, out: Path | None,
                  db: Store | None, reporter: EvalReporter, target: Any, on_item_complete: Any,
@@ -118,39 +83,31 @@ class Runner:
         self.given = scorers
         self.scorers = scorers
         self.state = state
-        self.prior = prior
-        self.out = out
-        self.db = db
         self.reporter = reporter
-        self.target = target
-        self.on_item_complete = on_item_complete
         self.concurrency = concurrency
         self.limiter = limiter
-        self.prices = prices
         self.budget = budget
-        self.rewrote = False
-        self._writer: OutWriter | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._position = 0
+        self.sink = ResultSink(state, prior, out, db, reporter, on_item_complete, prices=prices, budget=budget)
+        self.scoring = ItemScoring(state.run_id, concurrency, target)
+
+    @property
+    def rewrote(self) -> bool:
+        return self.sink.rewrote
 
     async def run(self, items: Iterator[Item]) -> None:
-        self._writer = OutWriter(self.out) if self.out is not None else None
+        self.sink.open()
         try:
             await self._run(items)
         finally:
-            if self._writer is not None:
-                self._writer.close()
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+            self.sink.close()
+            self.scoring.close()
             for scorer in self.given:  # HTTP connections belong to this event loop
                 close = getattr(scorer, "aclose", None)
                 if close is not None:
                     await close()
 
     async def _run(self, items: Iterator[Item]) -> None:
-        self.scorers = [self._rate_limited(scorer) for scorer in self.scorers]
-        self._sem = asyncio.Semaphore(self.concurrency)
+        self.scorers = [rate_limited(scorer, self.limiter) for scorer in self.scorers]
         queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
         workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]
         producer = asyncio.ensure_future(self._produce(items, queue, len(workers)))
@@ -163,27 +120,13 @@ class Runner:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    def _rate_limited(self, scorer: Any) -> Any:
-        """`scorer` asking its judge through the run's shared limiter (the scorer itself is left
-        as it is); unchanged without a limit, for a rule-only scorer, or when the judge cannot be
-        built (that failure then shows on each item)."""
-        if self.limiter is None or not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
-            return scorer
-        try:
-            judge = scorer.judge
-        except Exception:
-            return scorer
-        from .judge import with_rate_limit
-
-        return scorer.with_judge(with_rate_limit(judge, self.limiter))
-
     # -- the producer and the workers -----------------------------------------------------------
 
     async def _produce(self, items: Iterator[Item], queue: asyncio.Queue, n_workers: int) -> None:
         skipped = 0
         for item in items:
             self.state.items += 1
-            todo = self._todo(item_key(item["id"]))
+            todo = self.sink.count_prior(item_key(item["id"]), self.scorers)
             if todo and self.state.stopped:
                 self.state.left += 1
                 continue
@@ -204,18 +147,6 @@ class Runner:
         for _ in range(n_workers):
             await queue.put(None)
 
-    def _todo(self, key: str) -> list[Any]:
-        """The scorers still to run on the item `key`; the earlier results of the others are
-        counted in the statistics."""
-        todo = [s for s in self.scorers if not self.prior.done((key, label_of(s)))]
-        if len(todo) < len(self.scorers):
-            for scorer in self.scorers:
-                label = label_of(scorer)
-                found = self.prior.records.get((key, label))
-                if found is not None and found[0] != "failed":
-                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
-        return todo
-
     async def _worker(self, queue: asyncio.Queue) -> None:
         while True:
             entry = await queue.get()
@@ -233,91 +164,13 @@ class Runner:
         self.state.stopped = self.state.stopped or self.budget.stopped
         return False
 
-    # -- one item -------------------------------------------------------------------------------
-
     async def _score_item(self, item: Item, todo: list[Any]) -> None:
         key = item_key(item["id"])
-        self._position += 1
-        if self.target is not None:
-            try:
-                async with self._sem:
-                    produced = await self._call_target(item.get("input"))
-                item = apply_target_output(item, produced)
-            except Exception as exc:
-                await self._target_failed(item, key, todo, exc)
-                return
-        if self.db is not None:
-            self.db.record_item(self.state.run_id, key, self._position, item)
-        if len(todo) == 1:
-            results = {label_of(todo[0]): await self._score(todo[0], item, key)}
-        else:
-            done = await asyncio.gather(*(self._score(s, item, key) for s in todo))
-            results = {label_of(s): r for s, r in zip(todo, done)}
-        await self._item_done(item, results)
-
-    async def _target_failed(self, item: Item, key: str, todo: list[Any], exc: Exception) -> None:
-        if self.db is not None:
-            self.db.record_item(self.state.run_id, key, self._position, item)
-        message = f"the target raised {type(exc).__name__}: {exc}"
-        results = {label_of(s): failed_result(s, "target", message, self.state.run_id) for s in todo}
-        for label, result in results.items():
-            self._save(item, key, label, result)
-        await self._item_done(item, results)
-
-    async def _call_target(self, value: Any) -> Any:
-        if _is_async_callable(self.target):
-            return await self.target(value)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="scorespec-target")
-        produced = await asyncio.get_running_loop().run_in_executor(self._pool, self.target, value)
-        if inspect.isawaitable(produced):
-            produced = await produced
-        return produced
-
-    async def _score(self, scorer: Any, item: Item, key: str) -> ScoreResult:
-        run_id = self.state.run_id
-        kwargs = {**item_fields(scorer, item), "run_id": run_id}
-        try:
-            if not uses_judge(scorer):
-                result = scorer.run(**kwargs)
-            else:
-                async with self._sem:
-                    result = await scorer.arun(**kwargs)
-        except Exception as exc:  # the engine promises not to raise; keep the item isolated anyway
-            result = failed_result(scorer, "internal", f"{type(exc).__name__}: {exc}", run_id)
-        label = label_of(scorer)
-        if result.label != label:  # a scorer object that does not label its results
-            result = result.model_copy(update={"label": label})
-        self._save(item, key, label, result)
-        return result
-
-    def _save(self, item: Item, key: str, label: str, result: ScoreResult) -> None:
-        if self.prices is not None and result.model:
-            result.cost_usd = self.prices.cost(result.model, result.usage)
-        data = result.to_json_dict()
-        status = result.status
-        if self._writer is not None:
-            self._writer.write(out_line(item["id"], data))
-        if self.db is not None:
-            self.db.record_result(self.state.run_id, key, label, data, status)
-        if (key, label) in self.prior.records:
-            self.rewrote = True
-        self.state.stats[label].add(status, result.score, result.agreement)
-        self.state.stats[label].warn(result.warnings)
-        self.state.judge_calls += result.usage.calls
-        self.state.usage.setdefault(label, Usage()).add(result.usage)
-        if result.model:
-            self.state.usage_by_model.setdefault(result.model, Usage()).add(result.usage)
-
-    async def _item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
-        self.state.done_items += 1
-        if self.budget is not None:
-            self.budget.finished(sum(r.cost_usd or 0.0 for r in results.values()))
-        self.reporter.item_done(self.state, item, results)
-        if self.on_item_complete is not None:
-            outcome = self.on_item_complete(item, results)
-            if inspect.isawaitable(outcome):
-                await outcome
+        item, results = await self.scoring.score_item(
+            item, todo, lambda scored, label, result: self.sink.save(scored, key, label, result),
+            ready=lambda scored: self.sink.record_item(key, scored))
+        await self.sink.item_done(item, results)
 
 
-__all__ = ["Runner", "declared_names", "item_fields", "label_of", "uses_judge", "failed_result", "apply_target_output", "SKIPPED_BATCH"]
+__all__ = ["Runner", "declared_names", "item_fields", "label_of", "uses_judge", "failed_result", "apply_target_output",
+           "rate_limited", "SKIPPED_BATCH"]

@@ -6,22 +6,33 @@ extends) and every template it used. From that text alone — whatever the files
 `merged_document` rebuilds the merged spec, `resolved_text` prints it value by value with the
 file and line that wrote each (as ``scorespec render --resolved`` does), and `write_snapshot`
 writes a standalone copy (the merged spec, with no ``extends``, and its templates) that runs as
-the version the run used: ``scorespec show RUN --spec LABEL [--write DIR]``.
+the version the run used: ``scorespec show RUN --spec LABEL [--write DIR]``. `compile_kept`
+compiles the kept text itself, its hash checked: how a Ray actor rebuilds a run's scorers
+from text rather than from pickled objects (`engine.scorer_recipe`).
 
 Rule functions are code, not spec text: a copy runs with the functions installed now.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .document import Document, parse_document
 from .inherit import merge
 from .resolved import render_resolved
 
-__all__ = ["SpecNotKept", "run_spec", "merged_document", "resolved_text", "write_snapshot"]
+if TYPE_CHECKING:
+    from .plans import ScorerPlan
+
+__all__ = ["SpecHashMismatch", "SpecNotKept", "compile_kept", "run_spec", "merged_document", "resolved_text",
+           "write_snapshot"]
+
+
+class SpecHashMismatch(ValueError):
+    """Kept spec text that does not compile to the spec hash it was kept under."""
 
 
 class SpecNotKept(LookupError):
@@ -76,15 +87,45 @@ def write_snapshot(kept: Mapping[str, Any], folder: Path) -> Path:
     target = folder / "scorer_specs" / f"{spec_id}.yaml"
     if target.exists():
         raise FileExistsError(f"{target} exists; choose another folder")
-    templates: dict[Path, str] = {}
-    for name, text in kept["templates"].items():
-        rel = PurePosixPath(name)
-        if rel.is_absolute() or ".." in rel.parts:
-            raise ValueError(f"template name {name!r} leaves the folder")
-        templates[folder / "prompts" / Path(*rel.parts)] = text
+    templates = _template_files(kept["templates"], folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_resolved(doc), encoding="utf-8")
     for path, text in templates.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return target
+
+
+def _template_files(templates: Mapping[str, Any], folder: Path) -> dict[Path, str]:
+    """Where each kept template goes under `folder` (``prompts/NAME``); `ValueError` for a name
+    that would leave it."""
+    files: dict[Path, str] = {}
+    for name, text in templates.items():
+        rel = PurePosixPath(name)
+        if rel.is_absolute() or ".." in rel.parts:
+            raise ValueError(f"template name {name!r} leaves the folder")
+        files[folder / "prompts" / Path(*rel.parts)] = str(text)
+    return files
+
+
+def compile_kept(kept: Mapping[str, Any], spec_hash: str | None = None) -> ScorerPlan:
+    """The compiled spec of a kept version (``{sources, templates}``, as `Store.spec` gives it):
+    its sources merged (`merged_document`) and its templates taken from `templates` alone,
+    whatever the files on this machine say. With `spec_hash`, the result must have that hash.
+
+    Raises `engine.errors.SpecError` when the text does not compile here (e.g. a rule function
+    not installed), `SpecHashMismatch` when it compiles to another hash, `ValueError` for a
+    template name that would leave its folder."""
+    from .compile import compile_document
+
+    doc = merged_document(kept)
+    with tempfile.TemporaryDirectory(prefix="scorespec-kept-") as folder:
+        for path, text in _template_files(kept["templates"], Path(folder)).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        doc.prompt_dirs = (Path(folder) / "prompts",)
+        plan = compile_document(doc)
+    if spec_hash is not None and plan.hash != spec_hash:
+        raise SpecHashMismatch(f"{plan.id}: the kept spec text compiles to hash {plan.hash[:12]}, not "
+                               f"{spec_hash[:12]} (a template or a file it extends differs)")
+    return plan

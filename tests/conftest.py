@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from engine.judge import RetryPolicy, make_judge
 from engine.local import cache_dir
 from engine.testing.fake_openai import FakeOpenAIServer
+from ray_local import LocalRay
 from redis_server import RedisServer, redis_server_executable
 
 TESTS = Path(__file__).resolve().parent
@@ -43,8 +44,10 @@ MODEL_TEST_TIMEOUT_S = 1800
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that runs an embedded model (marked `local` or `local_big`) is `slow` as well, so
     ``-m "not slow"`` leaves every model load out, and has `MODEL_TEST_TIMEOUT_S` unless it sets
-    its own ``@pytest.mark.timeout``."""
+    its own ``@pytest.mark.timeout``. A test on a Ray cluster (marked `ray`) is `slow` too."""
     for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("local") or item.get_closest_marker("local_big"):
             item.add_marker(pytest.mark.slow)
             if not item.get_closest_marker("timeout"):
@@ -154,6 +157,29 @@ def own_redis_server(tmp_path) -> Iterator[RedisServer]:
     require_redis()
     with RedisServer(tmp_path / "redis") as server:
         yield server
+
+
+def require_ray() -> None:
+    """Skip the test when Ray (with Ray Data) is not installed; fail it instead under
+    ``SCORESPEC_REQUIRE_RAY=1`` (as CI sets it: the test extra installs Ray)."""
+    try:
+        import ray.data  # noqa: F401
+    except ImportError:
+        message = "the Ray executor's tests need Ray: pip install -e '.[test]' (or 'scorespec[ray]')"
+        if os.environ.get("SCORESPEC_REQUIRE_RAY") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[LocalRay]:
+    """One real local Ray cluster for the session (127.0.0.1, 2 CPUs, a small object store; its
+    workers with a home and caches of their own), shut down at the end with its processes. A run
+    in the test process uses it (``ray.is_initialized()``); a driver in a subprocess joins it with
+    ``--ray-address`` and ``RAY_AUTH_TOKEN_PATH``."""
+    require_ray()
+    with LocalRay() as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -25,6 +25,9 @@ a median of several runs (whole processes where a process is what is measured). 
 7. the judge-call cache: the faithfulness throughput eval re-run with a warm cache (the requests
    it made, counted by the fake server, and its seconds), and the engine time per fully cached
    faithfulness item. ``--only cache`` runs these rows alone, without the reference.
+8. the Ray executor (`bench_ray.py`): faithfulness items/s on a local Ray cluster vs one process
+   at the same total concurrency. ``--only ray`` runs these rows alone (they need Ray, so the
+   full run leaves them out).
 
 The reference must be there: on first use it is installed with `npm ci` into a cache folder
 (`reference.py`: `--reference-dir`, ``$SCORESPEC_BENCH_REFERENCE_DIR``, else
@@ -51,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_engine  # noqa: E402  (puts this checkout's engine first on sys.path)
 import bench_eval  # noqa: E402
+import bench_ray  # noqa: E402
 import bench_textual  # noqa: E402
 import reference  # noqa: E402
 
@@ -344,13 +348,25 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run, figures mean nothing")
-    parser.add_argument("--only", choices=["cache"], default=None,
-                        help="run only these rows (cache: section 7, the judge-call cache), without the reference")
+    parser.add_argument("--only", choices=["cache", "ray"], default=None,
+                        help="run only these rows (cache: section 7, the judge-call cache; ray: section 8, the Ray "
+                             "executor), without the reference")
     parser.add_argument("--reference-dir", type=Path, default=None,
                         help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
                              "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
     args = parser.parse_args(argv)
     sz = QUICK if args.quick else FULL
+    if args.only == "ray":
+        started = time.perf_counter()
+        rows = bench_ray.ray_rows(200 if args.quick else 2000, [(2, 4)] if args.quick else [(1, 32), (2, 16)],
+                                  1 if args.quick else 3)
+        print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the Ray executor rows"
+              f"{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
+        print("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in bench_ray.table_rows(rows)]))
+        print("\nRay: a local cluster of 2 CPUs on 127.0.0.1, ½ CPU per actor, started once for every run (a warm-up "
+              "run first); the fake server (50 ms) in a child process. The Python-alternative column is one process "
+              "at the same total concurrency. Medians of the runs.")
+        return 0
     if args.only == "cache":
         started = time.perf_counter()
         ca = cache_rows(sz)
