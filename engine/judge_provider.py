@@ -99,14 +99,20 @@ class InstructorJudge:
     cannot fit the model (`engine.window`). identity: what the judge-call cache keys this judge's
     answers by (`engine.judge_identity.ProviderIdentity`; None: never cached). sample_seeds: send
     sample i of a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples
-    with one fixed seed and so would repeat its first answer (the embedded judges). Raises
-    `ScorerRunError` from `ask`.
+    with one fixed seed and so would repeat its first answer (the embedded judges).
+    parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
+    are asked together (`engine.fan_out`; 1: one after another); lead_alone: ask such a
+    stage's first element alone first, so a prompt cache reads the prefix the elements share
+    once. Raises `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
-                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False):
+                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
+                 parallel_calls: int = 1, lead_alone: bool = False):
         self.client = client
+        self.parallel_calls = parallel_calls
+        self.lead_alone = lead_alone
         self.sample_seeds = sample_seeds
         self.cache_identity = identity
         self.window = window

@@ -53,8 +53,9 @@ def test_validate_without_a_path_checks_what_list_shows(tmp_path, monkeypatch):
     assert rows[-1][:2] == ["faithfulness", "?"]
     result = invoke("validate")
     assert result.exit_code == 2
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if text.strip().startswith("formula:"))
     assert result.stderr.splitlines() == [
-        "scorer_specs/faithfulness.yaml:66:3: score.formula: expression 'suported / claims * options.scale' uses "
+        f"scorer_specs/faithfulness.yaml:{line}:3: score.formula: expression 'suported / claims * options.scale' uses "
         "'suported', which is not defined here (did you mean 'supported'?) [undefined-name]",
         f"1 problem(s) in 1 of {len(shipped) + 1} spec(s)",
     ]
