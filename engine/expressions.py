@@ -264,7 +264,8 @@ def neutralise_delimiters(value: Any) -> str:
 @lru_cache(maxsize=2)
 def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`,
-    `average_precision(attr, value)`, `num(places=4)`, `distinct` and `copied(examples, source)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
+    `average_precision(attr, value)`, `num(places=4)`, `distinct` and `copied(examples, source)`;
+    globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
     `namespace`; not `lipsum`, `cycler`, `joiner`).
 
     `prompt=True` gives the environment of prompt files (what the judge reads): the same, plus

@@ -322,6 +322,8 @@ class LocalChatModel:
         params.fit_params = False
         params.verbosity = 0
         params.sampling.seed = seed
+        #: The binding's parameters the server was built with (``xllamacpp.CommonParams``).
+        self.llama_params = params
         started = time.perf_counter()
         try:
             self._server = binding.Server(params)
