@@ -16,7 +16,10 @@ minutes; generation speed is the same (same llama.cpp kernels: Qwen ~9.5
 tokens/s, SmolLM2 ~50 tokens/s), prompt reading 25-33 vs 36-48 tokens/s for
 Qwen; a short JSON verdict takes ~3.5 s with Qwen and ~0.8 s with SmolLM2 on
 both; loading takes 3-6 s vs 2-2.5 s for Qwen (0.6 s vs 0.4 s for SmolLM2);
-memory is ~1.9 GB for Qwen at 4096 context on both. Its call releases the GIL.
+memory is ~1.9 GB for Qwen at 4096 context on both. Its call releases the GIL, and
+several threads may call at once: the binding hands each request to llama.cpp's server loop
+as its HTTP handlers do, and the loop decodes up to ``n_parallel`` of them together
+(continuous batching), one slot each, the others queued (`engine.local_settings`).
 JSON Schemas become llguidance grammars inside llama.cpp (enums, minItems /
 maxItems, $ref, patterns), so even the 135M model answers in the right shape.
 What xllamacpp lacks is a tokenize call: :meth:`LocalChatModel.count_tokens`
@@ -45,6 +48,7 @@ from typing import Any
 
 from .errors import LocalJudgeError
 from .gguf import read_gguf_metadata, special_token_text, trained_context
+from .local_jobs import claim_threads, default_threads
 from .local_settings import LocalSettings, available_cpus, local_settings, split_options
 from .model_files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 
@@ -256,7 +260,9 @@ class LocalChatModel:
     ``path``: GGUF file. ``settings``: how it runs (`engine.local_settings.LocalSettings`:
     slots, threads, poll, context per slot; default: the defaults there). ``n_ctx``: context
     per slot in tokens, overriding the settings' (default 4096, or the model's trained context
-    if smaller). ``n_threads``: CPU threads, overriding the settings'. ``max_tokens``:
+    if smaller). ``n_threads``: CPU threads, overriding the settings' (default: the CPUs no
+    other embedded model has taken, at least 1; the model claims its threads while it lives,
+    `engine.local_jobs`). ``max_tokens``:
     generation bound (tokens) when a call gives none. ``schema_in_prompt``: also show the
     enforced JSON Schema to the model in the system message (the grammar fixes the shape, the
     text tells it what the fields mean). ``name``: reported as the completion's ``model``.
@@ -284,7 +290,7 @@ class LocalChatModel:
         self.name = name or self.path.name
         self.default_max_tokens = int(max_tokens)
         self.schema_in_prompt = schema_in_prompt
-        settings = settings or LocalSettings(threads=available_cpus())
+        settings = settings or LocalSettings()
         meta = read_gguf_metadata(self.path)
         self._pad_token: str | None = None  # read from the vocabulary on first count_tokens
         self.trained_context_length = trained_context(meta)
@@ -297,7 +303,7 @@ class LocalChatModel:
         self.context_length = int(n_ctx)
         #: Sequences decoded at once.
         self.slots = int(settings.slots)
-        self.n_threads = int(n_threads or settings.threads)
+        self.n_threads = int(n_threads or settings.threads or default_threads(available_cpus()))
         #: How long idle worker threads spin before sleeping (0..100).
         self.poll = int(settings.poll)
         self._pad_base: int | None = None
@@ -331,6 +337,8 @@ class LocalChatModel:
             raise LocalJudgeError(f"could not load GGUF model {self.path}: {exc}") from exc
         #: Seconds the binding took to load the model.
         self.load_seconds = time.perf_counter() - started
+        # seen by models loaded later, which then take the CPUs left (`engine.local_jobs`)
+        self._claim = claim_threads(self.n_threads)
 
     # ------------------------------------------------------------------ calls
 
@@ -489,6 +497,7 @@ class LocalChatModel:
     def close(self) -> None:
         """Free the model once the calls in flight return (the object is unusable afterwards)."""
         self._server = None
+        self._claim.release()
 
     def __repr__(self) -> str:
         return (f"LocalChatModel({str(self.path)!r}, context_length={self.context_length}, slots={self.slots}, "

@@ -8,7 +8,8 @@ model string's option, the environment (``SCORESPEC_LOCAL_SLOTS``, ``SCORESPEC_L
 - ``slots`` (1..16): sequences the model decodes at once (llama.cpp's ``n_parallel``, with
   continuous batching). Concurrent judge calls up to this number run together; more wait.
 - ``threads`` (1..256): CPU threads for reading prompts and decoding (default: the CPUs this
-  process may use).
+  process may use that no other embedded model of this user has taken, at least 1:
+  `engine.local_jobs`; two models sharing cores slow each other down many times over).
 - ``poll`` (0..100): how long llama.cpp's worker threads spin waiting for work before they sleep
   (0: they sleep at once; 50: llama.cpp's own default). Spinning threads take cores another
   process needs: on a shared machine, 0.
@@ -55,18 +56,14 @@ def available_cpus() -> int:
 @dataclass(frozen=True)
 class LocalSettings:
     """The settings one embedded model is loaded with. `slots`: sequences at once; `threads`:
-    CPU threads; `poll`: 0..100; `context`: tokens per slot, None for the default (4096, or the
-    model's trained context when smaller)."""
+    CPU threads, None for the default (chosen when the model loads: `engine.local_jobs`);
+    `poll`: 0..100; `context`: tokens per slot, None for the default (4096, or the model's
+    trained context when smaller)."""
 
     slots: int = DEFAULT_SLOTS
-    threads: int = 1
+    threads: int | None = None
     poll: int = DEFAULT_POLL
     context: int | None = None
-
-    def describe(self) -> str:
-        """``slots=3 threads=2 poll=0 context=4096`` (the context when set)."""
-        text = f"slots={self.slots} threads={self.threads} poll={self.poll}"
-        return text + (f" context={self.context}" if self.context is not None else "")
 
 
 def split_options(model: str) -> tuple[str, dict[str, str]]:
@@ -114,5 +111,5 @@ def local_settings(model: str, environ: Mapping[str, str] | None = None) -> Loca
             values[name] = _integer(name, options[name], f"model {model!r}")
         elif env.get(variable, "").strip():
             values[name] = _integer(name, env[variable], f"${variable}")
-    return LocalSettings(slots=values.get("slots", DEFAULT_SLOTS), threads=values.get("threads", available_cpus()),
+    return LocalSettings(slots=values.get("slots", DEFAULT_SLOTS), threads=values.get("threads"),
                          poll=values.get("poll", DEFAULT_POLL), context=values.get("context"))

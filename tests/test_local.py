@@ -283,13 +283,11 @@ def test_missing_binding_names_the_pip_command(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------- settings
 
 
-def test_settings_come_from_the_model_string_then_the_environment_then_the_defaults(monkeypatch):
+def test_settings_come_from_the_model_string_then_the_environment_then_the_defaults():
     from engine.local_settings import DEFAULT_POLL, DEFAULT_SLOTS, LocalSettings, local_settings
 
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
-    assert local_settings("local", {}) == LocalSettings(DEFAULT_SLOTS, DEFAULT_THREADS_ON_2_CPUS, DEFAULT_POLL, None)
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
-    assert local_settings("local", {}).threads == DEFAULT_THREADS_ON_8_CPUS
+    # threads None: chosen when the model loads, from the CPUs other models left (engine.local_jobs)
+    assert local_settings("local", {}) == LocalSettings(DEFAULT_SLOTS, None, DEFAULT_POLL, None)
     env = {"SCORESPEC_LOCAL_THREADS": "1", "SCORESPEC_LOCAL_POLL": "30", "SCORESPEC_LOCAL_SLOTS": "2",
            "SCORESPEC_LOCAL_CONTEXT": "2048"}
     assert local_settings("local", env) == LocalSettings(slots=2, threads=1, poll=30, context=2048)
@@ -324,6 +322,34 @@ def test_a_bad_option_fails_when_the_scorer_is_built(monkeypatch):
         pytest.skip("the binding is checked before the options")
     with pytest.raises(ModelError, match="unknown option 'thread' \\(did you mean 'threads'\\?\\)"):
         load_scorer("faithfulness", model="local?thread=1")
+
+
+def test_a_model_takes_the_cpus_other_models_left(tmp_path):
+    from engine.local_jobs import claim_threads, default_threads, threads_taken
+
+    assert default_threads(2, tmp_path) == 2
+    first = claim_threads(2, tmp_path)
+    assert threads_taken(tmp_path) == 2 and default_threads(2, tmp_path) == 1  # at least one
+    second = claim_threads(1, tmp_path)
+    assert threads_taken(tmp_path) == 3 and default_threads(8, tmp_path) == 5
+    first.release()
+    assert threads_taken(tmp_path) == 1 and sorted(p.suffix for p in tmp_path.iterdir()) == [".json"]
+    second.release()
+    second.release()  # idempotent
+    assert default_threads(2, tmp_path) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_the_claim_of_a_process_that_ended_is_removed(tmp_path):
+    import subprocess
+
+    from engine.local_jobs import threads_taken
+
+    code = ("import sys; from engine.local_jobs import claim_threads; from pathlib import Path; "
+            "claim_threads(2, Path(sys.argv[1]))")  # exits without releasing it
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    assert threads_taken(tmp_path) == 0  # its lock went with the process
+    assert list(tmp_path.glob("*.json")) == []
 
 
 # --------------------------------------------------------------------------- request shaping
