@@ -59,8 +59,10 @@ def failure_line(item_id: Any, result: ScoreResult) -> str:
 
 
 class ConsoleReporter(EvalReporter):
-    """Progress on stderr: a rich bar with ETA and the running mean per scorer, one line per item
-    (unless `quiet`), and — always — dataset problems and one line per failed result."""
+    """Progress on stderr: a rich bar with ETA, the judge answers so far (they move while an item
+    is in flight: an embedded judge may take a minute an item) and the running mean per scorer,
+    one line per item (unless `quiet`), and — always — dataset problems and one line per failed
+    result."""
 
     def __init__(self, *, quiet: bool = False, per_item: bool = True, console: Any = None):
         self.quiet = quiet
@@ -100,7 +102,7 @@ class ConsoleReporter(EvalReporter):
         self._task = self._progress.add_task(self._means(run), total=run.total)
 
     def _means(self, run: RunState) -> str:
-        parts = []
+        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}"] if run.answers else []
         for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
@@ -133,6 +135,10 @@ class ConsoleReporter(EvalReporter):
                         style="dim")
         if self._progress is not None:
             self._progress.update(self._task, advance=1, description=self._means(run))
+
+    def judge_answered(self, run: RunState) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=self._means(run))
 
     def finish(self, run: RunState, summary: EvalSummary | None) -> None:
         if self._progress is not None:

@@ -101,13 +101,19 @@ def resolve_scorers(scorers: Any) -> list[Any]:
 
 
 def default_concurrency(scorers: list[Any]) -> int:
-    """8, or 1 when every scorer that uses a judge runs on an embedded model (one call at a
-    time: a higher concurrency only interleaves items, so none finishes until the end)."""
+    """8, or when every scorer that uses a judge runs on an embedded model, the most slots among
+    those models (`engine.local_settings`: as many items in flight as sequences the model decodes
+    at once; more would only interleave items, so that none finishes until the end)."""
     from .judge_model import is_local
+    from .local_settings import local_settings
 
     models = [str(getattr(s, "model", "") or "") for s in scorers if uses_judge(s)]
-    local = models and all(is_local(m) for m in models)
-    return 1 if local else DEFAULT_CONCURRENCY
+    if models and all(is_local(m) for m in models):
+        try:
+            return max(local_settings(m).slots for m in models)
+        except ValueError:  # a bad option: the scorer's judge reports it on each item
+            return 1
+    return DEFAULT_CONCURRENCY
 
 
 async def arun_evals(

@@ -27,6 +27,7 @@ one-line blow-ups, not an author who nests loops on purpose.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import operator
 import re
@@ -69,6 +70,44 @@ def _average_precision(values: Any, attribute: str, equal_to: Any) -> float:
             found += 1
             total += found / position
     return total / found if found else 0.0
+
+
+def _folded(value: Any) -> Any:
+    """A text with case and runs of spaces folded (``" The  Sky "`` → ``"the sky"``); any other
+    value as it is."""
+    return " ".join(value.split()).casefold() if isinstance(value, str) else value
+
+
+def _identity(value: Any) -> tuple[str, Any]:
+    """What `distinct` compares: a text folded, any other value as canonical JSON."""
+    if isinstance(value, str):
+        return ("text", _folded(value))
+    return ("json", json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr))
+
+
+def _distinct(values: Any) -> list[Any]:
+    """The list without repeats, the first of each kept, in order: texts are the same when they
+    differ only in case and spacing (``"The sky."``, ``"the  sky."``), other values when their
+    JSON is. E.g. a judge's claims, so that one claim said twice is judged and counted once."""
+    seen: set[tuple[str, Any]] = set()
+    kept = []
+    for value in values or ():
+        key = _identity(value)
+        if key not in seen:
+            seen.add(key)
+            kept.append(value)
+    return kept
+
+
+def _copied(values: Any, examples: Any, source: Any = "") -> list[Any]:
+    """The texts of `values` that repeat one of `examples` (case and spacing folded) and that
+    `source` does not contain (folded too): what a judge copied from a prompt's example rather
+    than took from the item. E.g. ``answer.claims | copied(example_claims, run.output_text)``
+    is empty unless a claim is the prompt's example claim and the output does not say it."""
+    shown = {_folded(example) for example in examples or () if isinstance(example, str)}
+    text = _folded(source) if isinstance(source, str) else ""
+    return [value for value in values or ()
+            if isinstance(value, str) and _folded(value) in shown and _folded(value) not in text]
 
 
 def _get(item: Any, attribute: str) -> Any:
@@ -225,7 +264,8 @@ def neutralise_delimiters(value: Any) -> str:
 @lru_cache(maxsize=2)
 def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`,
-    `average_precision(attr, value)` and `num(places=4)`; globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
+    `average_precision(attr, value)`, `num(places=4)`, `distinct` and `copied(examples, source)`;
+    globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
     `namespace`; not `lipsum`, `cycler`, `joiner`).
 
     `prompt=True` gives the environment of prompt files (what the judge reads): the same, plus
@@ -246,6 +286,8 @@ def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     env.filters["count"] = _count
     env.filters["average_precision"] = _average_precision
     env.filters["num"] = _num
+    env.filters["distinct"] = _distinct
+    env.filters["copied"] = _copied
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
     env.globals.update(min=min, max=max, abs=abs, finite=_finite)

@@ -2,7 +2,8 @@
 
 A model is ``provider/model`` as instructor's `from_provider` takes it (``openai/gpt-4o-mini``,
 ``anthropic/claude-3-5-haiku-latest``, ``ollama/qwen2.5:7b``), or an embedded model: ``local``,
-``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.local`). Precedence: the explicit argument >
+``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.local`), with options after ``?`` (``local?slots=2&threads=1``,
+`engine.local_settings`). Precedence: the explicit argument >
 ``SCORESPEC_MODEL`` > the spec's ``judge.model`` > ``local``.
 
 `check_model` runs when a scorer that uses a judge is built, so a misspelled model or a missing
@@ -16,6 +17,7 @@ import os
 from pathlib import Path
 
 from .errors import did_you_mean
+from .local_settings import local_settings, split_options
 
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")  # the embedded models' names
@@ -64,8 +66,10 @@ def resolve_model(explicit: str | None, spec_model: str | None) -> str:
 
 
 def is_local(model: str) -> bool:
-    """True for the embedded models (``local``, ``local-tiny``, ``llamacpp/PATH``)."""
-    return model in LOCAL_PREFIXES or model.startswith(LLAMACPP_PREFIX)
+    """True for the embedded models (``local``, ``local-tiny``, ``llamacpp/PATH``), with or without
+    options (``local?slots=2``)."""
+    base = model.partition("?")[0]
+    return base in LOCAL_PREFIXES or base.startswith(LLAMACPP_PREFIX)
 
 
 def check_model(model: str) -> None:
@@ -76,8 +80,13 @@ def check_model(model: str) -> None:
     if not isinstance(model, str) or not model.strip():
         raise ModelError(f"the judge model is empty; give {FORMS}")
     if is_local(model):
-        if model.startswith(LLAMACPP_PREFIX):
-            raw = model[len(LLAMACPP_PREFIX):]
+        try:
+            base, _ = split_options(model)
+            local_settings(model)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        if base.startswith(LLAMACPP_PREFIX):
+            raw = base[len(LLAMACPP_PREFIX):]
             if not raw.strip():
                 raise ModelError(f"model {model!r} needs a path: 'llamacpp/PATH.gguf'")
             if not Path(raw).expanduser().is_file():

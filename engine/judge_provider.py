@@ -108,14 +108,20 @@ class InstructorJudge:
     gets them in `JudgeAnswer.answer_probs` (`engine.answer_probs`); such a call goes through
     `probs_client_factory`'s client when given (one per event loop; a client answering in the
     message content, json_schema mode: OpenAI reports no probabilities for tool-call arguments).
-    Raises `ScorerRunError` from `ask`.
+    parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
+    are asked together (`engine.fan_out`; 1: one after another); lead_alone: ask such a
+    stage's first element alone first, so a prompt cache reads the prefix the elements share
+    once. Raises `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
                  window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
-                 logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None):
+                 logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None,
+                 parallel_calls: int = 1, lead_alone: bool = False):
         self.client = client
+        self.parallel_calls = parallel_calls
+        self.lead_alone = lead_alone
         self.sample_seeds = sample_seeds
         self.logprobs = logprobs
         self._probs_client_factory = probs_client_factory

@@ -16,7 +16,10 @@ minutes; generation speed is the same (same llama.cpp kernels: Qwen ~9.5
 tokens/s, SmolLM2 ~50 tokens/s), prompt reading 25-33 vs 36-48 tokens/s for
 Qwen; a short JSON verdict takes ~3.5 s with Qwen and ~0.8 s with SmolLM2 on
 both; loading takes 3-6 s vs 2-2.5 s for Qwen (0.6 s vs 0.4 s for SmolLM2);
-memory is ~1.9 GB for Qwen at 4096 context on both. Its call releases the GIL.
+memory is ~1.9 GB for Qwen at 4096 context on both. Its call releases the GIL, and
+several threads may call at once: the binding hands each request to llama.cpp's server loop
+as its HTTP handlers do, and the loop decodes up to ``n_parallel`` of them together
+(continuous batching), one slot each, the others queued (`engine.local_settings`).
 JSON Schemas become llguidance grammars inside llama.cpp (enums, minItems /
 maxItems, $ref, patterns), so even the 135M model answers in the right shape.
 What xllamacpp lacks is a tokenize call: :meth:`LocalChatModel.count_tokens`
@@ -45,6 +48,8 @@ from typing import Any
 
 from .errors import LocalJudgeError
 from .gguf import read_gguf_metadata, special_token_text, trained_context
+from .local_jobs import claim_threads, default_threads
+from .local_settings import LocalSettings, available_cpus, local_settings, split_options
 from .model_files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 
 # LocalJudgeError, LOCAL_MODELS, LocalModelInfo, PIP_HINT, cache_dir, join_parts,
@@ -90,13 +95,6 @@ def _import_binding() -> Any:
             f"the local judge needs the xllamacpp binding, which is not installed: {PIP_HINT}"
         ) from exc
     return xllamacpp
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
 
 
 # OpenAI chat-completions arguments this backend reads, and those it accepts
@@ -274,16 +272,20 @@ class LocalChatModel:
     """One GGUF chat model loaded in this process, called like OpenAI's
     ``client.chat.completions.create``.
 
-    ``path``: GGUF file. ``n_ctx``: context in tokens (default 4096, or the
-    model's trained context if smaller). ``n_threads``: CPU threads (default:
-    all CPUs this process may use). ``max_tokens``: generation bound (tokens)
-    when a call gives none. ``schema_in_prompt``: also show the enforced JSON
-    Schema to the model in the system message (the grammar fixes the shape,
-    the text tells it what the fields mean). ``name``: reported as the
-    completion's ``model``.
+    ``path``: GGUF file. ``settings``: how it runs (`engine.local_settings.LocalSettings`:
+    slots, threads, poll, context per slot; default: the defaults there). ``n_ctx``: context
+    per slot in tokens, overriding the settings' (default 4096, or the model's trained context
+    if smaller). ``n_threads``: CPU threads, overriding the settings' (default: the CPUs no
+    other embedded model has taken, at least 1; the model claims its threads while it lives,
+    `engine.local_jobs`). ``max_tokens``:
+    generation bound (tokens) when a call gives none. ``schema_in_prompt``: also show the
+    enforced JSON Schema to the model in the system message (the grammar fixes the shape, the
+    text tells it what the fields mean). ``name``: reported as the completion's ``model``.
 
-    Calls are serialised by a lock: one generation at a time per model; the
-    binding releases the GIL while it computes. Raises LocalJudgeError if the
+    Calls may come from several threads at once: llama.cpp decodes up to ``slots`` of them
+    together (continuous batching; each slot keeps its own prompt cache, and a host-memory
+    prompt cache is shared by all), the others wait for a slot; the binding releases the GIL
+    while it computes. One call's failure is that call's alone. Raises LocalJudgeError if the
     binding is missing or the file cannot be loaded.
     """
 
@@ -291,6 +293,7 @@ class LocalChatModel:
         self,
         path: os.PathLike[str] | str,
         *,
+        settings: LocalSettings | None = None,
         n_ctx: int | None = None,
         n_threads: int | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -302,34 +305,46 @@ class LocalChatModel:
         self.name = name or self.path.name
         self.default_max_tokens = int(max_tokens)
         self.schema_in_prompt = schema_in_prompt
+        settings = settings or LocalSettings()
         meta = read_gguf_metadata(self.path)
         self._pad_token: str | None = None  # read from the vocabulary on first count_tokens
         self.trained_context_length = trained_context(meta)
+        n_ctx = n_ctx or settings.context
         if n_ctx is None:
             n_ctx = DEFAULT_N_CTX
             if self.trained_context_length:
                 n_ctx = min(n_ctx, self.trained_context_length)
-        #: Context window in use, in tokens (prompt + answer must fit).
+        #: Context window of one call, in tokens (prompt + answer must fit): one slot's.
         self.context_length = int(n_ctx)
-        self.n_threads = int(n_threads or _default_threads())
-        self._lock = threading.Lock()
+        #: Sequences decoded at once.
+        self.slots = int(settings.slots)
+        self.n_threads = int(n_threads or settings.threads or default_threads(available_cpus()))
+        #: How long idle worker threads spin before sleeping (0..100).
+        self.poll = int(settings.poll)
         self._pad_base: int | None = None
         binding = _import_binding()
         params = binding.CommonParams()
         params.model.path = str(self.path)
-        params.n_ctx = self.context_length
-        params.n_parallel = 1
-        params.cpuparams.n_threads = self.n_threads
-        params.cpuparams_batch.n_threads = self.n_threads
+        # llama.cpp splits n_ctx evenly among the slots (kv_unified off): each slot gets the
+        # whole context one call needs, so its prompt and answer fit as with one slot
+        params.n_parallel = self.slots
+        params.kv_unified = False
+        params.n_ctx = self.context_length * self.slots
+        for cpu in (params.cpuparams, params.cpuparams_batch):  # decoding, and reading prompts
+            cpu.n_threads = self.n_threads
+            cpu.poll = self.poll
         # Host-RAM prompt cache (default 8 GiB): the KV state of recent prompts is kept, and a new
         # prompt sharing a prefix with one of them (a stage's instructions) reads only the rest.
         # Measured: a 260-token prompt whose first 250 tokens were seen two calls earlier is read
         # 10x faster. One Qwen 1.5B token costs ~28 KB, so 256 MiB holds ~9,000 tokens of states.
-        params.cache_ram_mib = PROMPT_CACHE_MIB
+        # Each slot also keeps its last prompt, and a call goes to the slot sharing most of it.
+        params.cache_ram_mib = PROMPT_CACHE_MIB * self.slots
         params.warmup = False
         params.fit_params = False
         params.verbosity = 0
         params.sampling.seed = seed
+        #: The binding's parameters the server was built with (``xllamacpp.CommonParams``).
+        self.llama_params = params
         started = time.perf_counter()
         try:
             self._server = binding.Server(params)
@@ -337,13 +352,17 @@ class LocalChatModel:
             raise LocalJudgeError(f"could not load GGUF model {self.path}: {exc}") from exc
         #: Seconds the binding took to load the model.
         self.load_seconds = time.perf_counter() - started
+        # seen by models loaded later, which then take the CPUs left (`engine.local_jobs`)
+        self._claim = claim_threads(self.n_threads)
 
     # ------------------------------------------------------------------ calls
 
     def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            with self._lock:
-                result = getattr(self._server, method)(request)
+        server = self._server
+        if server is None:
+            raise LocalJudgeError(f"the local model {self.name} is closed")
+        try:  # no lock: llama.cpp's server takes requests from many threads and queues them for its slots
+            result = getattr(server, method)(request)
         except ValueError as exc:  # the binding's way to reject a request
             raise LocalJudgeError(f"local model rejected the request: {exc}") from exc
         if not isinstance(result, dict):
@@ -500,31 +519,38 @@ class LocalChatModel:
         return int(error["n_prompt_tokens"])
 
     def close(self) -> None:
-        """Free the model (the object is unusable afterwards)."""
-        with self._lock:
-            self._server = None
+        """Free the model once the calls in flight return (the object is unusable afterwards)."""
+        self._server = None
+        self._claim.release()
 
     def __repr__(self) -> str:
-        return f"LocalChatModel({str(self.path)!r}, context_length={self.context_length}, n_threads={self.n_threads})"
+        return (f"LocalChatModel({str(self.path)!r}, context_length={self.context_length}, slots={self.slots}, "
+                f"n_threads={self.n_threads}, poll={self.poll})")
 
 
 # --------------------------------------------------------------------------- cache
 
-_MODELS: dict[pathlib.Path, LocalChatModel] = {}
+_MODELS: dict[tuple[pathlib.Path, LocalSettings], LocalChatModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
 def get_model(model: str, **kwargs: Any) -> LocalChatModel:
     """The process-wide :class:`LocalChatModel` for ``model`` (a name that
-    :func:`resolve_model_path` takes), loaded on first use; one instance per
-    resolved file path. ``kwargs`` go to :class:`LocalChatModel` on that first
-    load only. Raises LocalJudgeError like resolve_model_path and the loader."""
-    path = resolve_model_path(model).resolve()
+    :func:`resolve_model_path` takes, with options after ``?``: ``local?slots=2&threads=1``,
+    see `engine.local_settings`), loaded on first use; one instance per resolved file path and
+    settings. ``kwargs`` go to :class:`LocalChatModel` on that first load only. Raises
+    LocalJudgeError like resolve_model_path and the loader, and for a bad option."""
+    base, _ = split_options(model)
+    try:
+        settings = local_settings(model)
+    except ValueError as exc:
+        raise LocalJudgeError(str(exc)) from None
+    path = resolve_model_path(base).resolve()
     with _MODELS_LOCK:
-        found = _MODELS.get(path)
+        found = _MODELS.get((path, settings))
         if found is None:
             kwargs.setdefault("name", model)
-            found = _MODELS[path] = LocalChatModel(path, **kwargs)
+            found = _MODELS[(path, settings)] = LocalChatModel(path, settings=settings, **kwargs)
         return found
 
 

@@ -4,9 +4,12 @@ instructor validation, re-asks and usage accounting; `engine.judge.make_judge` p
 layers over it.
 
 Model strings: ``local`` (Qwen2.5-Coder-1.5B-Instruct, the default), ``local-tiny``
-(SmolLM2-135M-Instruct, smoke tests only) and ``llamacpp/PATH.gguf``. One model instance serves
-one call at a time; concurrent calls queue for it (in worker threads, so the event loop keeps
-running).
+(SmolLM2-135M-Instruct, smoke tests only) and ``llamacpp/PATH.gguf``, each with options after
+``?`` (``local?slots=2&threads=1``: `engine.local_settings`). One model instance decodes up to
+its ``slots`` calls at once; more wait for a slot (in worker threads, so the event loop keeps
+running). The judge says so (``parallel_calls``), and a `for_each` stage's elements are asked
+that many at once (`engine.fan_out`), the first alone (``lead_alone``) so that the prefix the
+elements share is read once and kept in the prompt cache for the others.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from .judge_clients import parse_mode
 from .judge_identity import provider_identity
 from .judge_provider import InstructorJudge
 from .window import WindowCheck, configured_window
+
+#: Ask a `for_each` stage's first element alone, then the others together (measured: see the
+#: README's Performance).
+LEAD_ALONE = True
 
 
 def make_local_judge(model: str, *, mode: str | None = None, context_window: int | None = None) -> InstructorJudge:
@@ -47,4 +54,5 @@ def make_local_judge(model: str, *, mode: str | None = None, context_window: int
     identity = provider_identity(model, mode=inst_mode, weights=chat.path, seed=0)
     # a fixed seed would repeat the first sample of a sampled question: sample i asks with seed i
     # llama.cpp reports each token's probabilities before the grammar and sampling (`engine.local`)
-    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True, logprobs=True)
+    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True, logprobs=True,
+                           parallel_calls=chat.slots, lead_alone=LEAD_ALONE)

@@ -1,7 +1,8 @@
 """What a run reports as it goes: the `EvalReporter` hooks and the `RunState` they see.
 
 The runner calls a reporter at the run's start, for each unreadable dataset record, for notes
-(a repaired out file), for items skipped on resume, after each item, and at the end. The
+(a repaired out file), for items skipped on resume, after each judge answer (`RunState.answers`
+counts them), after each item, and at the end. The
 library's own reporter, `StderrReporter`, writes plain lines to stderr; the terminal's progress
 bar and tables are `engine.cli_report.ConsoleReporter`, which the CLI passes in.
 """
@@ -41,6 +42,7 @@ class RunState:
     resumed: int = 0
     done_items: int = 0
     judge_calls: int = 0
+    answers: int = 0  # judge answers so far, items in flight included (cache hits and failures too)
     usage: dict[str, Usage] = field(default_factory=dict)  # per label
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
     stopped: str | None = None
@@ -59,13 +61,14 @@ class EvalReporter:
     def note(self, message: str) -> None: ...
     def skipped(self, run: RunState, count: int) -> None: ...
     def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None: ...
+    def judge_answered(self, run: RunState) -> None: ...
     def finish(self, run: RunState, summary: EvalSummary | None) -> None: ...
 
 
 class StderrReporter(EvalReporter):
     """Plain lines on stderr: unreadable records and notes; with `progress`, also a line when
-    the run starts, one at most every `PROGRESS_EVERY_S` seconds (items done, running mean per
-    scorer) and one at the end."""
+    the run starts, one at most every `PROGRESS_EVERY_S` seconds (items done, judge answers,
+    running mean per scorer) and one at the end."""
 
     def __init__(self, *, progress: bool = False):
         self.progress = progress
@@ -93,6 +96,9 @@ class StderrReporter(EvalReporter):
     def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None:
         self._tick(run)
 
+    def judge_answered(self, run: RunState) -> None:
+        self._tick(run)
+
     def finish(self, run: RunState, summary: EvalSummary | None) -> None:
         if self.progress:
             self._say(self._line(run) + ("" if summary is not None else " · interrupted"))
@@ -110,7 +116,8 @@ class StderrReporter(EvalReporter):
         for label in run.labels:
             mean = run.stats[label].running_mean
             means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
-        return f"{done}{of} item(s) done · " + " · ".join(means)
+        answers = f" · {run.answers} judge answer(s)" if run.answers else ""
+        return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
 
 
 __all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S"]

@@ -2,10 +2,14 @@
 
 - **Concurrency**: a producer streams items from the dataset (never all in memory) into a
   queue of ``concurrency`` places, read by ``concurrency`` workers; an item's scorers run
-  concurrently; at most ``concurrency`` scorer runs (hence judge requests: a run asks its
-  stages one after another) are in flight at once. A rule-only scorer runs synchronously,
-  without a slot. With a `RateLimiter`, every scorer's judge takes a token per request (one
-  bucket for the run; re-asks and transport retries inside one stage are not counted apart).
+  concurrently; at most ``concurrency`` scorer runs are in flight at once. A run asks its
+  stages one after another, and a `for_each` stage's elements as many at once as its judge
+  serves (`engine.fan_out`: the embedded judge's slots, 1 for hosted judges). A rule-only
+  scorer runs synchronously, without a slot. With a `RateLimiter`, every scorer's judge takes
+  a token per request (one bucket for the run; re-asks and transport retries inside one stage
+  are not counted apart).
+- **Progress**: every scorer's judge reports each answer (`engine.judge_progress`), counted in
+  `RunState.answers` and passed to the reporter, so progress moves per judge call.
 - **Labels**: results are keyed by the scorer's label in the run (`label_of`: its id unless
   given), so two versions of one scorer can run side by side.
 - **Failure isolation**: a failed item is a result with ``error`` (stage, kind, message); it
@@ -107,7 +111,7 @@ class Runner:
                     await close()
 
     async def _run(self, items: Iterator[Item]) -> None:
-        self.scorers = [rate_limited(scorer, self.limiter) for scorer in self.scorers]
+        self.scorers = [self._instrumented(rate_limited(scorer, self.limiter)) for scorer in self.scorers]
         queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
         workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]
         producer = asyncio.ensure_future(self._produce(items, queue, len(workers)))
@@ -119,6 +123,24 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+
+    def _instrumented(self, scorer: Any) -> Any:
+        """`scorer` reporting each judge answer to the reporter (`engine.judge_progress`); the
+        scorer itself is left as it is. Unchanged for a rule-only scorer, one without
+        ``with_judge``, or when the judge cannot be built (that failure then shows on each item)."""
+        if not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
+            return scorer
+        try:
+            judge = scorer.judge
+        except Exception:
+            return scorer
+        from .judge_progress import ProgressJudge
+
+        return scorer.with_judge(ProgressJudge(judge, self._answered))
+
+    def _answered(self, call: Any) -> None:
+        self.state.answers += 1
+        self.reporter.judge_answered(self.state)
 
     # -- the producer and the workers -----------------------------------------------------------
 

@@ -27,6 +27,8 @@ from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
+from .fan_out import FanOut, drive_sync, parallel_calls
+from .fan_out import drive as drive_fan_out
 from .judge import make_judge
 from .judge_cache_layer import CacheSetting, open_cache, with_cache
 from .judge_call import Judge, JudgeAnswer, JudgeCall
@@ -98,6 +100,10 @@ def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
         return ScorerRunError("auth", f"{text} (set the provider's API key variable, e.g. OPENAI_API_KEY, or pass "
                               "api_key=; for a local OpenAI-compatible server give base_url=)", stage=stage)
     return ScorerRunError("judge", text, stage=stage)
+
+
+class _RenderStop(Exception):
+    """`Scorer.render` reached a stage whose answer it was not given."""
 
 
 class OptionError(ValueError):
@@ -233,27 +239,38 @@ class Scorer:
         if close is not None:
             await close()
 
-    async def _drive_and_close(self, gen: Generator[JudgeCall, Any, ScoreResult]) -> ScoreResult:
+    async def _drive_and_close(self, gen: Generator[JudgeCall | FanOut, Any, ScoreResult]) -> ScoreResult:
         try:
             return await self._drive(gen)
         finally:
             await self.aclose()
 
-    async def _drive(self, gen: Generator[JudgeCall, Any, ScoreResult]) -> ScoreResult:
+    async def _drive(self, gen: Generator[JudgeCall | FanOut, Any, ScoreResult]) -> ScoreResult:
         try:
-            call = next(gen)
+            request = next(gen)
             while True:
+                if isinstance(request, FanOut):
+                    limit, lead_alone = parallel_calls(self.judge)
+                    request = gen.send(await drive_fan_out(request, self._ask_judge, limit, lead_alone))
+                    continue
                 try:
-                    answer = await self.judge.ask(call)
+                    answer = await self._ask_judge(request)
                 except ScorerRunError as exc:
-                    call = gen.throw(exc)
+                    request = gen.throw(exc)
                     continue
-                except Exception as exc:  # a judge that could not even be built or called
-                    call = gen.throw(_judge_unusable(exc, call.stage))
-                    continue
-                call = gen.send(answer)
+                request = gen.send(answer)
         except StopIteration as stop:
             return stop.value
+
+    async def _ask_judge(self, call: JudgeCall) -> JudgeAnswer:
+        """The judge's answer to `call`; raises `ScorerRunError`, also for a judge that could not
+        even be built or called."""
+        try:
+            return await self.judge.ask(call)
+        except ScorerRunError:
+            raise
+        except Exception as exc:
+            raise _judge_unusable(exc, call.stage) from None
 
     def render(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
                answers: Mapping[str, Any] | None = None, *, system: Any = None, tool_calls: Any = None,
@@ -265,28 +282,29 @@ class Scorer:
         required field, messages that cannot be read: the item's error message)."""
         answers = dict(answers or {})
         shown: list[tuple[str, str]] = []
+
+        def answer(call: JudgeCall) -> JudgeAnswer:
+            if not call.sample_index:  # another sample of the question just shown: the same prompt
+                shown.append((call.stage, "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)))
+                if call.stage not in answers:
+                    raise _RenderStop
+            return JudgeAnswer(call.validate(answers[call.stage]), "", 0)
+
         gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields), None)
         try:
-            call = next(gen)
-            while True:
-                if call.sample_index:  # another sample of the question just shown: the same prompt
-                    call = gen.send(JudgeAnswer(call.validate(answers[call.stage]), "", 0))
-                    continue
-                text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)
-                shown.append((call.stage, text))
-                if call.stage not in answers:
-                    gen.close()
-                    return shown
-                call = gen.send(JudgeAnswer(call.validate(answers[call.stage]), "", 0))
-        except StopIteration as stop:
-            error = stop.value.error
-            if error is not None and not shown and error.kind == "input":
-                raise ValueError(error.message) from None
+            result = drive_sync(gen, answer)
+        except _RenderStop:
+            gen.close()
             return shown
+        error = result.error
+        if error is not None and not shown and error.kind == "input":
+            raise ValueError(error.message) from None
+        return shown
 
     # -- the interpreter -----------------------------------------------------------------------
 
-    def _interpret(self, item: Mapping[str, Any], run_id: str | None) -> Generator[JudgeCall, Any, ScoreResult]:
+    def _interpret(self, item: Mapping[str, Any],
+                   run_id: str | None) -> Generator[JudgeCall | FanOut, Any, ScoreResult]:
         plan = self.plan
         result = ScoreResult(scorer=plan.id, label=self.label, spec_version=plan.version, spec_hash=plan.hash,
                              spec_chain=list(plan.chain), model=self.model)
@@ -442,34 +460,43 @@ class Scorer:
         if isinstance(elements, (str, bytes)) or not isinstance(elements, (list, tuple)):
             raise ScorerRunError("expression", f"{stage.id}.for_each: {stage.for_each.source!r} gave "
                                  f"{type(elements).__name__}, expected a list", stage=stage.id)
-        results, prompts, raws, parts = [], [], [], []
+        parts = [StageRecord(kind="prompt") for _ in elements]
+        scopes = [{**ns, "each": element, "each_index": index} for index, element in enumerate(elements)]
+        outcomes = (yield FanOut([self._ask_element(stage, scope, part) for scope, part in zip(scopes, parts)])) \
+            if elements else []
+        prompts, raws, answers = [], [], []
+        failure: ScorerRunError | None = None
         try:
-            for index, element in enumerate(elements):
-                scope = {**ns, "each": element, "each_index": index}
-                part = StageRecord(kind="prompt")
-                parts.append(part)
-                try:
-                    answer = yield from self._ask_sampled(stage, stage.schema_for(scope), scope, part)
-                except ScorerRunError as exc:
-                    exc.message = f"element {index}: {exc.message}"
-                    raise
-                finally:
-                    prompts.append(part.prompt or "")
-                    # a sampled element's raw answers are a list: kept as one, not as its JSON text
-                    raws.append(json.loads(part.raw_answer) if stage.samples > 1 and part.raw_answer
-                                else part.raw_answer or "")
-                    record.attempts += part.attempts
-                    record.usage.add(part.usage)
-                results.append(answer if stage.result is None
-                               else self._eval(stage.result, {**scope, "answer": answer}, f"{stage.id}.result"))
+            for index, (part, outcome) in enumerate(zip(parts, outcomes)):
+                if not outcome.started:
+                    break
+                prompts.append(part.prompt or "")
+                # a sampled element's raw answers are a list: kept as one, not as its JSON text
+                raws.append(json.loads(part.raw_answer) if stage.samples > 1 and part.raw_answer
+                            else part.raw_answer or "")
+                record.attempts += part.attempts
+                record.usage.add(part.usage)
+                if outcome.error is not None and failure is None:
+                    failure = outcome.error
+                    failure.message = f"element {index}: {failure.message}"
+                answers.append(outcome.value)
+            if failure is not None:
+                raise failure
+            results = [answer if stage.result is None
+                       else self._eval(stage.result, {**scope, "answer": answer}, f"{stage.id}.result")
+                       for scope, answer in zip(scopes, answers)]
         finally:
             record.prompt = "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(prompts)) if prompts else None
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
             if stage.samples > 1:
-                _gather_samples(record, parts)
+                _gather_samples(record, parts[:len(prompts)])
         if stage.probabilities is not False:
             _gather_probs(record, parts, each=True)
         return results
+
+    def _ask_element(self, stage: PromptStagePlan, scope: dict[str, Any], part: StageRecord):
+        """One element of a `for_each` stage: its question (sampled or not), recorded in `part`."""
+        return (yield from self._ask_sampled(stage, stage.schema_for(scope), scope, part))
 
     def _ask_sampled(self, stage: PromptStagePlan, schema: dict[str, Any], ns: dict[str, Any], record: StageRecord):
         """One question of `stage`: asked once, or `stage.samples` times and reduced

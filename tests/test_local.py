@@ -280,6 +280,78 @@ def test_missing_binding_names_the_pip_command(monkeypatch, tmp_path):
         local.LocalChatModel(gguf)
 
 
+# --------------------------------------------------------------------------- settings
+
+
+def test_settings_come_from_the_model_string_then_the_environment_then_the_defaults():
+    from engine.local_settings import DEFAULT_POLL, DEFAULT_SLOTS, LocalSettings, local_settings
+
+    # threads None: chosen when the model loads, from the CPUs other models left (engine.local_jobs)
+    assert local_settings("local", {}) == LocalSettings(DEFAULT_SLOTS, None, DEFAULT_POLL, None)
+    env = {"SCORESPEC_LOCAL_THREADS": "1", "SCORESPEC_LOCAL_POLL": "30", "SCORESPEC_LOCAL_SLOTS": "2",
+           "SCORESPEC_LOCAL_CONTEXT": "2048"}
+    assert local_settings("local", env) == LocalSettings(slots=2, threads=1, poll=30, context=2048)
+    assert local_settings("llamacpp/~/m.gguf?threads=3&poll=0", env) == LocalSettings(slots=2, threads=3, poll=0,
+                                                                                      context=2048)
+    assert local_settings("local-tiny?slots=4", {}).slots == 4
+
+
+@pytest.mark.parametrize(("model", "env", "message"), [
+    ("local?slot=2", {}, "model 'local?slot=2': unknown option 'slot' (did you mean 'slots'?)"),
+    ("local?poll=101", {}, "model 'local?poll=101': poll must be from 0 to 100, not 101"),
+    ("local?threads=two", {}, "model 'local?threads=two': threads must be a whole number from 1 to 256, not 'two'"),
+    ("local?threads", {}, "model 'local?threads': option 'threads' needs a value (NAME=VALUE, e.g. slots=2)"),
+    ("local?slots=2&slots=3", {}, "model 'local?slots=2&slots=3': option 'slots' is given twice"),
+    ("local", {"SCORESPEC_LOCAL_SLOTS": "0"}, "$SCORESPEC_LOCAL_SLOTS: slots must be from 1 to 16, not 0"),
+])
+def test_a_bad_setting_names_where_it_came_from(model, env, message):
+    from engine.local_settings import local_settings
+
+    with pytest.raises(ValueError) as refused:
+        local_settings(model, env)
+    assert str(refused.value) == message
+
+
+def test_a_bad_option_fails_when_the_scorer_is_built(monkeypatch):
+    from engine import load_scorer
+    from engine.judge_model import ModelError, is_local
+
+    monkeypatch.setenv("SCORESPEC_LOCAL_POLL", "")  # blank: not set
+    assert is_local("local?slots=2") and is_local("llamacpp/x.gguf?poll=0") and not is_local("openai/gpt?x=1")
+    if not HAVE_BINDING:
+        pytest.skip("the binding is checked before the options")
+    with pytest.raises(ModelError, match="unknown option 'thread' \\(did you mean 'threads'\\?\\)"):
+        load_scorer("faithfulness", model="local?thread=1")
+
+
+def test_a_model_takes_the_cpus_other_models_left(tmp_path):
+    from engine.local_jobs import claim_threads, default_threads, threads_taken
+
+    assert default_threads(2, tmp_path) == 2
+    first = claim_threads(2, tmp_path)
+    assert threads_taken(tmp_path) == 2 and default_threads(2, tmp_path) == 1  # at least one
+    second = claim_threads(1, tmp_path)
+    assert threads_taken(tmp_path) == 3 and default_threads(8, tmp_path) == 5
+    first.release()
+    assert threads_taken(tmp_path) == 1 and sorted(p.suffix for p in tmp_path.iterdir()) == [".json"]
+    second.release()
+    second.release()  # idempotent
+    assert default_threads(2, tmp_path) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_the_claim_of_a_process_that_ended_is_removed(tmp_path):
+    import subprocess
+
+    from engine.local_jobs import threads_taken
+
+    code = ("import sys; from engine.local_jobs import claim_threads; from pathlib import Path; "
+            "claim_threads(2, Path(sys.argv[1]))")  # exits without releasing it
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    assert threads_taken(tmp_path) == 0  # its lock went with the process
+    assert list(tmp_path.glob("*.json")) == []
+
+
 # --------------------------------------------------------------------------- request shaping
 
 
@@ -468,6 +540,73 @@ def test_tiny_calls_from_threads(tiny):
     assert errors == [] and len(results) == 3 and all(0 <= n <= 9 for n in results)
 
 
+DIGIT = {"type": "json_schema", "json_schema": {"name": "N", "schema": {
+    "type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"],
+    "additionalProperties": False}}}
+
+
+def _in_threads(*work):
+    """Run each callable in its own thread at once; their results or exceptions, in order."""
+    outcomes: list = [None] * len(work)
+
+    def run(i, fn):
+        try:
+            outcomes[i] = fn()
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(work)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_a_failure_in_one_slot_fails_only_its_call():
+    from engine.local_settings import LocalSettings
+
+    chat = local.LocalChatModel(local.resolve_model_path("local-tiny"),
+                                settings=LocalSettings(slots=3, threads=1, poll=0, context=1024))
+    assert chat.context_length == 1024 and chat.slots == 3
+
+    def digit():
+        out = chat.create(messages=[{"role": "user", "content": "Pick a digit."}], response_format=DIGIT, max_tokens=16)
+        return json.loads(out.choices[0].message.content)["n"]
+
+    def too_long():
+        return chat.create(messages=[{"role": "user", "content": "word " * 1500}], max_tokens=4)
+
+    first, failed, second = _in_threads(digit, too_long, digit)
+    assert 0 <= first <= 9 and 0 <= second <= 9
+    assert isinstance(failed, LocalJudgeError)
+    # the context is per slot: llama.cpp got slots × 1024 tokens and gave each slot 1024
+    assert "does not fit the local model's context of 1024 tokens" in str(failed)
+    chat.close()
+
+
+@pytest.mark.local
+@needs_tiny
+def test_tiny_thread_and_poll_settings_reach_llama_cpp():
+    import subprocess
+
+    code = (
+        "from engine import local\n"
+        "chat = local.get_model('local-tiny?slots=2&threads=1&poll=7&context=1024')\n"
+        "p = chat.llama_params\n"
+        "print(p.n_parallel, p.n_ctx, p.cpuparams.n_threads, p.cpuparams_batch.n_threads, p.cpuparams.poll,"
+        " p.cpuparams_batch.poll, chat.count_tokens('hello world'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "SCORESPEC_LOCAL_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["2", "2048", "1", "1", "7", "7", "2"]  # the option beats the environment
+    # llama.cpp's own report of the threads it runs with
+    assert "n_threads = 1 (n_threads_batch = 1)" in proc.stderr, proc.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------- real default model
 
 
@@ -492,3 +631,31 @@ def test_local_default_model_judges_obvious_claims():
             ],
         ).verdict
     assert answers == {"Paris is the capital of France.": "yes", "The Earth is flat.": "no"}
+
+
+@pytest.mark.local_big
+@needs_big
+def test_local_concurrent_calls_give_the_labels_of_one_at_a_time():
+    """Clear-cut questions asked one at a time, then all at once on three slots: the same labels
+    (llama.cpp's numbers differ across batch sizes, so labels are compared, not bytes)."""
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        verdict: Literal["yes", "no"]
+
+    chat = local.get_model("local?slots=3")
+    client = local.instructor_client(chat)
+    context = "Paris is the capital of France. Water boils at 100 degrees Celsius at sea level."
+    claims = {"Paris is the capital of France.": "yes", "Water boils at 100 degrees Celsius at sea level.": "yes",
+              "Berlin is the capital of France.": "no", "Water boils at 20 degrees Celsius at sea level.": "no"}
+
+    def ask(claim):
+        return lambda: client.create(response_model=Verdict, max_retries=1, messages=[
+            {"role": "system", "content": "Answer yes if the CONTEXT says the CLAIM, no if it contradicts it."},
+            {"role": "user", "content": f"CONTEXT: {context}\nCLAIM: {claim}\nDoes the CONTEXT say the CLAIM?"}],
+        ).verdict
+
+    one_at_a_time = [ask(claim)() for claim in claims]
+    at_once = _in_threads(*(ask(claim) for claim in claims))
+    assert one_at_a_time == list(claims.values())
+    assert at_once == one_at_a_time

@@ -56,10 +56,18 @@ def test_result_json_carries_its_status():
     assert data["status"] == "scored"
 
 
-def test_an_embedded_judge_gets_one_call_at_a_time_by_default():
+def test_an_embedded_judge_gets_as_many_items_in_flight_as_its_slots_by_default(monkeypatch):
     from engine.evals import default_concurrency
+    from engine.local_settings import DEFAULT_SLOTS
 
-    assert default_concurrency([load_scorer("faithfulness", model="local"), load_scorer("textual_difference")]) == 1
+    monkeypatch.delenv("SCORESPEC_LOCAL_SLOTS", raising=False)
+    assert default_concurrency([load_scorer("faithfulness", model="local"), load_scorer("textual_difference")]) \
+        == DEFAULT_SLOTS
+    assert default_concurrency([load_scorer("faithfulness", model="local?slots=1")]) == 1
+    assert default_concurrency([load_scorer("faithfulness", model="local?slots=4"),
+                                load_scorer("answer_similarity", model="local-tiny?slots=2")]) == 4
+    monkeypatch.setenv("SCORESPEC_LOCAL_SLOTS", "2")
+    assert default_concurrency([load_scorer("faithfulness", model="local")]) == 2
     assert default_concurrency([load_scorer("faithfulness", model="openai/gpt-4o-mini")]) == 8
     assert default_concurrency([load_scorer("textual_difference")]) == 8
 

@@ -28,6 +28,10 @@ a median of several runs (whole processes where a process is what is measured). 
 8. the Ray executor (`bench_ray.py`): faithfulness items/s on a local Ray cluster vs one process
    at the same total concurrency. ``--only ray`` runs these rows alone (they need Ray, so the
    full run leaves them out).
+9. the embedded judge before and after (``--only local``, never part of the full suite: it needs
+   the model and an older checkout, ``--old PATH|COMMIT``): the README's main job and a BEGIN
+   slice through `scorespec eval` on `local`, old and new alternating, and one job against two
+   at once (`bench_local.py`). ``--quick`` runs one item of each on `local-tiny`, one round.
 
 The reference must be there: on first use it is installed with `npm ci` into a cache folder
 (`reference.py`: `--reference-dir`, ``$SCORESPEC_BENCH_REFERENCE_DIR``, else
@@ -55,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_engine  # noqa: E402  (puts this checkout's engine first on sys.path)
 import bench_eval  # noqa: E402
 import bench_ray  # noqa: E402
+import bench_local  # noqa: E402
 import bench_textual  # noqa: E402
 import reference  # noqa: E402
 
@@ -348,9 +353,15 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run, figures mean nothing")
-    parser.add_argument("--only", choices=["cache", "ray"], default=None,
-                        help="run only these rows (cache: section 7, the judge-call cache; ray: section 8, the Ray "
-                             "executor), without the reference")
+    parser.add_argument("--only", choices=["cache", "ray", "local"], default=None,
+                        help="run only these rows, without the reference (cache: section 7, the judge-call cache; "
+                             "ray: section 8, the Ray executor; local: section 9, the embedded judge before and after)")
+    parser.add_argument("--old", default="03eeb59",
+                        help="--only local: the code to compare with, a checkout folder or a commit of this repository "
+                             "(default 03eeb59, main before issue 23)")
+    parser.add_argument("--old-python", default=sys.executable,
+                        help="--only local: the Python that runs the old code (e.g. another virtual environment's)")
+    parser.add_argument("--begin-items", type=int, default=100, help="--only local: BEGIN items per job (default 100)")
     parser.add_argument("--reference-dir", type=Path, default=None,
                         help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
                              "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
@@ -367,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
               "run first); the fake server (50 ms) in a child process. The Python-alternative column is one process "
               "at the same total concurrency. Medians of the runs.")
         return 0
+    if args.only == "local":
+        return local_rows(args)
     if args.only == "cache":
         started = time.perf_counter()
         ca = cache_rows(sz)
@@ -401,6 +414,27 @@ def main(argv: list[str] | None = None) -> int:
           f"checkout; a bare `python -c pass` takes {st['python'] * 1000:.0f} ms here and importing the libraries "
           f"`validate` needs (pydantic, typer, Jinja, PyYAML, jsonschema-rs) {st['libraries'] * 1000:.0f} ms. Memory: VmHWM of a child "
           f"process. The reference's answer-similarity call count is from issue 8, not measured. {cache_note(ca)}")
+    return 0
+
+
+LOCAL_HEADER = ["| # | measure | before | after | after vs before | target |", "|---|---|---:|---:|---:|---|"]
+
+
+def local_rows(args: argparse.Namespace) -> int:
+    """Section 8 alone: the embedded judge, the `--old` code against this checkout."""
+    quick = dict(rounds=1, begin_items=1, main_items=1, model="local-tiny") if args.quick else \
+        dict(rounds=3, begin_items=args.begin_items, main_items=6, model="local")
+    started = time.perf_counter()
+    try:
+        m = bench_local.measure(args.old, old_python=args.old_python, **quick)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; the embedded judge `{m['model']}` "
+          f"before ({args.old}) and after (this checkout, its defaults)"
+          f"{'; --quick: one item on local-tiny, the figures mean nothing' if args.quick else ''}.\n")
+    print("\n".join(LOCAL_HEADER + ["| " + " | ".join(row) + " |" for row in bench_local.rows(m)]))
+    print(f"\nJobs, in the order run: {bench_local.loads(m)}.")
     return 0
 
 
