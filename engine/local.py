@@ -48,7 +48,7 @@ from typing import Any
 
 from .errors import LocalJudgeError
 from .gguf import read_gguf_metadata, special_token_text, trained_context
-from .local_jobs import claim_threads, default_threads
+from .local_jobs import claim_threads
 from .local_settings import LocalSettings, available_cpus, local_settings, split_options
 from .model_files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 
@@ -318,11 +318,14 @@ class LocalChatModel:
         self.context_length = int(n_ctx)
         #: Sequences decoded at once.
         self.slots = int(settings.slots)
-        self.n_threads = int(n_threads or settings.threads or default_threads(available_cpus()))
         #: How long idle worker threads spin before sleeping (0..100).
         self.poll = int(settings.poll)
         self._pad_base: int | None = None
         binding = _import_binding()
+        # the threads, claimed before loading (`engine.local_jobs`): a model loading beside this one
+        # takes the CPUs left
+        self._claim = claim_threads(n_threads or settings.threads, cpus=available_cpus())
+        self.n_threads = int(self._claim.threads)
         params = binding.CommonParams()
         params.model.path = str(self.path)
         # llama.cpp splits n_ctx evenly among the slots (kv_unified off): each slot gets the
@@ -349,11 +352,10 @@ class LocalChatModel:
         try:
             self._server = binding.Server(params)
         except Exception as exc:  # the binding raises plain RuntimeError/ValueError
+            self._claim.release()
             raise LocalJudgeError(f"could not load GGUF model {self.path}: {exc}") from exc
         #: Seconds the binding took to load the model.
         self.load_seconds = time.perf_counter() - started
-        # seen by models loaded later, which then take the CPUs left (`engine.local_jobs`)
-        self._claim = claim_threads(self.n_threads)
 
     # ------------------------------------------------------------------ calls
 

@@ -82,15 +82,24 @@ def threads_taken(folder: Path | None = None) -> int:
     return total
 
 
-def claim_threads(threads: int, folder: Path | None = None) -> ThreadClaim:
-    """Claim `threads` threads for this process's model. Never raises: when the claim cannot be
-    written, it is simply not seen by others."""
+def claim_threads(threads: int | None, folder: Path | None = None, cpus: int = 1) -> ThreadClaim:
+    """Claim CPU threads for this process's model: `threads`, or when None the `cpus` no other
+    live model has taken (at least 1). The count is decided and the claim written while this
+    process holds a lock on the folder, so two models loading at the same moment do not both
+    take every CPU. Never raises: when the claim cannot be written, it is simply not seen by
+    others."""
     if fcntl is None:
-        return ThreadClaim(threads, None, None)
+        return ThreadClaim(threads or cpus, None, None)
     folder = folder or claims_dir()
     name = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        guard = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return ThreadClaim(threads or default_threads(cpus, folder), None, None)
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # one claim decided at a time
+        threads = threads or default_threads(cpus, folder)
         # written and locked under another name first: a claim is never seen unlocked
         handle = open(folder / f"{name}.new", "w", encoding="utf-8")
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -98,7 +107,9 @@ def claim_threads(threads: int, folder: Path | None = None) -> ThreadClaim:
         handle.flush()
         os.replace(folder / f"{name}.new", folder / f"{name}.json")
     except OSError:
-        return ThreadClaim(threads, None, None)
+        return ThreadClaim(threads or cpus, None, None)
+    finally:
+        os.close(guard)  # closing the folder drops its lock
     return ThreadClaim(threads, folder / f"{name}.json", handle)
 
 

@@ -32,8 +32,10 @@ from .errors import did_you_mean
 __all__ = ["LocalSettings", "DEFAULT_SLOTS", "DEFAULT_POLL", "ENV", "split_options", "local_settings",
            "available_cpus"]
 
-#: Sequences decoded at once by default (measured on 2 cores: see the README's Performance).
-DEFAULT_SLOTS = 3
+#: Sequences decoded at once by default. Measured on 2 cores (the README's main job, Qwen2.5 1.5B):
+#: 1 slot 67-73 s, 2 slots 66-93 s, 3 slots 118 s: reading prompts is compute-bound there, and
+#: batching gains nothing; a machine with more cores may gain from 2 or more.
+DEFAULT_SLOTS = 1
 #: Worker threads' spin before sleeping, by default (0..100; llama.cpp's own default is 50).
 DEFAULT_POLL = 0
 #: Each slot's context by default, unless the model's trained context is smaller (tokens).

@@ -328,15 +328,39 @@ def test_a_model_takes_the_cpus_other_models_left(tmp_path):
     from engine.local_jobs import claim_threads, default_threads, threads_taken
 
     assert default_threads(2, tmp_path) == 2
-    first = claim_threads(2, tmp_path)
-    assert threads_taken(tmp_path) == 2 and default_threads(2, tmp_path) == 1  # at least one
-    second = claim_threads(1, tmp_path)
+    first = claim_threads(None, tmp_path, cpus=2)  # none set: every CPU, none being taken
+    assert first.threads == 2 and threads_taken(tmp_path) == 2 and default_threads(2, tmp_path) == 1  # at least one
+    second = claim_threads(1, tmp_path, cpus=2)
     assert threads_taken(tmp_path) == 3 and default_threads(8, tmp_path) == 5
+    third = claim_threads(None, tmp_path, cpus=8)
+    assert third.threads == 5
+    third.release()
     first.release()
     assert threads_taken(tmp_path) == 1 and sorted(p.suffix for p in tmp_path.iterdir()) == [".json"]
     second.release()
     second.release()  # idempotent
     assert default_threads(2, tmp_path) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_models_loading_at_the_same_moment_do_not_all_take_every_cpu(tmp_path):
+    import threading
+
+    from engine.local_jobs import claim_threads
+
+    start, claims = threading.Barrier(4), []
+
+    def load():
+        start.wait()
+        claims.append(claim_threads(None, tmp_path, cpus=4))
+
+    loaders = [threading.Thread(target=load) for _ in range(4)]
+    for loader in loaders:
+        loader.start()
+    for loader in loaders:
+        loader.join()
+    assert sorted(claim.threads for claim in claims) == [1, 1, 1, 4]  # the first takes all, the others one
+    for claim in claims:
+        claim.release()
 
 
 def test_the_claim_of_a_process_that_ended_is_removed(tmp_path):

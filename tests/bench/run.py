@@ -362,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-python", default=sys.executable,
                         help="--only local: the Python that runs the old code (e.g. another virtual environment's)")
     parser.add_argument("--begin-items", type=int, default=100, help="--only local: BEGIN items per job (default 100)")
+    parser.add_argument("--rounds", type=int, default=3, help="--only local: main-job rounds, before and after (default 3)")
+    parser.add_argument("--no-old-pair", action="store_true",
+                        help="--only local: run one job alone and two at once on this checkout only (the old code's pair is "
+                             "the slowest part)")
     parser.add_argument("--reference-dir", type=Path, default=None,
                         help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
                              "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
@@ -423,10 +427,10 @@ LOCAL_HEADER = ["| # | measure | before | after | after vs before | target |", "
 def local_rows(args: argparse.Namespace) -> int:
     """Section 8 alone: the embedded judge, the `--old` code against this checkout."""
     quick = dict(rounds=1, begin_items=1, main_items=1, model="local-tiny") if args.quick else \
-        dict(rounds=3, begin_items=args.begin_items, main_items=6, model="local")
+        dict(rounds=args.rounds, begin_items=args.begin_items, main_items=6, model="local")
     started = time.perf_counter()
     try:
-        m = bench_local.measure(args.old, old_python=args.old_python, **quick)
+        m = bench_local.measure(args.old, old_python=args.old_python, pair_before=not args.no_old_pair, **quick)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
