@@ -97,28 +97,20 @@ def _value_starts(text: str) -> dict[str, tuple[int, bool]]:
     character — after the opening quote for a string — and whether the value is a string).
     Keys after a part that does not parse are left out; an empty string value has no start."""
     found: dict[str, tuple[int, bool]] = {}
-    i = text.find("{")
-    if i < 0:
-        return found
-    i += 1
-    n = len(text)
-    while True:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n or text[i] != '"':
+    i = text.find("{") + 1
+    while i > 0:
+        i = _skip_space(text, i)
+        if not text.startswith('"', i):
             return found
         try:
             key, i = _DECODER.raw_decode(text, i)
         except ValueError:
             return found
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n or text[i] != ":":
+        i = _past(text, i, ":")
+        if i < 0:
             return found
-        i += 1
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
+        i = _skip_space(text, i)
+        if i >= len(text):
             return found
         quoted = text[i] == '"'
         start = i + 1 if quoted else i
@@ -128,11 +120,21 @@ def _value_starts(text: str) -> dict[str, tuple[int, bool]]:
             _, i = _DECODER.raw_decode(text, i)
         except ValueError:
             return found
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n or text[i] != ",":
-            return found
+        i = _past(text, i, ",")
+    return found
+
+
+def _skip_space(text: str, i: int) -> int:
+    """The first offset from `i` that is not whitespace (or the text's length)."""
+    while i < len(text) and text[i].isspace():
         i += 1
+    return i
+
+
+def _past(text: str, i: int, char: str) -> int:
+    """The offset just past `char` when it comes next after whitespace from `i`, else -1."""
+    i = _skip_space(text, i)
+    return i + 1 if text.startswith(char, i) else -1
 
 
 def _spelled(alternative: str, before: str, quoted: bool, spellings: Mapping[str, str]) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 from .errors import ScorerRunError
 from .judge_call import JudgeAnswer, JudgeCall
 
-__all__ = ["FanOut", "Outcome", "drive", "drive_sync", "parallel_calls"]
+__all__ = ["FanOut", "Outcome", "drive", "drive_part", "drive_sync", "parallel_calls"]
 
 Part = Generator[JudgeCall, JudgeAnswer, Any]
 
@@ -68,8 +68,9 @@ Ask = Callable[[JudgeCall], Awaitable[JudgeAnswer]]
 
 
 async def drive_part(part: Part, ask: Ask) -> Any:
-    """Run one generator to its end: each call it yields is asked with `ask` (which raises
-    `ScorerRunError` for a failed call, thrown into the generator). Returns its value; raises
+    """Run one generator (an element's, or a scorer's whole interpreter) to its end: each request
+    it yields is asked with `ask` (which raises `ScorerRunError` for a failed call, thrown into the
+    generator). Returns its value; raises
     what it raises."""
     try:
         call = next(part)

@@ -27,7 +27,7 @@ from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
 from .errors import ScorerRunError, did_you_mean
 from .expressions import prepare
-from .fan_out import FanOut, drive_sync, parallel_calls
+from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
 from .fan_out import drive as drive_fan_out
 from .judge import make_judge
 from .judge_cache_layer import CacheSetting, open_cache, with_cache
@@ -246,21 +246,13 @@ class Scorer:
             await self.aclose()
 
     async def _drive(self, gen: Generator[JudgeCall | FanOut, Any, ScoreResult]) -> ScoreResult:
-        try:
-            request = next(gen)
-            while True:
-                if isinstance(request, FanOut):
-                    limit, lead_alone = parallel_calls(self.judge)
-                    request = gen.send(await drive_fan_out(request, self._ask_judge, limit, lead_alone))
-                    continue
-                try:
-                    answer = await self._ask_judge(request)
-                except ScorerRunError as exc:
-                    request = gen.throw(exc)
-                    continue
-                request = gen.send(answer)
-        except StopIteration as stop:
-            return stop.value
+        async def ask(request: JudgeCall | FanOut) -> Any:
+            if isinstance(request, FanOut):  # its elements' outcomes, failures included: never raises
+                limit, lead_alone = parallel_calls(self.judge)
+                return await drive_fan_out(request, self._ask_judge, limit, lead_alone)
+            return await self._ask_judge(request)
+
+        return await drive_part(gen, ask)
 
     async def _ask_judge(self, call: JudgeCall) -> JudgeAnswer:
         """The judge's answer to `call`; raises `ScorerRunError`, also for a judge that could not
