@@ -62,7 +62,9 @@ __all__ = [
     "LocalJudgeError",
     "LocalModelInfo",
     "cache_dir",
+    "check_binding",
     "get_model",
+    "model_plan",
     "instructor_client",
     "join_parts",
     "read_gguf_metadata",
@@ -309,13 +311,8 @@ class LocalChatModel:
         meta = read_gguf_metadata(self.path)
         self._pad_token: str | None = None  # read from the vocabulary on first count_tokens
         self.trained_context_length = trained_context(meta)
-        n_ctx = n_ctx or settings.context
-        if n_ctx is None:
-            n_ctx = DEFAULT_N_CTX
-            if self.trained_context_length:
-                n_ctx = min(n_ctx, self.trained_context_length)
         #: Context window of one call, in tokens (prompt + answer must fit): one slot's.
-        self.context_length = int(n_ctx)
+        self.context_length = int(n_ctx or settings.context or _default_context(self.trained_context_length))
         #: Sequences decoded at once.
         self.slots = int(settings.slots)
         #: How long idle worker threads spin before sleeping (0..100).
@@ -534,6 +531,31 @@ class LocalChatModel:
 
 _MODELS: dict[tuple[pathlib.Path, LocalSettings], LocalChatModel] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+def _default_context(trained: int | None) -> int:
+    return min(DEFAULT_N_CTX, trained) if trained else DEFAULT_N_CTX
+
+
+def model_plan(model: str) -> tuple[pathlib.Path, LocalSettings, int]:
+    """What `get_model` would load for ``model``, without loading it: the resolved GGUF file,
+    the settings, and one call's context window in tokens (the settings' ``context``, else 4096 or
+    the model's trained context when smaller, read from the file's header). Joins a shipped
+    model's parts on first use. Raises LocalJudgeError like resolve_model_path, for a bad option,
+    and for a file that is not GGUF."""
+    base, _ = split_options(model)
+    try:
+        settings = local_settings(model)
+    except ValueError as exc:
+        raise LocalJudgeError(str(exc)) from None
+    path = resolve_model_path(base).resolve()
+    context = settings.context or _default_context(trained_context(read_gguf_metadata(path)))
+    return path, settings, int(context)
+
+
+def check_binding() -> None:
+    """Raise LocalJudgeError (with the install hint) when the llama.cpp binding is missing."""
+    _import_binding()
 
 
 def get_model(model: str, **kwargs: Any) -> LocalChatModel:

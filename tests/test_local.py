@@ -681,3 +681,44 @@ def test_local_concurrent_calls_give_the_labels_of_one_at_a_time():
     at_once = _in_threads(*(ask(claim) for claim in claims))
     assert one_at_a_time == list(claims.values())
     assert at_once == one_at_a_time
+
+
+@pytest.mark.local
+@needs_tiny
+def test_a_run_the_cache_answers_whole_never_loads_the_model(monkeypatch, tmp_path):
+    from engine import load_scorer
+
+    monkeypatch.setattr(local, "_MODELS", {})  # a model instance of this test's own
+    item = dict(output="Paris is the capital of France.", context=["Paris is the capital of France."])
+    first = load_scorer("faithfulness", model="local-tiny", cache=tmp_path / "cache.sqlite").run(**item)
+    assert first.status != "failed" and first.usage.calls > 0, first.error
+    monkeypatch.setattr(local, "_MODELS", {})
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded for a run the cache answers")
+
+    monkeypatch.setattr(local, "LocalChatModel", refuse)
+    again = load_scorer("faithfulness", model="local-tiny", cache=tmp_path / "cache.sqlite").run(**item)
+    assert (again.status, again.score) == (first.status, first.score)
+    assert (again.usage.calls, again.usage.cache_hits, again.usage.cache_misses) == (0, first.usage.calls, 0)
+
+
+@pytest.mark.local
+@needs_tiny
+def test_a_model_that_cannot_load_fails_its_calls_with_the_loader_error(monkeypatch):
+    from engine import load_scorer
+
+    monkeypatch.setattr(local, "_MODELS", {})
+    loads = []
+
+    def broken(*args, **kwargs):
+        loads.append(1)
+        raise local.LocalJudgeError("could not load GGUF model x.gguf: out of memory")
+
+    monkeypatch.setattr(local, "LocalChatModel", broken)
+    scorer = load_scorer("answer_similarity", model="local-tiny")  # nothing loaded yet
+    assert loads == []
+    results = [scorer.run(output="a", ground_truth="a", input="q") for _ in range(2)]
+    assert [r.status for r in results] == ["failed", "failed"]
+    assert all("out of memory" in r.error.message for r in results), [r.error for r in results]
+    assert loads == [1]  # loaded once, its error repeated

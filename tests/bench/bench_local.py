@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,9 +114,10 @@ def run_one(label: str, code: Path, python: str, data: Path, model: str, folder:
 
 
 def run_pair(label: str, code: Path, python: str, data: Path, model: str, folder: Path) -> list[Job]:
-    """Two identical jobs started together."""
+    """Two identical jobs started together, each timed to its own end."""
     both = [start(f"{label} ({i})", code, python, data, model, folder) for i in (1, 2)]
-    jobs = [finish(s) for s in both]
+    with ThreadPoolExecutor(2) as pool:
+        jobs = list(pool.map(finish, both))
     for job in jobs:
         log(f"{job.label}: {job.seconds:.1f} s, load {job.load[0]:.2f} → {job.load[1]:.2f}"
             + (f" — {job.error}" if job.error else ""))
