@@ -22,6 +22,7 @@ import pytest
 from engine import local, model_files
 from engine.gguf import special_token_text, trained_context
 from engine.local import LocalJudgeError, LocalModelInfo
+from engine.local_settings import LocalSettings
 
 PIP = "pip install 'scorespec[local]'"
 
@@ -216,6 +217,17 @@ def test_llamacpp_path(tmp_path):
         local.resolve_model_path(f"llamacpp/{bad}")
     with pytest.raises(LocalJudgeError, match="needs a path"):
         local.resolve_model_path("llamacpp/")
+
+
+def test_the_plan_of_a_model_reads_its_context_without_loading_it(tmp_path):
+    short = _fake_gguf(tmp_path / "short.gguf", {"general.architecture": "llama", "llama.context_length": 2048})
+    path, settings, context = local.model_plan(f"llamacpp/{short}")
+    assert (path, settings.slots, context) == (short.resolve(), 1, 2048)  # trained 2,048 < the default 4,096
+    assert local.model_plan(f"llamacpp/{short}?context=1024")[2] == 1024
+    long = _fake_gguf(tmp_path / "long.gguf", {"general.architecture": "llama", "llama.context_length": 32768})
+    assert local.model_plan(f"llamacpp/{long}?slots=2")[1:] == (LocalSettings(slots=2), 4096)
+    with pytest.raises(LocalJudgeError, match="unknown option 'slot'"):
+        local.model_plan(f"llamacpp/{long}?slot=2")
 
 
 def test_unknown_model_lists_known_names():
