@@ -543,14 +543,18 @@ def model_plan(model: str) -> tuple[pathlib.Path, LocalSettings, int]:
     the model's trained context when smaller, read from the file's header). Joins a shipped
     model's parts on first use. Raises LocalJudgeError like resolve_model_path, for a bad option,
     and for a file that is not GGUF."""
+    path, settings = _file_and_settings(model)
+    context = settings.context or _default_context(trained_context(read_gguf_metadata(path)))
+    return path, settings, int(context)
+
+
+def _file_and_settings(model: str) -> tuple[pathlib.Path, LocalSettings]:
     base, _ = split_options(model)
     try:
         settings = local_settings(model)
     except ValueError as exc:
         raise LocalJudgeError(str(exc)) from None
-    path = resolve_model_path(base).resolve()
-    context = settings.context or _default_context(trained_context(read_gguf_metadata(path)))
-    return path, settings, int(context)
+    return resolve_model_path(base).resolve(), settings
 
 
 def check_binding() -> None:
@@ -564,12 +568,7 @@ def get_model(model: str, **kwargs: Any) -> LocalChatModel:
     see `engine.local_settings`), loaded on first use; one instance per resolved file path and
     settings. ``kwargs`` go to :class:`LocalChatModel` on that first load only. Raises
     LocalJudgeError like resolve_model_path and the loader, and for a bad option."""
-    base, _ = split_options(model)
-    try:
-        settings = local_settings(model)
-    except ValueError as exc:
-        raise LocalJudgeError(str(exc)) from None
-    path = resolve_model_path(base).resolve()
+    path, settings = _file_and_settings(model)
     with _MODELS_LOCK:
         found = _MODELS.get((path, settings))
         if found is None:
