@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 import typer
 
-from .cli_app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, app, fail, parse_option_value, parse_options
+from .cli_app import (EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, MODEL_HELP, app, fail, parse_option_value,
+                      parse_options)
 from .cli_app import stderr_console as _stderr
 from .cli_app import stdout_console as _stdout
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_app, command_cache
@@ -200,7 +201,7 @@ def run_cmd(
     messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
     tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
     field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
-    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
                                      "(repeatable)."),
@@ -351,13 +352,15 @@ def new_cmd(
     spec_id: str = typer.Argument(..., metavar="ID", help="The new scorer's id (lower case, digits, _)."),
     extends: Optional[str] = typer.Option(None, "--extends", help="Start from this scorer: the new spec extends "
                                           "it and overrides its first prompt with a copy to edit."),
+    shadow: bool = typer.Option(False, "--shadow", help="Allow the id of a built-in scorer: the local spec replaces "
+                                "it in this folder."),
 ) -> None:
     """Write a starting spec into ./scorer_specs/ and a prompt to edit into ./prompts/."""
     from .errors import SpecError
     from .scaffold import new_spec
 
     try:
-        written = new_spec(spec_id, extends)
+        written = new_spec(spec_id, extends, shadow=shadow)
     except (ValueError, FileExistsError, FileNotFoundError) as exc:
         fail(str(exc))
     except SpecError as exc:

@@ -19,6 +19,10 @@ import typer
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
 
+#: The --model option's help, shared by the judging commands.
+MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "
+              "'local?slots=1&threads=2' (README: The embedded judges).")
+
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -19,7 +19,7 @@ import typer
 
 from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
 from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
-from .cli_app import app, fail
+from .cli_app import MODEL_HELP, app, fail
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, command_cache
 from .cli_eval import MAX_COST_HELP, PRICES_HELP, SAMPLES_HELP
 
@@ -39,7 +39,7 @@ def compare_cmd(
     data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items (with --runs: "
                                         "only for human labels)."),
     field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column."),
-    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
                                               "once [default: 8; 1 on an embedded model]."),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
-from .cli_app import EXIT_BUDGET, app, fail, parse_options
+from .cli_app import EXIT_BUDGET, MODEL_HELP, app, fail, parse_options
 from .cli_cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
 from .cli_html_report import REPORT_HELP, check_report_dependencies, write_run_report
 
@@ -110,7 +110,7 @@ def eval_cmd(
     field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field a scorer "
                                     "declares, from another column (e.g. output=answer, context=passages, "
                                     "tool_calls=calls; repeatable)."),
-    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
                                               "once [default: 8; 1 on an embedded model]; per actor on Ray."),
@@ -450,7 +450,7 @@ def calibrate_cmd(
     top: int = typer.Option(5, "--top", min=0, help="List the N items where scorer and label disagree most."),
     field: list[str] = typer.Option([], "--field", help="name=column: read a run field, or a field the scorer "
                                     "declares, from another column."),
-    model: Optional[str] = typer.Option(None, "--model", help="provider/model, local or local-tiny."),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs at once "
                                               "[default: 8; 1 on an embedded model]."),

@@ -96,6 +96,9 @@ def check_model(model: str) -> None:
             raise ModelError(f"model {model!r} is an embedded model and needs the llama.cpp binding (xllamacpp), "
                              "which is not installed: pip install 'scorespec[local]'")
         return
+    if "?" in model:
+        raise ModelError(f"model {model!r}: settings after '?' (slots, threads, poll, context) apply only to the "
+                         f"embedded models ({', '.join(LOCAL_PREFIXES)}, llamacpp/PATH.gguf); a hosted model takes none")
     provider, slash, name = model.partition("/")
     if not slash or not provider or not name:
         hint = did_you_mean(model, LOCAL_PREFIXES) if "/" not in model else ""

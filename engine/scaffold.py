@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .catalog import is_abstract, resolve_spec
+from .catalog import builtin_specs_dir, is_abstract, resolve_spec
 from .compile import load_spec
 from .plans import PromptStagePlan
 
@@ -80,13 +80,18 @@ stages:
 """
 
 
-def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None) -> list[Path]:
+def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None, shadow: bool = False) -> list[Path]:
     """Write ``scorer_specs/ID.yaml`` and its prompt under `root` (default: the current folder);
     return the files written. Raises `ValueError` for an id that is not a spec id (lower case
-    letters, digits, _) or a parent with no prompt stage, `FileExistsError` rather than
+    letters, digits, _), the id of a built-in scorer unless `shadow` (the local spec would replace
+    it in this folder), or a parent with no prompt stage, `FileExistsError` rather than
     overwrite a file, and `SpecError` / `FileNotFoundError` for a parent that cannot be loaded."""
     if not _ID.match(spec_id):
         raise ValueError(f"{spec_id!r} is not a spec id: lower-case letters, digits and _, starting with a letter")
+    if not shadow and (builtin_specs_dir() / f"{spec_id}.yaml").is_file():
+        raise ValueError(f"{spec_id!r} is a built-in scorer: a local spec of that id would replace it in this folder. "
+                         f"Pick another id (`scorespec new my_{spec_id} --extends {spec_id}`), or pass --shadow to "
+                         f"replace it on purpose")
     root = root or Path.cwd()
     spec_path = root / "scorer_specs" / f"{spec_id}.yaml"
     name = spec_id.replace("_", " ").capitalize()

@@ -275,6 +275,19 @@ def test_new_without_a_parent_writes_a_one_question_judge(tmp_path, monkeypatch)
         new_spec("Bad-Id")
 
 
+def test_new_refuses_the_id_of_a_builtin_unless_asked_to_shadow_it(tmp_path, monkeypatch):
+    from engine.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="'faithfulness' is a built-in scorer.*new my_faithfulness --extends "
+                                         "faithfulness.*--shadow"):
+        new_spec("faithfulness")
+    assert not (tmp_path / "scorer_specs").exists()  # nothing written
+    written = new_spec("faithfulness", shadow=True)
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
+        "scorer_specs/faithfulness.yaml", "prompts/faithfulness/judge.j2"]
+
+
 def test_render_resolved_names_each_values_file_and_reads_back(specs, monkeypatch):
     from engine.inherit import load_document
     from engine.resolved import render_resolved

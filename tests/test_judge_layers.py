@@ -279,6 +279,9 @@ def test_models_that_can_work_pass_and_only_judge_scorers_are_checked(monkeypatc
     check_model("ollama/qwen2.5:7b")
     monkeypatch.delitem(PROVIDER_PACKAGES, "groq")
     check_model("groq/llama-3.1-8b-instant")  # a provider instructor takes and the table lacks: not refused
+    with pytest.raises(ModelError, match=r"'openai/gpt-4o-mini\?slots=2': settings after '\?' .* apply only to the "
+                                         r"embedded models"):
+        check_model("openai/gpt-4o-mini?slots=2")
     monkeypatch.setenv("SCORESPEC_MODEL", "local-small")
     assert load_scorer("textual_difference").model is None  # no judge, no model to check
     assert load_scorer("faithfulness", judge=FakeJudge()).model == "fake/judge"  # an explicit judge
