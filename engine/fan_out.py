@@ -70,8 +70,7 @@ Ask = Callable[[JudgeCall], Awaitable[JudgeAnswer]]
 async def drive_part(part: Part, ask: Ask) -> Any:
     """Run one generator (an element's, or a scorer's whole interpreter) to its end: each request
     it yields is asked with `ask` (which raises `ScorerRunError` for a failed call, thrown into the
-    generator). Returns its value; raises
-    what it raises."""
+    generator). Returns its value; raises what it raises."""
     try:
         call = next(part)
         while True:
