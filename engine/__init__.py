@@ -12,22 +12,22 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "load_spec": "compile",
-    "ScorerPlan": "plans",
-    "ErrorKind": "errors",
-    "load_scorer": "scorer",
-    "Scorer": "scorer",
-    "OptionError": "scorer",
-    "SpecError": "errors",
-    "Problem": "errors",
-    "ScoreResult": "result",
-    "run_evals": "evals",
-    "EvalSummary": "evals",
-    "spec_json_schema": "spec",
-    "calibrate": "calibration",
-    "Calibration": "calibration",
-    "compare": "compare_versions",
-    "Comparison": "comparison",
+    "load_spec": "spec.compile",
+    "ScorerPlan": "spec.plans",
+    "ErrorKind": "core.errors",
+    "load_scorer": "bind.load",
+    "Scorer": "interpret.scorer",
+    "OptionError": "interpret.scorer",
+    "SpecError": "core.errors",
+    "Problem": "core.errors",
+    "ScoreResult": "core.result",
+    "run_evals": "run.evals",
+    "EvalSummary": "run.evals",
+    "spec_json_schema": "spec.models",
+    "calibrate": "analysis.calibration",
+    "Calibration": "analysis.calibration",
+    "compare": "analysis.compare",
+    "Comparison": "analysis.comparison",
 }
 
 

@@ -1,5 +1,5 @@
 """`python -m engine` runs the `scorespec` command line."""
 
-from engine.cli import main
+from .cli.main import main
 
 main()

@@ -1,5 +1,5 @@
 """A real local Ray cluster of the tests' own: started in the test process, listening on
-127.0.0.1 only (`engine.ray_cluster.local_only`), with small settings, its worker processes
+127.0.0.1 only (`engine.ray.cluster.local_only`), with small settings, its worker processes
 seeing a clean environment of their own (a home, caches and a store in temporary folders, none
 of the user's settings), stopped at the end with every process it started."""
 
@@ -71,7 +71,7 @@ class LocalRay:
     def start(self) -> LocalRay:
         import ray
 
-        from engine.ray_cluster import local_only, this_engine
+        from engine.ray.cluster import local_only, this_engine
 
         self.home.mkdir(parents=True)
         saved = dict(os.environ)

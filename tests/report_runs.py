@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from engine import load_scorer
-from engine.calibration import calibrate
-from engine.errors import ScorerRunError
-from engine.evals import run_evals
+from engine.analysis.calibration import calibrate
+from engine.core.errors import ScorerRunError
+from engine.run.evals import run_evals
 from engine.testing import FakeJudge
 
 HOSTILE_ID = "<img src=x onerror=\"window.__pwned='id'\">"

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval)
-from engine.cli import app
-from engine.compile import compile_file
-from engine.datasets import iter_items, parse_fields, read_file
-from engine.errors import SpecError
-from engine.evals import run_evals
-from engine.messages import MessageError, read_tool_calls
-from engine.run_fields import run_namespace
-from engine.scorer import Scorer, load_scorer
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine.cli.main import app
+from engine.spec.compile import compile_file
+from engine.run.datasets import iter_items, parse_fields, read_file
+from engine.core.errors import SpecError
+from engine.run.evals import run_evals
+from engine.core.messages import MessageError, read_tool_calls
+from engine.core.run_fields import run_namespace
+from engine.interpret.scorer import Scorer
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 
 from conftest import SPEC_FIXTURES

@@ -16,9 +16,9 @@ import math
 import pytest
 
 from engine import load_scorer, run_evals
-from engine.answer_probs import Token, answer_probs, label_fields, probs_from_completion, with_hard_labels
-from engine.errors import SpecError
-from engine.judge import RetryPolicy, make_judge
+from engine.core.answer_probs import Token, answer_probs, label_fields, probs_from_completion, with_hard_labels
+from engine.core.errors import SpecError
+from engine.bind.stack import RetryPolicy, make_judge
 from engine.testing import FakeJudge, WithProbs
 from engine.testing.fake_openai import FakeOpenAIServer, Tokens
 
@@ -216,8 +216,8 @@ def test_a_provider_without_logprobs_falls_back_to_hard_labels_with_a_warning(wr
 def test_the_eval_summary_on_the_command_line_names_the_fallback(write_spec, tmp_path):
     from typer.testing import CliRunner
 
-    import engine.cli_eval  # noqa: F401  (registers eval)
-    from engine.cli import app
+    import engine.cli.eval  # noqa: F401  (registers eval)
+    from engine.cli.main import app
 
     path = probs_spec(write_spec)
     data = tmp_path / "data.jsonl"
@@ -270,7 +270,7 @@ def test_cached_answers_keep_their_probabilities_and_one_without_is_a_miss(write
 
 
 def test_the_cache_keys_a_probability_call_apart_and_stores_its_probabilities():
-    from engine.judge_cache import CachedAnswer, cache_key, decode_entry, encode_entry
+    from engine.judge.cache.base import CachedAnswer, cache_key, decode_entry, encode_entry
 
     material = dict(provider="openai", model="m", base_url=None, structured_mode="tool_call",
                     messages=[{"role": "user", "content": "q"}], schema={"type": "object"}, temperature=0,
@@ -489,7 +489,7 @@ def test_tiny_reports_label_probabilities_at_the_verdict(write_spec):
 @pytest.mark.local
 @needs_tiny
 def test_tiny_completion_carries_its_tokens_and_alternatives():
-    from engine.local import get_model
+    from engine.embedded.llama import get_model
 
     schema = {"type": "object", "required": ["ok"], "additionalProperties": False,
               "properties": {"ok": {"type": "boolean"}}}

@@ -35,8 +35,8 @@ def _shipped_specs() -> list[tuple[str, int | None, str]]:
     sys.path.insert(0, str(ROOT / "tests" / "bench"))
     import bench_engine
 
-    from engine.catalog import is_abstract
-    from engine.compile import load_spec
+    from engine.spec.catalog import is_abstract
+    from engine.spec.compile import load_spec
 
     specs = []
     for path in sorted((ROOT / "scorer_specs").glob("*.yaml")):

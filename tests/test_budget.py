@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval and calibrate)
-from engine.budget import Budget, UnpricedModelError, check_priced, spent_before
-from engine.cli import app
-from engine.evals import run_evals
-from engine.prices import PriceTable, load_prices, parse_prices
-from engine.scorer import load_scorer
-from engine.store import Store
+import engine.cli.eval  # noqa: F401  (registers eval and calibrate)
+from engine.run.budget import Budget, UnpricedModelError, check_priced, spent_before
+from engine.cli.main import app
+from engine.run.evals import run_evals
+from engine.run.prices import PriceTable, load_prices, parse_prices
+from engine.bind.load import load_scorer
+from engine.run.store import Store
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer
 
@@ -246,7 +246,7 @@ def test_calibrate_max_cost_stops_with_exit_3_and_figures_over_the_items_scored(
 
 
 def test_compare_counts_each_versions_tokens_and_cost_and_stops_at_the_budget(spec, tmp_path):
-    from engine.compare_versions import compare
+    from engine.analysis.compare import compare
 
     versions = [scorer(spec).with_label("a"), scorer(spec).with_label("b")]
     both = compare(versions, items(10), store=tmp_path / "store.sqlite", prices=prices())

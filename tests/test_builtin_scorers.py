@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.compile import load_spec
-from engine.scorer import Scorer, load_scorer
+from engine.spec.compile import load_spec
+from engine.interpret.scorer import Scorer
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 
 from conftest import TESTS

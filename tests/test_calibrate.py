@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import load_scorer
-from engine.calibration import LabelError, agreement, calibrate
-import engine.cli_eval  # noqa: F401 - registers the batch commands
-from engine.cli import app
-from engine.errors import ScorerRunError
-from engine.store import Store
+from engine.analysis.calibration import LabelError, agreement, calibrate
+import engine.cli.eval  # noqa: F401 - registers the batch commands
+from engine.cli.main import app
+from engine.core.errors import ScorerRunError
+from engine.run.store import Store
 from engine.testing import FakeJudge
 
 # --- the statistics, by hand --------------------------------------------------------------------

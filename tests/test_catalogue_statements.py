@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.compile import load_spec
-from engine.expressions import Expression
-from engine.scorer import load_scorer, round_half_away
+from engine.spec.compile import load_spec
+from engine.spec.expressions import Expression
+from engine.interpret.scorer import round_half_away
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 
 CONTEXT = ["The Riverside bridge opened in 1932.", "The bridge is 400 m long.", "The town has forty bridges.",
@@ -55,7 +56,7 @@ def test_each_scorer_declares_its_direction_and_extends_the_judge_base(spec_id, 
 
 
 def test_the_statements_base_is_abstract():
-    from engine.errors import SpecError
+    from engine.core.errors import SpecError
 
     with pytest.raises(SpecError) as info:
         load_spec("statements_base")

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from engine import judge as judge_module
-from engine.catalog import builtin_specs_dir
-from engine.cli import app, parse_option_value
-from engine.spec import spec_json_schema
+from engine.bind import stack as judge_module
+from engine.spec.catalog import builtin_specs_dir
+from engine.cli.main import app, parse_option_value
+from engine.spec.models import spec_json_schema
 
 from conftest import SPEC_FIXTURES
 
@@ -243,7 +243,7 @@ def _printed(result) -> list[str]:
 
     from rich.console import Console
 
-    from engine.cli import print_result
+    from engine.cli.main import print_result
 
     out = io.StringIO()
     print_result(result, Console(file=out, width=200, highlight=False, color_system=None))
@@ -273,7 +273,7 @@ def test_a_stage_shows_its_calls_re_asks_and_retries_apart():
     ("Not scorable", "not scorable: Not scorable"),
 ])
 def test_not_scorable_is_said_once(reason, shown):
-    from engine.result import NotScorableInfo, ScoreResult
+    from engine.core.result import NotScorableInfo, ScoreResult
 
     result = ScoreResult(scorer="x", spec_version=1, spec_hash="0" * 12, not_scorable=NotScorableInfo(reason=reason))
     assert _printed(result)[0] == shown
@@ -282,8 +282,8 @@ def test_not_scorable_is_said_once(reason, shown):
 def test_shipped_not_scorable_reasons_do_not_start_with_not_scorable():
     import re
 
-    from engine.catalog import is_abstract
-    from engine.compile import load_spec
+    from engine.spec.catalog import is_abstract
+    from engine.spec.compile import load_spec
 
     for path in sorted(builtin_specs_dir().glob("*.yaml")):
         plan = None if is_abstract(path) else load_spec(path)

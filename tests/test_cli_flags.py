@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval, runs, show, calibrate)
-from engine.cli import app
+import engine.cli.eval  # noqa: F401  (registers eval, runs, show, calibrate)
+from engine.cli.main import app
 
 SPECS = Path(__file__).resolve().parent / "specs"
 NUMERIC = str(SPECS / "numeric.yaml")  # rule-only: score = the output read as a number × scale

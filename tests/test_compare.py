@@ -15,14 +15,14 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_compare  # noqa: F401  (registers compare)
-import engine.cli_eval  # noqa: F401  (registers eval, show)
+import engine.cli.compare  # noqa: F401  (registers compare)
+import engine.cli.eval  # noqa: F401  (registers eval, show)
 from engine import compare, load_scorer, run_evals
-from engine.cli import app
-from engine.compare_stats import mcnemar, paired_difference
-from engine.comparison import Outcome, Version, build_comparison
-from engine.store import Store
-from engine.summary import Threshold
+from engine.cli.main import app
+from engine.analysis.compare_stats import mcnemar, paired_difference
+from engine.analysis.comparison import Outcome, Version, build_comparison
+from engine.run.store import Store
+from engine.run.summary import Threshold
 from engine.testing import FakeJudge
 
 from conftest import SPEC_FIXTURES

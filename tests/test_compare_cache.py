@@ -1,7 +1,7 @@
 """`scorespec compare` with the judge-call cache: identical versions tie everywhere and make no
 judge call the second time.
 
-The cache layer (`engine.judge_cache_layer`) and the commands' ``--cache`` flags come from the
+The cache layer (`engine.judge.cache.layer`) and the commands' ``--cache`` flags come from the
 judge-cache branch; until both branches are merged this file has nothing to test and is skipped
 as a whole (the comparison itself is tested in tests/test_compare.py).
 """
@@ -13,10 +13,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("engine.judge_cache_layer", reason="the judge-call cache is not in this tree yet")
+pytest.importorskip("engine.judge.cache.layer", reason="the judge-call cache is not in this tree yet")
 
-import engine.cli_compare  # noqa: E402,F401  (registers compare)
-from engine.cli import app  # noqa: E402
+import engine.cli.compare  # noqa: E402,F401  (registers compare)
+from engine.cli.main import app  # noqa: E402
 
 from test_compare import server_reply, twenty_items, write_jsonl  # noqa: E402
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.datasets import (
+from engine.run.datasets import (
     DatasetError,
     DatasetProblem,
     count_records,

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval, runs, show)
-from engine.cli import app
-from engine.evals import RateLimiter, Threshold, arun_evals, run_evals
-from engine.judge import RetryPolicy, make_judge
-from engine.scorer import load_scorer
+import engine.cli.eval  # noqa: F401  (registers eval, runs, show)
+from engine.cli.main import app
+from engine.run.evals import RateLimiter, Threshold, arun_evals, run_evals
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
@@ -299,7 +299,7 @@ def test_items_are_streamed_not_loaded_at_once():
 
 
 class VirtualClock:
-    """Stands for `time` and `asyncio` inside engine.judge_rate_limit: `monotonic()` reads a clock that moves
+    """Stands for `time` and `asyncio` inside engine.judge.rate_limit: `monotonic()` reads a clock that moves
     only when `sleep` is awaited, so a rate limiter's waits are counted, not timed."""
 
     Lock = asyncio.Lock
@@ -319,11 +319,11 @@ class VirtualClock:
 
 @pytest.fixture
 def virtual_clock(monkeypatch) -> VirtualClock:
-    import engine.judge_rate_limit
+    import engine.judge.rate_limit
 
     clock = VirtualClock()
-    monkeypatch.setattr(engine.judge_rate_limit, "time", clock)
-    monkeypatch.setattr(engine.judge_rate_limit, "asyncio", clock)
+    monkeypatch.setattr(engine.judge.rate_limit, "time", clock)
+    monkeypatch.setattr(engine.judge.rate_limit, "asyncio", clock)
     return clock
 
 
@@ -343,7 +343,7 @@ def test_rate_limiter_lets_a_burst_through_then_spaces_requests(virtual_clock):
 
 
 def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypatch):
-    import engine.evals
+    import engine.run.evals
 
     taken = []
 
@@ -352,7 +352,7 @@ def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypa
             taken.append(self.rate)
             await super().acquire()
 
-    monkeypatch.setattr(engine.evals, "RateLimiter", CountingLimiter)
+    monkeypatch.setattr(engine.run.evals, "RateLimiter", CountingLimiter)
     judge = SlowJudge({"preprocess": {"claims": ["a"]}}, delay_s=0)
     claims = load_scorer(CLAIMS, judge=judge)
     run_evals(numeric_items(*["x"] * 15), [claims], concurrency=15, rate_limit=1000, store=False)
@@ -501,7 +501,7 @@ def test_resume_from_the_store_without_an_out_file(tmp_path):
 
 
 def test_resume_of_a_run_killed_before_its_first_line_keeps_its_run_id(tmp_path):
-    from engine.store import Store
+    from engine.run.store import Store
 
     out = tmp_path / "out.jsonl"
     first = run_evals(numeric_items("0.5", "0.25"), [NUMERIC], out=out)
@@ -534,8 +534,8 @@ def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path):
 
     with FakeOpenAIServer(held, latency_s=0.03) as server:
         def command(out: Path, *extra: str) -> list[str]:
-            # (not `-m engine.cli`: there the commands register on engine.cli's app, not __main__'s)
-            return [sys.executable, "-c", "from engine.cli import main; main()", "eval", "faithfulness",
+            # (not `-m engine.cli.main`: there the commands register on engine.cli.main's app, not __main__'s)
+            return [sys.executable, "-c", "from engine.cli.main import main; main()", "eval", "faithfulness",
                     "--data", str(data),
                     "--model", "openai/test-model", "--base-url", server.base_url, "--out", str(out),
                     "--quiet", *extra]
@@ -596,7 +596,7 @@ def test_run_evals_works_inside_a_running_event_loop():
 
 
 def test_limit_scores_only_the_first_items(tmp_path):
-    from engine.cli import app
+    from engine.cli.main import app
     from typer.testing import CliRunner
 
     data = tmp_path / "d.jsonl"

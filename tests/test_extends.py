@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.compile import compile_file, validate_directory
-from engine.errors import SpecError
-from engine.plans import PromptStagePlan
-from engine.scorer import Scorer
+from engine.spec.compile import compile_file, validate_directory
+from engine.core.errors import SpecError
+from engine.spec.plans import PromptStagePlan
+from engine.interpret.scorer import Scorer
 from engine.testing import FakeJudge
 
 BASE = """
@@ -247,8 +247,8 @@ def test_templates_resolve_from_the_childs_prompts_first(tmp_path, specs):
 
 
 def test_new_writes_a_child_of_a_builtin_that_compiles_and_copies_its_prompt(tmp_path, monkeypatch):
-    from engine.catalog import builtin_prompts_dir
-    from engine.scaffold import new_spec
+    from engine.spec.catalog import builtin_prompts_dir
+    from engine.spec.scaffold import new_spec
 
     monkeypatch.chdir(tmp_path)
     written = new_spec("strict_faith", "faithfulness")
@@ -263,7 +263,7 @@ def test_new_writes_a_child_of_a_builtin_that_compiles_and_copies_its_prompt(tmp
 
 
 def test_new_without_a_parent_writes_a_one_question_judge(tmp_path, monkeypatch):
-    from engine.scaffold import new_spec
+    from engine.spec.scaffold import new_spec
 
     monkeypatch.chdir(tmp_path)
     spec_path, prompt = new_spec("polite")
@@ -276,7 +276,7 @@ def test_new_without_a_parent_writes_a_one_question_judge(tmp_path, monkeypatch)
 
 
 def test_new_refuses_the_id_of_a_builtin_unless_asked_to_shadow_it(tmp_path, monkeypatch):
-    from engine.scaffold import new_spec
+    from engine.spec.scaffold import new_spec
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="'faithfulness' is a built-in scorer.*new my_faithfulness --extends "
@@ -289,9 +289,9 @@ def test_new_refuses_the_id_of_a_builtin_unless_asked_to_shadow_it(tmp_path, mon
 
 
 def test_render_resolved_names_each_values_file_and_reads_back(specs, monkeypatch):
-    from engine.inherit import load_document
-    from engine.resolved import render_resolved
-    from engine.yamlload import load_yaml
+    from engine.spec.inherit import load_document
+    from engine.spec.resolved import render_resolved
+    from engine.spec.yamlload import load_yaml
 
     folder = specs({"base": BASE, "child": child("name: Child\noptions:\n  scale: {default: 10}\n")})
     monkeypatch.chdir(folder.parent)
@@ -342,7 +342,7 @@ def test_a_child_giving_one_stage_id_twice_is_an_error_at_the_second(specs):
 
 
 def test_new_on_an_abstract_base_writes_a_one_question_judge_extending_it(tmp_path, monkeypatch):
-    from engine.scaffold import new_spec
+    from engine.spec.scaffold import new_spec
 
     monkeypatch.chdir(tmp_path)
     spec_path, _ = new_spec("polite", "judge_base")

@@ -1,4 +1,4 @@
-"""A `for_each` stage's elements asked together (`engine.fan_out`), claims said twice judged once,
+"""A `for_each` stage's elements asked together (`engine.interpret.fan_out`), claims said twice judged once,
 a judge copying the prompt's example re-asked, and progress per judge answer (issue 23)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import pytest
 
 from engine import load_scorer
-from engine.errors import ScorerRunError
-from engine.evals import run_evals
-from engine.judge_call import JudgeAnswer, JudgeCall
-from engine.reporting import EvalReporter
-from engine.result import Usage
+from engine.core.errors import ScorerRunError
+from engine.run.evals import run_evals
+from engine.judge.call import JudgeAnswer, JudgeCall
+from engine.run.reporting import EvalReporter
+from engine.core.result import Usage
 from engine.testing import FakeJudge
 
 
@@ -187,7 +187,7 @@ def test_an_output_that_says_the_example_itself_keeps_its_claim():
     ([], []),
 ])
 def test_distinct_folds_case_and_spacing(values, kept):
-    from engine.expressions import _distinct
+    from engine.spec.expressions import _distinct
 
     assert _distinct(values) == kept
 
@@ -219,8 +219,8 @@ def test_a_run_reports_each_judge_answer_before_its_item_ends():
 
 
 def test_the_plain_progress_line_counts_judge_answers():
-    from engine.reporting import RunState, StderrReporter
-    from engine.summary import ScorerStats
+    from engine.run.reporting import RunState, StderrReporter
+    from engine.run.summary import ScorerStats
 
     run = RunState("r1", ["faithfulness"], {"faithfulness": ScorerStats("faithfulness")}, total=6, out=None, store=None)
     run.answers = 7

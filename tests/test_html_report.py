@@ -1,4 +1,4 @@
-"""The HTML report without a browser: what `engine.report_data` reads, what `engine.html_report`
+"""The HTML report without a browser: what `engine.report.data` reads, what `engine.report.html`
 writes (the data blob, escaping, the Content-Security-Policy, figures and charts), and the
 `scorespec report` command and ``--report`` on eval and calibrate. Browser tests:
 tests/test_html_report_browser.py."""
@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401 - registers the batch commands, report among them
-from engine.calibration import roc_points
-from engine.cli import app
-from engine.html_report import render_report, report_json
-from engine.report_charts import DISTINCT_BARS, histogram_bins, scatter_points
-from engine.report_data import ReportError, load_run, run_from_out_file, usage_totals
-from engine.store import Store
+import engine.cli.eval  # noqa: F401 - registers the batch commands, report among them
+from engine.analysis.calibration import roc_points
+from engine.cli.main import app
+from engine.report.html import render_report, report_json
+from engine.report.charts import DISTINCT_BARS, histogram_bins, scatter_points
+from engine.report.data import ReportError, load_run, run_from_out_file, usage_totals
+from engine.run.store import Store
 
 from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_REASON, calibrate_run, eval_run
 
 # the paired statistics of `scorespec compare` (interval, test), when this scorespec has them
-HAS_STATS = importlib.util.find_spec("engine.compare_stats") is not None
+HAS_STATS = importlib.util.find_spec("engine.analysis.compare_stats") is not None
 COUNTS = "B better / tied / worse" if HAS_STATS else "B higher / equal / lower"
 SPECS = Path(__file__).resolve().parent / "specs"
 NUMERIC = str(SPECS / "numeric.yaml")  # rule-only: the score is the output read as a number
@@ -217,13 +217,13 @@ def test_comparison_pairs_items_by_id_and_label(store):
 
 
 def _assert_interval_or_plain(page: str, a: list[float], b: list[float]) -> None:
-    """With `engine.compare_stats`, the page shows its interval; without, it says there is none."""
+    """With `engine.analysis.compare_stats`, the page shows its interval; without, it says there is none."""
     if not HAS_STATS:
         assert "no interval or test is computed here" in page
         return
     assert "no interval or test is computed here" not in page
     if a and b:
-        from engine.compare_stats import paired_difference
+        from engine.analysis.compare_stats import paired_difference
 
         low, high = paired_difference(a, b).ci95
         assert f"95% interval {low:+.4g} to {high:+.4g} (bootstrap)".replace("+0 ", "0 ") in page
@@ -252,7 +252,7 @@ def test_comparison_difference_is_exact(tmp_path):
 
 def test_a_compare_run_sets_each_version_against_the_first(store):
     from engine import load_scorer
-    from engine.evals import run_evals
+    from engine.run.evals import run_evals
 
     from report_runs import faithfulness_judge, items
 
@@ -332,7 +332,7 @@ def test_eval_and_calibrate_write_a_report(tmp_path):
 
 
 def test_missing_chart_libraries_stop_before_the_run(tmp_path, monkeypatch):
-    import engine.report_charts as charts
+    import engine.report.charts as charts
 
     def missing():
         raise charts.ReportDependencyError("the HTML report draws its charts with altair and vl-convert (altair is "
@@ -351,7 +351,7 @@ def test_missing_chart_libraries_stop_before_the_run(tmp_path, monkeypatch):
 
 
 def test_the_header_sums_what_the_results_cost():
-    from engine.report_data import usage_totals
+    from engine.report.data import usage_totals
 
     lines = [{"usage": {"calls": 2, "tokensIn": 10, "tokensOut": 5}, "costUsd": 0.25},
              {"usage": {"calls": 1, "cacheHits": 3}}, {"usage": {}, "costUsd": 0.5}]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.html_report import write_report
-from engine.report_data import load_run
-from engine.store import Store
+from engine.report.html import write_report
+from engine.report.data import load_run
+from engine.run.store import Store
 
 from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_OUTPUT, HOSTILE_REASON, eval_run
 

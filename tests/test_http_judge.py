@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from engine.compile import compile_file
-from engine.scorer import Scorer, load_scorer
+from engine.spec.compile import compile_file
+from engine.interpret.scorer import Scorer
+from engine.bind.load import load_scorer
 from engine.testing.fake_openai import Fault
 
 from conftest import SPEC_FIXTURES, fast_judge, verdicts
@@ -292,7 +293,7 @@ def test_refused_credentials_fail_as_auth_without_retries(fake_server, faithfuln
 
 def test_api_key_from_environment_is_redacted(fake_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    from engine.judge import RetryPolicy, make_judge
+    from engine.bind.stack import RetryPolicy, make_judge
 
     judge = make_judge("openai/test-model", base_url=fake_server.base_url, retry=RetryPolicy(0, 0.01))
     fake_server.script(Fault.status(400, body={"error": {"message": f"bad key {CANARY}"}}))
@@ -321,7 +322,7 @@ def test_concurrent_items_share_one_judge(fake_server, faithfulness):
 
 
 def test_a_hosted_judge_without_credentials_fails_its_items_as_auth(monkeypatch):
-    from engine.scorer import load_scorer
+    from engine.bind.load import load_scorer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     result = load_scorer("faithfulness", model="openai/gpt-4o-mini").run(output="It is blue.", context=["Blue."])

@@ -1,4 +1,4 @@
-"""No import circle in `engine/`.
+"""No import circle in `engine/`, and every subpackage imports only the layers below it.
 
 The graph has an edge A → B for every ``from .b import …``, ``from . import b``,
 ``from engine.b import …`` and ``import engine.b`` in A, at module level or inside a function
@@ -37,13 +37,20 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
+    ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+
     def add(target: str) -> None:
         # the module itself if it is one, else the package whose attribute was imported; and the
-        # packages above it (importing a submodule runs their __init__), except `engine` itself
+        # packages above it (importing a submodule runs their __init__), except `engine` itself and
+        # the packages above this module (they ran before it: a sibling import adds no edge to them)
         while target and target not in modules:
             target = target.rpartition(".")[0]
-        while target and target != "engine":
+        if target and target != "engine":
             found.add(target)
+        target = target.rpartition(".")[0]
+        while target and target != "engine":
+            if target not in ancestors:
+                found.add(target)
             target = target.rpartition(".")[0]
 
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -113,10 +120,11 @@ def describe(circle: frozenset[str], graph: dict[str, set[str]]) -> str:
 
 def test_the_graph_sees_function_level_and_relative_imports():
     graph = import_graph()
-    assert "engine.judge_provider" in graph["engine.local_judge"]  # module level, relative
-    assert "engine.judge" in graph["engine.runner"]  # inside a function
+    assert "engine.judge.provider" in graph["engine.embedded.judge"]  # module level, relative
+    assert "engine.bind.stack" in graph["engine.run.runner"]  # inside a function
     assert "engine.testing.fake_openai" in graph["engine.testing"]  # `from . import fake_openai`, in a function
-    assert "engine.testing" in graph["engine.testing.faults"]  # importing a submodule runs its package
+    assert "engine.judge" in graph["engine.run.runner"]  # importing a submodule runs its package
+    assert "engine.functions" not in graph["engine.functions.checks"]  # a sibling import: the package ran first
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset({"a", "b", "c"})]
 
 
@@ -138,15 +146,15 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_the_batch_library_never_imports_the_terminal_output():
     graph = import_graph()
-    assert {"engine.runner", "engine.resume", "engine.summary"} <= reachable(graph, "engine.evals")
-    for library in ("engine.evals", "engine.calibration"):
+    assert {"engine.run.runner", "engine.run.resume", "engine.run.summary"} <= reachable(graph, "engine.run.evals")
+    for library in ("engine.run.evals", "engine.analysis.calibration"):
         assert not {m for m in reachable(graph, library) if m.startswith("engine.cli")}, library
 
 
 def test_the_judge_modules_import_no_circle():
     graph = import_graph()
-    judge_modules = {m for m in graph if "judge" in m or m in ("engine.answer_contract", "engine.redaction")}
-    assert {"engine.judge", "engine.local_judge", "engine.judge_provider"} <= judge_modules
+    judge_modules = {m for m in graph if "judge" in m or m.startswith("engine.bind.")}
+    assert {"engine.bind.stack", "engine.embedded.judge", "engine.judge.provider"} <= judge_modules
     assert not [c for c in circles(graph) if c & judge_modules]
 
 

@@ -10,9 +10,10 @@ import pytest
 
 import engine
 from engine import functions
-from engine.compile import compile_file
-from engine.errors import ScorerRunError
-from engine.scorer import OptionError, Scorer, load_scorer, load_scorer_keywords, normalize_answer, round_half_away
+from engine.spec.compile import compile_file
+from engine.core.errors import ScorerRunError
+from engine.interpret.scorer import OptionError, Scorer, normalize_answer, round_half_away
+from engine.bind.load import load_scorer, load_scorer_keywords
 from engine.testing import FakeJudge
 
 from conftest import SPEC_FIXTURES, verdicts
@@ -724,13 +725,13 @@ SEED_KEYS = {"runId", "score", "reason", "preprocessStepResult", "preprocessProm
     (object(), "a object at the top"),
 ])
 def test_json_problem_names_the_first_non_json_value(value, problem):
-    from engine.scorer import _json_problem
+    from engine.interpret.scorer import _json_problem
 
     assert _json_problem(value) == problem
 
 
 def test_usage_add_sums_every_field_in_place():
-    from engine.result import Usage
+    from engine.core.result import Usage
 
     total = Usage(calls=1, seconds=0.25)
     total.add(Usage(calls=2, tokens_in=10, tokens_out=5, reasks=1, transport_retries=3, seconds=0.5, cache_hits=4,

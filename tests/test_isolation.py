@@ -9,10 +9,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval)
-from engine import local, run_evals
-from engine.cli import app
-from engine.store import Store, default_store_path
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine import run_evals
+from engine.embedded import llama as local
+from engine.cli.main import app
+from engine.run.store import Store, default_store_path
 
 from conftest import ROOT, SPEC_FIXTURES, USER_MODEL_CACHE
 

@@ -1,5 +1,5 @@
-"""The judge-call cache's key and its stores (engine.judge_cache, engine.judge_cache_sqlite,
-engine.judge_cache_redis).
+"""The judge-call cache's key and its stores (engine.judge.cache.base, engine.judge.cache.sqlite_backend,
+engine.judge.cache.redis_backend).
 
 The tests of the `JudgeCache` protocol run against both backends (the `cache` fixture): an SQLite
 file under pytest's tmp_path, and a real redis-server the tests start on 127.0.0.1 (emptied for
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.judge_cache import (
+from engine.judge.cache.base import (
     KEY_FORMAT,
     CachedAnswer,
     CallIdentity,
@@ -38,8 +38,8 @@ from engine.judge_cache import (
     default_cache_path,
     encode_entry,
 )
-from engine.judge_cache_layer import open_cache
-from engine.judge_cache_sqlite import SQLiteJudgeCache
+from engine.judge.cache.layer import open_cache
+from engine.judge.cache.sqlite_backend import SQLiteJudgeCache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,7 @@ CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 def child_command(source: str, *args: str) -> list[str]:
     """A new interpreter running `source` after the `answer` helper, with `args`."""
-    program = "from engine.judge_cache import CachedAnswer\n" + textwrap.dedent(inspect.getsource(answer)) + source
+    program = "from engine.judge.cache.base import CachedAnswer\n" + textwrap.dedent(inspect.getsource(answer)) + source
     return [sys.executable, "-c", program, *args]
 
 
@@ -424,7 +424,7 @@ def test_an_entry_moved_under_another_key_is_not_served(cache):
 
 KILLED_WRITER = """
 import os, sys
-from engine.judge_cache_sqlite import SQLiteJudgeCache
+from engine.judge.cache.sqlite_backend import SQLiteJudgeCache
 point, n = sys.argv[2], int(sys.argv[3])
 
 def hook(where, count):
@@ -473,7 +473,7 @@ def test_a_torn_write_ahead_log_yields_whole_answers_only(tmp_path):
 CONCURRENT_WRITER = """
 import json, sys, time
 from pathlib import Path
-from engine.judge_cache_layer import open_cache
+from engine.judge.cache.layer import open_cache
 where, name, other, folder = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
 (folder / f"{name}.ready").touch()
 while not (folder / "go").exists():

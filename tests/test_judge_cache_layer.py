@@ -1,4 +1,4 @@
-"""The judge-call cache as a layer of the judge (engine.judge_cache_layer): the tuning loop.
+"""The judge-call cache as a layer of the judge (engine.judge.cache.layer): the tuning loop.
 
 Measured through the real openai + instructor path against the fake OpenAI-compatible server,
 which records every request: what is asked of the judge again after an edit, and what is served
@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.answer_contract import AnswerContract
-from engine.compile import load_spec
-from engine.evals import run_evals
-from engine.judge import RateLimiter, RetryPolicy, make_judge, with_rate_limit
-from engine.judge_cache import CachedAnswer, JudgeCacheWarning
-from engine.judge_cache_layer import CachedJudge, open_cache
-from engine.judge_cache_sqlite import SQLiteJudgeCache
-from engine.judge_call import JudgeAnswer, JudgeCall
-from engine.judge_identity import provider_identity
-from engine.judge_rate_limit import RateLimitedJudge
-from engine.result import Usage
-from engine.scorer import load_scorer
+from engine.judge.contract import AnswerContract
+from engine.spec.compile import load_spec
+from engine.run.evals import run_evals
+from engine.bind.stack import RateLimiter, RetryPolicy, make_judge, with_rate_limit
+from engine.judge.cache.base import CachedAnswer, JudgeCacheWarning
+from engine.judge.cache.layer import CachedJudge, open_cache
+from engine.judge.cache.sqlite_backend import SQLiteJudgeCache
+from engine.judge.call import JudgeAnswer, JudgeCall
+from engine.judge.identity import provider_identity
+from engine.judge.rate_limit import RateLimitedJudge
+from engine.core.result import Usage
+from engine.bind.load import load_scorer
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -350,7 +350,7 @@ def test_a_call_waiting_for_a_failed_identical_call_asks_itself(tmp_path):
 
 
 def test_a_shared_answer_that_fails_a_waiting_calls_checks_is_not_served_to_it(tmp_path):
-    from engine.expressions import Expression
+    from engine.spec.expressions import Expression
 
     replies = iter([{"note": "no"}, {"note": "yes"}])
     with FakeOpenAIServer(lambda request: next(replies), latency_s=0.3) as server:
@@ -390,9 +390,9 @@ def test_the_rate_limit_sits_below_the_cache_so_a_hit_takes_no_token(tmp_path):
 
 CHILD = """
 import json, sys
-from engine.evals import run_evals
-from engine.judge import make_judge
-from engine.scorer import load_scorer
+from engine.run.evals import run_evals
+from engine.bind.stack import make_judge
+from engine.bind.load import load_scorer
 base_url, spec, cache, first, last = sys.argv[1:]
 items = [{"id": i, "output": f"Output number {i}."} for i in range(int(first), int(last))]
 judge = make_judge("openai/test-model", base_url=base_url, api_key="test", cache=cache)

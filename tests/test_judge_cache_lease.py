@@ -1,4 +1,4 @@
-"""Calls in flight across processes (engine.judge_cache_lease): with a Redis cache two machines
+"""Calls in flight across processes (engine.judge.cache.lease): with a Redis cache two machines
 asking the same call at once make it once; a holder that fails or dies lets the other ask.
 
 Each "machine" is a judge with a cache object of its own on the same real redis-server (as two
@@ -11,12 +11,12 @@ import asyncio
 
 import pytest
 
-from engine import judge_cache_lease
-from engine.answer_contract import AnswerContract
-from engine.errors import ScorerRunError
-from engine.judge import RetryPolicy, make_judge
-from engine.judge_cache_redis import RedisJudgeCache
-from engine.judge_call import JudgeCall
+from engine.judge.cache import lease as judge_cache_lease
+from engine.judge.contract import AnswerContract
+from engine.core.errors import ScorerRunError
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.judge.cache.redis_backend import RedisJudgeCache
+from engine.judge.call import JudgeCall
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
 SCHEMA = {"type": "object", "required": ["note"], "properties": {"note": {"type": "string"}}}

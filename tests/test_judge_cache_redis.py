@@ -1,4 +1,4 @@
-"""The Redis judge-call cache's own behaviour (engine.judge_cache_redis): its URL and options,
+"""The Redis judge-call cache's own behaviour (engine.judge.cache.redis_backend): its URL and options,
 the key prefix, expiry, a server that cannot be reached, stops answering or is lost mid-run.
 The protocol tests shared with SQLite are in tests/test_judge_cache.py.
 
@@ -17,9 +17,9 @@ import warnings
 
 import pytest
 
-from engine.judge_cache import CachedAnswer, JudgeCache, JudgeCacheWarning
-from engine.judge_cache_layer import open_cache
-from engine.judge_cache_redis import DEFAULT_PREFIX, RedisJudgeCache, masked_url
+from engine.judge.cache.base import CachedAnswer, JudgeCache, JudgeCacheWarning
+from engine.judge.cache.layer import open_cache
+from engine.judge.cache.redis_backend import DEFAULT_PREFIX, RedisJudgeCache, masked_url
 from conftest import require_redis
 
 

@@ -12,20 +12,21 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401 - registers the batch commands on `app`
-from engine.answer_contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
-from engine.cli import app
-from engine.compile import compile_file
-from engine.errors import ScorerRunError
-from engine.evals import run_evals
-from engine.expressions import Expression
-from engine.judge import (InstructorJudge, RateLimitedJudge, RateLimiter, RetryingJudge, RetryPolicy, layered,
+import engine.cli.eval  # noqa: F401 - registers the batch commands on `app`
+from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
+from engine.cli.main import app
+from engine.spec.compile import compile_file
+from engine.core.errors import ScorerRunError
+from engine.run.evals import run_evals
+from engine.spec.expressions import Expression
+from engine.bind.stack import (InstructorJudge, RateLimitedJudge, RateLimiter, RetryingJudge, RetryPolicy, layered,
                           make_judge, with_rate_limit)
-from engine.judge_call import JudgeAnswer, JudgeCall, TransportFailure
-from engine.judge_model import PROVIDER_PACKAGES, ModelError, check_model
-from engine.judge_provider import _retry_after
-from engine.result import Usage
-from engine.scorer import Scorer, load_scorer
+from engine.judge.call import JudgeAnswer, JudgeCall, TransportFailure
+from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
+from engine.judge.provider import _retry_after
+from engine.core.result import Usage
+from engine.interpret.scorer import Scorer
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 

@@ -1,4 +1,4 @@
-"""An embedded judge's weights in the cache key (engine.judge_weights, engine.judge_identity): the
+"""An embedded judge's weights in the cache key (engine.judge.weights, engine.judge.identity): the
 file's SHA-256, hashed once and remembered by path, size and modification time. No model is
 loaded: the files are small and only named like GGUF models."""
 
@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.answer_contract import AnswerContract
-from engine.judge_call import JudgeCall
-from engine.judge_identity import provider_identity, schema_as_sent
-from engine.judge_weights import SIDECAR_NAME, weights_sha256
+from engine.judge.contract import AnswerContract
+from engine.judge.call import JudgeCall
+from engine.judge.identity import provider_identity, schema_as_sent
+from engine.judge.weights import SIDECAR_NAME, weights_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,7 +47,7 @@ def test_a_later_run_takes_the_remembered_digest_until_size_or_mtime_change(tmp_
     stat = weights.stat()
     gguf(weights, b"other weights")  # same size; the old modification time put back
     os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    program = "import sys; from engine.judge_weights import weights_sha256; print(weights_sha256(*sys.argv[1:2], " \
+    program = "import sys; from engine.judge.weights import weights_sha256; print(weights_sha256(*sys.argv[1:2], " \
               "sidecar=sys.argv[2]))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -1,4 +1,4 @@
-"""Tests for engine.local, the embedded local judge backend.
+"""Tests for engine.embedded.llama, the embedded local judge backend.
 
 Unmarked tests need neither the binding nor the model packages. Tests marked
 ``local`` run the real ``local-tiny`` model (SmolLM2-135M, ~100 MB) and
@@ -19,10 +19,11 @@ from typing import Literal
 
 import pytest
 
-from engine import local, model_files
-from engine.gguf import special_token_text, trained_context
-from engine.local import LocalJudgeError, LocalModelInfo
-from engine.local_settings import LocalSettings
+from engine.embedded import llama as local
+from engine.embedded import files as model_files
+from engine.embedded.gguf import special_token_text, trained_context
+from engine.embedded.llama import LocalJudgeError, LocalModelInfo
+from engine.embedded.settings import LocalSettings
 
 PIP = "pip install 'scorespec[local]'"
 
@@ -296,9 +297,9 @@ def test_missing_binding_names_the_pip_command(monkeypatch, tmp_path):
 
 
 def test_settings_come_from_the_model_string_then_the_environment_then_the_defaults():
-    from engine.local_settings import DEFAULT_POLL, DEFAULT_SLOTS, LocalSettings, local_settings
+    from engine.embedded.settings import DEFAULT_POLL, DEFAULT_SLOTS, LocalSettings, local_settings
 
-    # threads None: chosen when the model loads, from the CPUs other models left (engine.local_jobs)
+    # threads None: chosen when the model loads, from the CPUs other models left (engine.embedded.jobs)
     assert local_settings("local", {}) == LocalSettings(DEFAULT_SLOTS, None, DEFAULT_POLL, None)
     env = {"SCORESPEC_LOCAL_THREADS": "1", "SCORESPEC_LOCAL_POLL": "30", "SCORESPEC_LOCAL_SLOTS": "2",
            "SCORESPEC_LOCAL_CONTEXT": "2048"}
@@ -317,7 +318,7 @@ def test_settings_come_from_the_model_string_then_the_environment_then_the_defau
     ("local", {"SCORESPEC_LOCAL_SLOTS": "0"}, "$SCORESPEC_LOCAL_SLOTS: slots must be from 1 to 16, not 0"),
 ])
 def test_a_bad_setting_names_where_it_came_from(model, env, message):
-    from engine.local_settings import local_settings
+    from engine.embedded.settings import local_settings
 
     with pytest.raises(ValueError) as refused:
         local_settings(model, env)
@@ -326,7 +327,7 @@ def test_a_bad_setting_names_where_it_came_from(model, env, message):
 
 def test_a_bad_option_fails_when_the_scorer_is_built(monkeypatch):
     from engine import load_scorer
-    from engine.judge_model import ModelError, is_local
+    from engine.judge.model import ModelError, is_local
 
     monkeypatch.setenv("SCORESPEC_LOCAL_POLL", "")  # blank: not set
     assert is_local("local?slots=2") and is_local("llamacpp/x.gguf?poll=0") and not is_local("openai/gpt?x=1")
@@ -337,7 +338,7 @@ def test_a_bad_option_fails_when_the_scorer_is_built(monkeypatch):
 
 
 def test_a_model_takes_the_cpus_other_models_left(tmp_path):
-    from engine.local_jobs import claim_threads, default_threads, threads_taken
+    from engine.embedded.jobs import claim_threads, default_threads, threads_taken
 
     assert default_threads(2, tmp_path) == 2
     first = claim_threads(None, tmp_path, cpus=2)  # none set: every CPU, none being taken
@@ -357,7 +358,7 @@ def test_a_model_takes_the_cpus_other_models_left(tmp_path):
 def test_models_loading_at_the_same_moment_do_not_all_take_every_cpu(tmp_path):
     import threading
 
-    from engine.local_jobs import claim_threads
+    from engine.embedded.jobs import claim_threads
 
     start, claims = threading.Barrier(4), []
 
@@ -378,9 +379,9 @@ def test_models_loading_at_the_same_moment_do_not_all_take_every_cpu(tmp_path):
 def test_the_claim_of_a_process_that_ended_is_removed(tmp_path):
     import subprocess
 
-    from engine.local_jobs import threads_taken
+    from engine.embedded.jobs import threads_taken
 
-    code = ("import sys; from engine.local_jobs import claim_threads; from pathlib import Path; "
+    code = ("import sys; from engine.embedded.jobs import claim_threads; from pathlib import Path; "
             "claim_threads(2, Path(sys.argv[1]))")  # exits without releasing it
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
     assert len(list(tmp_path.glob("*.json"))) == 1
@@ -602,7 +603,7 @@ def _in_threads(*work):
 @pytest.mark.local
 @needs_tiny
 def test_tiny_a_failure_in_one_slot_fails_only_its_call():
-    from engine.local_settings import LocalSettings
+    from engine.embedded.settings import LocalSettings
 
     chat = local.LocalChatModel(local.resolve_model_path("local-tiny"),
                                 settings=LocalSettings(slots=3, threads=1, poll=0, context=1024))

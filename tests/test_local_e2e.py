@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine import load_scorer
-from engine.local import LOCAL_MODELS
+from engine.embedded.llama import LOCAL_MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 

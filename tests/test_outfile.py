@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from engine.outfile import OutWriter, compact_out_file, repair_last_line
-from engine.resume import scan_out_file
+from engine.run.outfile import OutWriter, compact_out_file, repair_last_line
+from engine.run.resume import scan_out_file
 
 
 def test_out_writer_finishes_short_writes(tmp_path):

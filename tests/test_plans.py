@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.compile import compile_file, load_spec
-from engine.document import parse_document
-from engine.errors import ERROR_KINDS, ScorerRunError, SpecError
-from engine.plans import PromptStagePlan, RuleStagePlan
-from engine.result import ItemError
+from engine.spec.compile import compile_file, load_spec
+from engine.spec.document import parse_document
+from engine.core.errors import ERROR_KINDS, ScorerRunError, SpecError
+from engine.spec.plans import PromptStagePlan, RuleStagePlan
+from engine.core.result import ItemError
 
 from conftest import ROOT
 

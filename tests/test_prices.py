@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli_eval  # noqa: F401  (registers eval)
-from engine.cli import app
-from engine.evals import run_evals
-from engine.judge import RetryPolicy, make_judge
-from engine.prices import (SHIPPED_PRICES, PriceTable, PriceTableError, cost_of, load_prices, parse_prices,
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine.cli.main import app
+from engine.run.evals import run_evals
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.run.prices import (SHIPPED_PRICES, PriceTable, PriceTableError, cost_of, load_prices, parse_prices,
                            usd_text)
-from engine.result import Usage
-from engine.scorer import load_scorer
+from engine.core.result import Usage
+from engine.bind.load import load_scorer
 
 from conftest import ROOT
 

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, require_redis
-from engine.evals import run_evals
-from engine.judge import RetryPolicy, make_judge
-from engine.ray_cluster import RayOptions
-from engine.scorer import load_scorer
+from engine.run.evals import run_evals
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.ray.cluster import RayOptions
+from engine.bind.load import load_scorer
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.faults import FaultInjector
 from ray_local import processes_naming
@@ -119,7 +119,7 @@ def out_lines(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def stored_lines(store: Path, run_id: str) -> dict[tuple[str, str], dict[str, Any]]:
-    from engine.store import Store
+    from engine.run.store import Store
 
     with Store(store) as db:
         return {(line["id"], line["label"]): _timeless({k: v for k, v in line.items() if k != "runId"})

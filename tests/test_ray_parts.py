@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.datasets import DatasetError, format_of, read_file, read_stream
-from engine.evals import run_evals
-from engine.judge import RetryPolicy, make_judge
-from engine.judge_recipe import JudgeRecipe, cache_setting, judge_recipe
-from engine.outfile import OutWriter, out_line
-from engine.ray_cluster import RayOptions, _loopback, this_engine
-from engine.ray_shards import recover, shard_folder
-from engine.resume import PriorResults
-from engine.scorer import load_scorer
-from engine.scorer_recipe import scorer_recipe
-from engine.spec_snapshot import SpecHashMismatch, compile_kept
-from engine.catalog import list_specs
-from engine.compile import load_spec
+from engine.run.datasets import DatasetError, format_of, read_file, read_stream
+from engine.run.evals import run_evals
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.judge.recipe import JudgeRecipe, cache_setting, judge_recipe
+from engine.run.outfile import OutWriter, out_line
+from engine.ray.cluster import RayOptions, _loopback, this_engine
+from engine.ray.shards import recover, shard_folder
+from engine.run.resume import PriorResults
+from engine.bind.load import load_scorer
+from engine.bind.recipe import scorer_recipe
+from engine.spec.snapshot import SpecHashMismatch, compile_kept
+from engine.spec.catalog import list_specs
+from engine.spec.compile import load_spec
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer
 
@@ -193,8 +193,8 @@ def test_ray_settings_are_checked_before_anything_starts():
 def test_cli_ray_flags_need_the_ray_executor(tmp_path):
     from typer.testing import CliRunner
 
-    import engine.cli_eval  # noqa: F401  (registers eval)
-    from engine.cli import app
+    import engine.cli.eval  # noqa: F401  (registers eval)
+    from engine.cli.main import app
 
     data = tmp_path / "d.jsonl"
     data.write_text('{"output": "x"}\n')

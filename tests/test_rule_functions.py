@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from engine import functions
-from engine.cli import app
-from engine.compile import compile_file
-from engine.errors import SpecError
-from engine.rule_function import rule_function
-from engine.scorer import Scorer
+from engine.cli.main import app
+from engine.spec.compile import compile_file
+from engine.core.errors import SpecError
+from engine.functions.rule_function import rule_function
+from engine.interpret.scorer import Scorer
 
 SPEC = """
     format: 1

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engine import load_scorer
 from engine.functions import lookup
 from engine.functions.tone import sentiment
-from engine.scorer import OptionError
+from engine.interpret.scorer import OptionError
 
 CAFE_NFC = "caf\u00e9"
 CAFE_NFD = "cafe\u0301"

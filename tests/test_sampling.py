@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.compile import compile_file
-from engine.errors import SpecError
-from engine.evals import run_evals
-from engine.judge import RetryPolicy, make_judge
-from engine.reduce import agreeing_share, central, majority
-from engine.sampling import DEFAULT_SAMPLE_TEMPERATURE
-from engine.scorer import Scorer, load_scorer
+from engine.spec.compile import compile_file
+from engine.core.errors import SpecError
+from engine.run.evals import run_evals
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.interpret.reduce import agreeing_share, central, majority
+from engine.spec.sampling import DEFAULT_SAMPLE_TEMPERATURE
+from engine.interpret.scorer import Scorer
+from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer
 
@@ -316,7 +317,7 @@ def test_a_judge_with_sample_seeds_sends_the_sample_index_as_seed(write_spec):
 def test_run_command_shows_a_stages_samples_and_agreement(write_spec):
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from engine.cli.main import app
 
     path = spec(write_spec, "samples: 4")
     replies = iter([{"verdict": v} for v in ("yes", "no", "yes", "yes")])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine import load_scorer, run_evals
-from engine.judge import RetryPolicy, make_judge
+from engine.bind.stack import RetryPolicy, make_judge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
 from conftest import ROOT

@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import engine
-from engine.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
-from engine.cli import app
-from engine.compile import compile_file, compile_text, load_spec, validate_directory
-from engine.errors import SpecError
-from engine.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
-from engine.scorer import Scorer
-from engine.spec import spec_json_schema
+from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
+from engine.cli.main import app
+from engine.spec.compile import compile_file, compile_text, load_spec, validate_directory
+from engine.core.errors import SpecError
+from engine.spec.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
+from engine.interpret.scorer import Scorer
+from engine.spec.models import spec_json_schema
 from engine.testing import FakeJudge
-from engine.yamlload import load_yaml
+from engine.spec.yamlload import load_yaml
 
 from conftest import ROOT, SPEC_FIXTURES
 
@@ -639,11 +639,11 @@ def test_wheel_ships_builtins_and_loads_them_from_any_folder(tmp_path):
     for prompt in (ROOT / "prompts").rglob("*.j2"):
         assert f"engine/_builtin/prompts/{prompt.relative_to(ROOT / 'prompts').as_posix()}" in names
     assert "engine/_builtin/scorer_specs/scorespec.schema.json" in names
-    assert "engine/data/prices.yaml" in names  # the shipped price table (engine.prices)
+    assert "engine/run/data/prices.yaml" in names  # the shipped price table (engine.run.prices)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = ("import engine, json; c = engine.load_spec('faithfulness'); "
-            "from engine.prices import load_prices; assert load_prices().price('openai/gpt-4o-mini'); "
+            "from engine.run.prices import load_prices; assert load_prices().price('openai/gpt-4o-mini'); "
             "print(json.dumps([engine.__file__, str(c.path), c.stages[0].template.file]))")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     out = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, check=True,

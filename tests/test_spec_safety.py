@@ -14,11 +14,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.compile import compile_file, compile_text
-from engine.errors import SpecError
-from engine.expressions import MAX_SIZE, Expression, Template, TemplateSyntaxError
-from engine.scorer import Scorer
-from engine.yamlload import MAX_NODES
+from engine.spec.compile import compile_file, compile_text
+from engine.core.errors import SpecError
+from engine.spec.expressions import MAX_SIZE, Expression, Template, TemplateSyntaxError
+from engine.interpret.scorer import Scorer
+from engine.spec.yamlload import MAX_NODES
 
 from conftest import ROOT
 

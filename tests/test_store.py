@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import SCHEMA_VERSION, Store, default_store_path
-from engine.store_schema import StoreVersionError
+from engine.run.store import SCHEMA_VERSION, Store, default_store_path
+from engine.run.store_schema import StoreVersionError
 
 
 def result(score=None, error=None, not_scorable=None, scorer="faithfulness"):

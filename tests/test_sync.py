@@ -1,4 +1,4 @@
-"""`engine.sync.run_sync`: the synchronous entry points (`Scorer.run`, `run_evals`, `calibrate`)
+"""`engine.core.sync.run_sync`: the synchronous entry points (`Scorer.run`, `run_evals`, `calibrate`)
 inside and outside a running event loop, values and exceptions alike."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from engine import calibrate, load_scorer, run_evals
-from engine.datasets import DatasetError
-from engine.sync import run_sync
+from engine.run.datasets import DatasetError
+from engine.core.sync import run_sync
 from engine.testing import FakeJudge
 
 

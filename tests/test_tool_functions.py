@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.agent_steps import MAX_CALLS
+from engine.functions.agent_steps import MAX_CALLS
 from engine.functions import lookup
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.scorer import load_scorer
+from engine.bind.load import load_scorer
 
 CALLS = [{"name": "search", "arguments": {"q": "paris"}}, {"name": "fetch", "arguments": {}, "error": "timeout"},
          {"name": "search", "arguments": {"q": "tower"}}, {"name": "answer", "arguments": {}}]

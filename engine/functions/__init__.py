@@ -1,6 +1,6 @@
 """Rule functions: deterministic stages a spec calls by name (``function: textual_difference``).
 
-An explicit registry of `RuleFunction`s (`engine.rule_function`): each declares its arguments
+An explicit registry of `RuleFunction`s (`engine.functions.rule_function`): each declares its arguments
 and its result as JSON Schemas, so the compiler checks a rule stage's `args` (unknown or missing
 names) and every key read from its result at load. `register` adds a function under a name
 (duplicates are an error) and `lookup` finds one, with a did-you-mean hint on a miss; `all_functions`
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import did_you_mean
-from ..rule_function import RuleFunction, rule_function
+from ..core.errors import did_you_mean
+from .rule_function import RuleFunction, rule_function
 from .checks import equals, includes, json_schema, json_valid, matches
 from .completeness import completeness
 from .keywords import keyword_coverage

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..patterns import SEARCH_SECONDS, compile_pattern, search
-from ..rule_function import check_length, rule_function
+from ..core.patterns import SEARCH_SECONDS, compile_pattern, search
+from .rule_function import check_length, rule_function
 
 #: Each text may have up to this many characters.
 MAX_CHARS = 1_000_000
@@ -83,7 +83,7 @@ def matches(text: str, pattern: str, ignore_case: bool = False, exact: bool = Fa
     Python's `re`) matches somewhere in `text`, or the whole text when `exact`.
 
     Returns ``{"matched": bool, "match": str | None, "start", "end"}`` (the first match, quoted
-    up to 200 characters, and its span). Raises `ValueError` (`engine.patterns.PatternError`)
+    up to 200 characters, and its span). Raises `ValueError` (`engine.core.patterns.PatternError`)
     for a pattern that does not compile (with the position), past the size limits, and when the
     search takes longer than `seconds` (a catastrophic pattern).
     """
@@ -152,7 +152,7 @@ def json_schema(text: str, schema: dict | bool) -> dict:
     schema that is not valid JSON Schema and past `MAX_CHARS`.
     """
     check_length("json_schema", "text", text, MAX_CHARS)
-    from ..schemas import schema_error
+    from ..core.schemas import schema_error
 
     problem = schema_error(schema)
     if problem is not None:

@@ -5,7 +5,7 @@ The key elements are its nouns and verbs, as lemmas (``children`` → ``child``,
 ``London``, ``GPT-4``), each once, folded. Parts of speech and lemmas come from LemmInflect's
 lexicon (data inside the package): a word the lexicon lists as a verb is taken as a verb, else as
 a noun; a word it lists only as an adjective or adverb is not an element. Stopwords
-(`engine.words`) are not elements either, except those the lexicon lists only as verbs (``ran``,
+(`engine.functions.words`) are not elements either, except those the lexicon lists only as verbs (``ran``,
 ``gave``, ``found``: the stopword list holds many such verbs, and verbs are half of what is
 counted). There is no sentence context (no tagger): ``saw`` is the verb ``see`` wherever it
 stands. The reference (`compromise`) tags words in context and counts every term, stopwords
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..rule_function import check_length, rule_function
-from ..words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
+from .rule_function import check_length, rule_function
+from .words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
 
 #: Each text may have up to this many characters (about 0.5 s per 100,000 once warm).
 MAX_CHARS = 200_000

@@ -1,6 +1,6 @@
 """Keyword coverage: the share of a reference text's keywords that the output also has.
 
-A keyword is a word (`engine.words`) that is not an English stopword (the `stop-words` list) and
+A keyword is a word (`engine.functions.words`) that is not an English stopword (the `stop-words` list) and
 not a number, case folded; each counts once. The reference (`keyword-extractor` with its own
 570-word list) splits on whitespace and strips some punctuation; here words are Unicode word runs,
 and the longer stopword list drops more words (every word of the reference's list, and common ones
@@ -9,8 +9,8 @@ such as ``information``, ``system`` or ``work`` as well).
 
 from __future__ import annotations
 
-from ..rule_function import check_length, rule_function
-from ..words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
+from .rule_function import check_length, rule_function
+from .words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
 
 #: Each text may have up to this many characters (about 0.3 s per million).
 MAX_CHARS = 1_000_000

@@ -16,7 +16,7 @@ import unicodedata
 from array import array
 from collections import Counter
 
-from ..rule_function import check_length, rule_function
+from .rule_function import check_length, rule_function
 
 #: Each text may have up to this many characters (counting bigrams is linear: about 0.7 s per
 #: million characters).

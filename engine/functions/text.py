@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Indel
 
-from ..rule_function import rule_function
+from .rule_function import rule_function
 
 __all__ = ["TEXTUAL_DIFFERENCE", "textual_difference", "MAX_ALIGNMENT_CELLS"]
 

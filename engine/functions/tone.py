@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..rule_function import check_length, rule_function
+from .rule_function import check_length, rule_function
 
 #: The output (and the reference tone) may have up to this many characters (VADER is pure
 #: Python: 0.1 to 1 s per 100,000 characters, read in pieces of `PIECE_WORDS` words).

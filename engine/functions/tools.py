@@ -1,12 +1,12 @@
 """Checks on an agent's tool calls: the expected tool, the expected order, counts, errors.
 
-Every function takes `tool_calls` as `engine.agent_steps` describes them (at most `MAX_CALLS`).
+Every function takes `tool_calls` as `engine.functions.agent_steps` describes them (at most `MAX_CALLS`).
 """
 
 from __future__ import annotations
 
-from ..agent_steps import MAX_CALLS, TOOL_CALLS_SCHEMA, failed, in_order, names
-from ..rule_function import rule_function
+from .agent_steps import MAX_CALLS, TOOL_CALLS_SCHEMA, failed, in_order, names
+from .rule_function import rule_function
 
 _NAMES = {"type": "array", "items": {"type": "string"}}
 _LIMIT = f"up to {MAX_CALLS:,} tool calls"

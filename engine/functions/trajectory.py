@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..agent_steps import MAX_CALLS, TOOL_CALLS_SCHEMA, failed, names
-from ..rule_function import check_length, rule_function
+from .agent_steps import MAX_CALLS, TOOL_CALLS_SCHEMA, failed, names
+from .rule_function import check_length, rule_function
 
 WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "failures": 0.2, "forbidden": 0.1}
 MAX_EXPECTED = 1_000

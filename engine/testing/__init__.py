@@ -10,6 +10,9 @@
   5xx, resets, timeouts, malformed or cut-off answers, refusals) at seeded rates.
 - `assert_scores` (`engine.testing.assertions`): a scorer on a few cases inside a pytest suite,
   failing with each case's id, score, reason and stage answers.
+
+May import: `engine.core`, `engine.functions`, `engine.spec`, `engine.judge`, `engine.interpret`,
+`engine.bind`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..answer_contract import AnswerInvalid, no_valid_answer
-from ..judge_call import JudgeAnswer, JudgeCall
-from ..result import Usage
+from ..judge.contract import AnswerInvalid, no_valid_answer
+from ..judge.call import JudgeAnswer, JudgeCall
+from ..core.result import Usage
 from .assertions import assert_scores
 
 Reply = Any  # a JSON value, a `WithProbs`, a callable (JudgeCall) -> either, or an Exception to raise

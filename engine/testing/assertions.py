@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..result import ScoreResult
-from ..run_fields import RUN_FIELDS
-from ..sync import run_sync
+from ..core.result import ScoreResult
+from ..core.run_fields import RUN_FIELDS
+from ..core.sync import run_sync
 
 CASE_KEYS = ("id", "at_least", "at_most")
 ANSWER_CHARS = 400
@@ -37,7 +37,7 @@ def assert_scores(scorer: Any, cases: Iterable[Mapping[str, Any]] | Mapping[Any,
                   **load_options: Any) -> list[ScoreResult]:
     """Score `cases` with `scorer` and assert every result; returns the results, in case order.
 
-    scorer: a `engine.scorer.Scorer`, or a spec id or path loaded with `engine.scorer.load_scorer`
+    scorer: a `engine.interpret.scorer.Scorer`, or a spec id or path loaded with `engine.bind.load.load_scorer`
     (`model`, `cache` and `load_options` — ``judge=``, ``base_url=``, ``options=``, option
     shorthands — go to it; `cache`: True the default file, a path, or False). cases: dicts of run fields (``output``, ``input``,
     ``ground_truth``, ``context``) with an optional ``id`` (default: the 1-based position) and
@@ -86,7 +86,7 @@ def _load(scorer: Any, model: str | None, cache: Any, load_options: dict[str, An
         if model is not None or load_options:
             raise ValueError("assert_scores: model= and load options apply only to a spec id or path, not to a Scorer")
         return scorer
-    from ..scorer import load_scorer
+    from ..bind.load import load_scorer
 
     return load_scorer(str(scorer), model=model, cache=cache, **load_options)
 

@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine.judge import JudgeAnswer, JudgeCall  # noqa: E402
-from engine.result import Usage  # noqa: E402
-from engine.scorer import load_scorer  # noqa: E402
+from engine.bind.stack import JudgeAnswer, JudgeCall  # noqa: E402
+from engine.core.result import Usage  # noqa: E402
+from engine.bind.load import load_scorer
 
 
 class InstantJudge:
@@ -204,8 +204,8 @@ def load_compile_s(runs: int) -> tuple[float, int]:
 LOAD_SNIPPET = """
 import time, json
 t = time.perf_counter()
-from engine.catalog import builtin_specs_dir, is_abstract
-from engine.compile import compile_file
+from engine.spec.catalog import builtin_specs_dir, is_abstract
+from engine.spec.compile import compile_file
 files = [f for f in sorted(builtin_specs_dir().glob('*.yaml')) if not is_abstract(f)]
 for f in files:
     compile_file(f)

@@ -32,7 +32,7 @@ LATENCY_S = bench_eval.LATENCY_S
 
 def _timing_reporter() -> Any:
     """A reporter noting when each item of a run is in (`times`, seconds after the start)."""
-    from engine.reporting import EvalReporter
+    from engine.run.reporting import EvalReporter
 
     class Timing(EvalReporter):
         def start(self, run: Any) -> None:
@@ -45,8 +45,8 @@ def _timing_reporter() -> Any:
 
 
 def _scorer(base_url: str) -> Any:
-    from engine.judge import RetryPolicy, make_judge
-    from engine.scorer import load_scorer
+    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.bind.load import load_scorer
 
     judge = make_judge("openai/test-model", base_url=base_url, api_key="test",
                        retry=RetryPolicy(max_retries=2, base_s=0.01))
@@ -55,8 +55,8 @@ def _scorer(base_url: str) -> Any:
 
 def one_run(base_url: str, data: Path, actors: int, concurrency: int, executor: str) -> dict:
     """One eval of the items in `data`: items/s over the whole run and once the first item is in."""
-    from engine.evals import run_evals
-    from engine.ray_cluster import RayOptions
+    from engine.run.evals import run_evals
+    from engine.ray.cluster import RayOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         reporter = _timing_reporter()
@@ -77,7 +77,7 @@ def one_run(base_url: str, data: Path, actors: int, concurrency: int, executor: 
 
 def ray_rows(n: int, layouts: list[tuple[int, int]], runs: int) -> list[dict]:
     """For each layout (actors, per-actor concurrency): medians of `runs` runs on Ray and in one process."""
-    from engine.ray_cluster import RayOptions, ray_session
+    from engine.ray.cluster import RayOptions, ray_session
 
     rows = []
     with bench_eval.fake_server() as base_url, tempfile.TemporaryDirectory() as tmp:

@@ -63,8 +63,8 @@ import bench_local  # noqa: E402
 import bench_textual  # noqa: E402
 import reference  # noqa: E402
 
-from engine.catalog import builtin_specs_dir, is_abstract  # noqa: E402
-from engine.compile import compile_file  # noqa: E402
+from engine.spec.catalog import builtin_specs_dir, is_abstract  # noqa: E402
+from engine.spec.compile import compile_file  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,450 @@
+"""Judge quality: how well a scorer agrees with human labels (``scorespec calibrate``).
+
+`calibrate(scorer, data, label_field=..., positive=[...])` runs the scorer over labelled items
+with the batch machinery of `engine.run.evals` (concurrency, out file, store, resume) and compares
+its scores with the labels:
+
+- **Binary labels** (``positive`` given: those label values are the class the scorer should
+  score high, every other value — or only the ``negative`` values, when given — the other):
+  accuracy and balanced accuracy (mean of the two recalls) at ``threshold`` (an item is
+  predicted positive when its score ≥ threshold; default half the scale) and at the best
+  threshold among the observed scores (fitted on the same data: an optimistic figure), ROC AUC
+  (the probability that a random positive item outscores a random negative one, ties counting
+  one half) and the confusion matrix at ``threshold``.
+- **Graded labels** (numbers, no ``positive``): Spearman's and Pearson's correlation between
+  score and label.
+- **Counts**: labelled items, items left out (no label, or — with ``negative`` — a label that
+  is neither a positive nor a negative value), scored, not scorable and failed
+  items. Figures are computed over scored items only, unless ``not_scorable_score`` gives not
+  scorable items a score (e.g. 1 for faithfulness: no claim, nothing unsupported); failed items
+  never enter the figures and are always reported.
+- **Disagreements**: the items where score and label differ most (the score on a 0–1 scale
+  against the label: 1 for positive, 0 for negative, or the label rescaled to 0–1), with the
+  judge's reason, to guide the next prompt edit.
+
+Statistics come from scikit-learn (`roc_auc_score`, `balanced_accuracy_score`,
+`confusion_matrix`, `roc_curve`) and SciPy (`spearmanr`, `pearsonr`), imported when first used.
+A statistic that is undefined on the data (one class only; constant scores or labels; fewer than
+two items) is None with a note saying why, never NaN.
+
+The figures are stored with the run in the store's ``calibrations`` table (run id, scorer, spec
+hash, model, figures as JSON) so two versions of a prompt can be compared later.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..run.datasets import DatasetProblem, item_key, iter_items, label_value, parse_fields
+from ..run.resume import stored_results
+
+__all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]
+
+DEFAULT_TOP = 5
+
+
+class LabelError(ValueError):
+    """The labels cannot be used as asked (no labelled item, a non-numeric graded label, ...)."""
+
+
+@dataclass
+class Disagreement:
+    """One item where the scorer and the label differ: `gap` in [0, 1] (0 = agree)."""
+
+    id: Any
+    label: Any
+    score: float | None
+    gap: float
+    reason: str | None
+
+
+@dataclass
+class Calibration:
+    """Agreement between a scorer and human labels; see the module docstring.
+
+    kind: ``binary`` or ``graded``. `left_out` = `unlabelled` (items with no label) + the
+    counts of `other_labels` (label text → items whose label is neither a positive nor a negative
+    value; only with ``negative``). Rates, AUC and correlations are floats (rates and AUC in
+    [0, 1], correlations in [-1, 1]) or None when undefined (see `notes`). `confusion` is
+    ``{"tp", "fp", "tn", "fn"}`` at `threshold`. Scores and thresholds are on the scorer's scale.
+    label: the scorer's label in the run (its id unless given); direction: which of its scores
+    are better (`engine.core.direction`).
+    """
+
+    scorer: str
+    kind: str
+    label: str | None = None
+    direction: str = "higher_is_better"
+    labelled: int = 0
+    left_out: int = 0
+    unlabelled: int = 0
+    other_labels: dict[str, int] = field(default_factory=dict)
+    scored: int = 0
+    not_scorable: int = 0
+    failed: int = 0
+    used: int = 0
+    positives: int | None = None
+    negatives: int | None = None
+    positive_labels: list[Any] | None = None
+    threshold: float | None = None
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
+    best_threshold: float | None = None
+    best_balanced_accuracy: float | None = None
+    best_accuracy: float | None = None
+    roc_auc: float | None = None
+    confusion: dict[str, int] | None = None
+    spearman: float | None = None
+    pearson: float | None = None
+    not_scorable_score: float | None = None
+    disagreements: list[Disagreement] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    model: str | None = None
+    spec_hash: str | None = None
+    seconds: float | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+    judge_calls: int = 0  # requests made in this attempt
+    cache_hits: int = 0  # judge calls answered from the judge-call cache in this attempt
+    tokens_in: int = 0  # tokens of this attempt's judge calls (cache hits: none)
+    tokens_out: int = 0
+    cost_usd: float | None = None  # what they cost (None: the model has no price; engine.run.prices)
+    agreement: float | None = None  # the mean agreement of sampled results (engine.interpret.reduce)
+    stopped: str | None = None  # why the --max-cost budget stopped the run before its last item
+    label_field: str | None = None  # the items' key holding the human label
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """camelCase JSON form (``scorespec calibrate --json``)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            parts = key.split("_")
+            out[parts[0] + "".join(p.title() for p in parts[1:])] = value
+        return out
+
+
+def _clean(value: float) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+def agreement(
+    scores: Sequence[float],
+    labels: Sequence[Any],
+    *,
+    positive: Iterable[Any] | None = None,
+    threshold: float | None = None,
+    scale: float = 1.0,
+) -> dict[str, Any]:
+    """The statistics alone, for scores in [0, scale] and their labels (same length).
+
+    With `positive`, labels are binary (a label is positive iff it is in `positive`) and the
+    result has ``positives, negatives, threshold, accuracy, balanced_accuracy, best_threshold,
+    best_balanced_accuracy, best_accuracy, roc_auc, confusion``; without, labels must be numbers
+    and the result has ``spearman, pearson``. ``notes`` lists why a statistic is None.
+    Raises `LabelError` when a graded label is not a number.
+    """
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
+    notes: list[str] = []
+    if positive is None:
+        return _graded(scores, labels, notes)
+    wanted = set(positive)
+    truth = [1 if label in wanted else 0 for label in labels]
+    return _binary(list(map(float, scores)), truth, scale / 2 if threshold is None else float(threshold), notes)
+
+
+def _binary(scores: list[float], truth: list[int], threshold: float, notes: list[str]) -> dict[str, Any]:
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, roc_auc_score, roc_curve
+
+    pos = sum(truth)
+    neg = len(truth) - pos
+    out: dict[str, Any] = {"positives": pos, "negatives": neg, "threshold": threshold, "accuracy": None,
+                           "balanced_accuracy": None, "best_threshold": None, "best_balanced_accuracy": None,
+                           "best_accuracy": None, "roc_auc": None, "confusion": None, "notes": notes}
+    if not truth:
+        notes.append("no scored item: no statistic")
+        return out
+    predicted = [1 if s >= threshold else 0 for s in scores]
+    out["accuracy"] = float(accuracy_score(truth, predicted))
+    tn, fp, fn, tp = (int(v) for v in confusion_matrix(truth, predicted, labels=[0, 1]).ravel())
+    out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+    if not pos or not neg:
+        notes.append(f"only {'positive' if pos else 'negative'} items: balanced accuracy, best threshold "
+                     "and ROC AUC are undefined")
+        return out
+    out["balanced_accuracy"] = float(balanced_accuracy_score(truth, predicted))
+    out["roc_auc"] = _clean(roc_auc_score(truth, scores))
+    fpr, tpr, cuts = roc_curve(truth, scores, drop_intermediate=False)
+    best = None
+    for f, t, cut in zip(fpr, tpr, cuts):
+        if math.isinf(cut):  # roc_curve's "predict nothing positive" point
+            continue
+        value = (t + 1 - f) / 2
+        if best is None or value > best[0] + 1e-12:
+            best = (value, float(cut))
+    if best is not None:
+        out["best_balanced_accuracy"] = float(best[0])
+        out["best_threshold"] = best[1]
+        out["best_accuracy"] = float(accuracy_score(truth, [1 if s >= best[1] else 0 for s in scores]))
+    return out
+
+
+def roc_points(scores: Sequence[float], labels: Sequence[Any], *, positive: Iterable[Any]) -> list[tuple[float, float]]:
+    """The ROC curve of scores against binary labels (a label is positive iff it is in
+    `positive`): (false positive rate, true positive rate) points, both in [0, 1], from (0, 0) to
+    (1, 1) as the cut-off falls (scikit-learn's `roc_curve`). Empty when one class is missing."""
+    from sklearn.metrics import roc_curve
+
+    wanted = set(positive)
+    truth = [1 if label in wanted else 0 for label in labels]
+    if len(set(truth)) < 2:
+        return []
+    fpr, tpr, _cuts = roc_curve(truth, [float(s) for s in scores])
+    return [(float(f), float(t)) for f, t in zip(fpr, tpr)]
+
+
+def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) -> dict[str, Any]:
+    from scipy.stats import pearsonr, spearmanr
+
+    values = []
+    for label in labels:
+        if isinstance(label, bool) or not isinstance(label, (int, float)):
+            try:
+                values.append(float(label))
+            except (TypeError, ValueError):
+                raise LabelError(f"label {label!r} is not a number: give the positive label value(s) for "
+                                 "binary labels") from None
+        else:
+            values.append(float(label))
+    out: dict[str, Any] = {"spearman": None, "pearson": None, "notes": notes}
+    if len(values) < 2:
+        notes.append("fewer than two scored items: no correlation")
+    elif len(set(values)) < 2 or len(set(scores)) < 2:
+        notes.append(f"constant {'labels' if len(set(values)) < 2 else 'scores'}: correlations are undefined")
+    else:
+        out["spearman"] = _clean(spearmanr(scores, values).statistic)
+        out["pearson"] = _clean(pearsonr(scores, values).statistic)
+    return out
+
+
+def _matches(label: Any, wanted: set[str]) -> bool:
+    return str(label) in wanted
+
+
+async def acalibrate(
+    scorer: Any,
+    data: Any,
+    *,
+    label_field: str = "label",
+    positive: Iterable[Any] | None = None,
+    negative: Iterable[Any] | None = None,
+    threshold: float | None = None,
+    not_scorable_score: float | None = None,
+    top: int = DEFAULT_TOP,
+    limit: int | None = None,
+    fields: Mapping[str, str] | Iterable[str] | None = None,
+    **eval_options: Any,
+) -> Calibration:
+    """Run `scorer` (a `Scorer` or spec id) over the labelled items of `data` and measure its
+    agreement with the labels; see the module docstring. `eval_options` go to
+    `engine.run.evals.arun_evals` (concurrency, out, resume, run_id, store, progress, rate_limit).
+
+    positive / negative: label values (compared as text) of the two classes; with `negative`,
+    items whose label is in neither are left out (counted in `left_out`). label_field: the
+    item's key holding the label (dots reach into nested objects). threshold: on the scorer's
+    scale (default scale / 2). not_scorable_score: the score given to not scorable items (default:
+    left out of the figures). limit: use only the first `limit` labelled items. top: how many
+    disagreements to list.
+
+    Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
+    """
+    from ..core.direction import direction_of
+    from ..run.evals import arun_evals, resolve_scorers
+    from ..run.runner import declared_names, label_of
+
+    (resolved,) = resolve_scorers([scorer])
+    run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
+    scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
+    wanted_pos = {str(v) for v in positive} if positive is not None else None
+    wanted_neg = {str(v) for v in negative} if negative is not None else None
+    if wanted_neg is not None and wanted_pos is None:
+        raise LabelError("--negative needs --positive too")
+    field_map = parse_fields(fields, declared_names([resolved])) if fields is not None and not isinstance(
+        fields, Mapping) else dict(fields or {})
+
+    found = _labelled_items(data, field_map, label_field, wanted_pos, wanted_neg, limit)
+    items, labels, problems = found.items, found.labels, found.problems
+    unlabelled, other_labels = found.unlabelled, found.other_labels
+
+    results: dict[str, dict[str, Any]] = {}
+    user_callback = eval_options.pop("on_item_complete", None)
+
+    async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
+        if run_label in done:
+            results[item_key(item["id"])] = {"id": item["id"], **done[run_label].to_json_dict()}
+        if user_callback is not None:
+            outcome = user_callback(item, done)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    summary = await arun_evals(items, [resolved], on_item_complete=collect, **eval_options)
+    if summary.resumed:  # the results of the run's earlier attempts
+        for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
+                                        label=run_label).items():
+            results.setdefault(key, line)
+    report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
+                         label=run_label, direction=direction_of(resolved),
+                         labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
+                         unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
+                         not_scorable_score=not_scorable_score, seconds=summary.seconds,
+                         judge_calls=summary.usage[resolved.id].calls if resolved.id in summary.usage else 0,
+                         cache_hits=summary.usage[resolved.id].cache_hits if resolved.id in summary.usage else 0,
+                         positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
+    report.label_field = label_field
+    if problems:
+        report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")
+    scores, truth, kept = _tally(report, labels, results, not_scorable_score, unscored_ok=bool(summary.stopped))
+    report.used = len(scores)
+    _usage_into(report, summary, run_label)
+    if report.failed:
+        report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
+    if report.not_scorable and not_scorable_score is None:
+        report.notes.append(f"{report.not_scorable} not scorable item(s) are not in the figures")
+    warned = [line["warnings"] for _, line in kept if line.get("warnings")]
+    if warned:
+        report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
+    report.notes.extend(stats.pop("notes"))
+    for key, value in stats.items():
+        setattr(report, key, value)
+    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
+    _store_figures(report, eval_options)
+    return report
+
+
+def _usage_into(report: Calibration, summary: Any, label: str) -> None:
+    """This attempt's tokens and cost, the agreement and why the run stopped, from its summary."""
+    usage = summary.usage.get(label)
+    if usage is not None:
+        report.tokens_in, report.tokens_out = usage.tokens_in, usage.tokens_out
+    report.cost_usd = summary.cost_by_label.get(label)
+    stats = summary.scorers.get(label)
+    report.agreement = stats.agreement if stats is not None else None
+    report.stopped = summary.stopped
+    if summary.stopped:
+        report.notes.append(f"the budget stopped the run: {summary.left} labelled item(s) were not scored")
+
+
+@dataclass
+class _Labelled:
+    """The items of the data that calibration uses, and what it left out."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, Any] = field(default_factory=dict)  # item key → its human label
+    unlabelled: int = 0
+    other_labels: dict[str, int] = field(default_factory=dict)
+    problems: list[DatasetProblem] = field(default_factory=list)
+
+
+def _labelled_items(data: Any, field_map: dict[str, str], label_field: str, wanted_pos: set[str] | None,
+                    wanted_neg: set[str] | None, limit: int | None) -> _Labelled:
+    """The first `limit` items with a usable label; raises `LabelError` when there is none."""
+    found = _Labelled()
+    for item in iter_items(data, field_map, found.problems.append):
+        label = label_value(item, label_field)
+        if label is None:
+            found.unlabelled += 1
+            continue
+        if wanted_neg is not None and not (_matches(label, wanted_pos or set()) or _matches(label, wanted_neg)):
+            found.other_labels[str(label)] = found.other_labels.get(str(label), 0) + 1
+            continue
+        if limit is not None and len(found.items) >= limit:
+            break
+        found.items.append(item)
+        found.labels[item_key(item["id"])] = label
+    if not found.items:
+        problems = found.problems
+        where = f" ({len(problems)} unreadable record(s): {problems[0]})" if problems else ""
+        raise LabelError(f"no item has a usable label in {label_field!r}{where}")
+    return found
+
+
+def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str, dict[str, Any]],
+           not_scorable_score: float | None, *, unscored_ok: bool = False,
+           ) -> tuple[list[float], list[Any], list[tuple[str, dict[str, Any]]]]:
+    """Count each labelled item's outcome into `report`; return the scores and labels that
+    enter the figures, and the (item key, result) pairs they came from. An item without a
+    result counts as failed, unless `unscored_ok` (the budget stopped the run before it)."""
+    scores: list[float] = []
+    truth: list[Any] = []
+    kept: list[tuple[str, dict[str, Any]]] = []
+    for key, label in labels.items():
+        result = results.get(key)
+        if result is None and unscored_ok:
+            continue
+        status = result.get("status") if result else "failed"
+        if result is not None:
+            report.model = report.model or result.get("model")
+            report.spec_hash = report.spec_hash or result.get("specHash")
+        if status == "scored":
+            report.scored += 1
+            score = float(result["score"])  # type: ignore[index]
+        elif status == "not_scorable":
+            report.not_scorable += 1
+            if not_scorable_score is None:
+                continue
+            score = float(not_scorable_score)
+        else:
+            report.failed += 1
+            kind = ((result or {}).get("error") or {}).get("kind", "missing")
+            report.failures[kind] = report.failures.get(kind, 0) + 1
+            continue
+        scores.append(score)
+        truth.append(label)
+        kept.append((key, result or {}))
+    return scores, truth, kept
+
+
+def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], truth: list[Any],
+                   positive: set[str] | None, scale: float, top: int) -> list[Disagreement]:
+    if not kept or top <= 0:
+        return []
+    if positive is not None:
+        targets = [1.0 if _matches(label, positive) else 0.0 for label in truth]
+    else:
+        numbers = [float(label) for label in truth]
+        low, high = min(numbers), max(numbers)
+        targets = [(n - low) / (high - low) if high > low else 0.5 for n in numbers]
+    rows = []
+    for (key, result), score, target, label in zip(kept, scores, targets, truth):
+        gap = abs(min(max(score / scale, 0.0), 1.0) - target)
+        rows.append(Disagreement(id=result.get("id", key), label=label, score=score, gap=round(gap, 4),
+                                 reason=result.get("reason")))
+    rows.sort(key=lambda d: -d.gap)
+    return [row for row in rows[:top] if row.gap > 0]
+
+
+def _store_figures(report: Calibration, eval_options: Mapping[str, Any]) -> None:
+    from ..run.store import Store
+
+    store = eval_options.get("store")
+    if store is False:
+        return
+    if isinstance(store, Store):
+        store.record_calibration(report.run_id, report.scorer, report.spec_hash, report.model,
+                                 report.to_json_dict())
+        return
+    with Store(None if store in (None, True) else store) as db:
+        db.record_calibration(report.run_id, report.scorer, report.spec_hash, report.model, report.to_json_dict())
+
+
+def calibrate(scorer: Any, data: Any, **kwargs: Any) -> Calibration:
+    """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
+    from ..core.sync import run_sync
+
+    return run_sync(acalibrate(scorer, data, **kwargs), thread_name="scorespec-calibrate")
+

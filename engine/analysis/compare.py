@@ -1,0 +1,262 @@
+"""Comparing versions of a scorer: ``engine.compare(...)`` / ``scorespec compare``.
+
+Two ways to get the results a `engine.analysis.comparison.Comparison` is built from:
+
+- **run the versions**: `compare(["faithfulness", "faithfulness@draft=my_specs/faith.yaml"],
+  data)` runs every version over the data in one batch run (`engine.run.evals.arun_evals`: one run
+  id, one out file, the store, ``resume``; each version under its own label), so the versions
+  see the same items at the same time and share the judge's connections;
+- **read finished runs**: `compare(runs=["RUN_A", "RUN_B"])` takes the results from the store;
+  a run holding several labels gives each as a version, ``RUN/LABEL`` picks one.
+
+The first version is the baseline. Human labels (``label_field``, and ``positive`` /
+``negative`` for binary ones, ``cutoff``) are read from the data, or from the runs' stored items.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .comparison import (DEFAULT_TOP, Comparison, HumanLabels, Outcome, Version, as_label_set, build_comparison,
+                         outcome_of)
+from ..run.datasets import item_key, iter_items, label_value, parse_fields
+from ..core.direction import HIGHER_IS_BETTER, direction_of
+
+__all__ = ["acompare", "compare", "run_reference"]
+
+
+async def acompare(
+    versions: Sequence[Any] | None = None,
+    data: Any = None,
+    *,
+    runs: Sequence[str] | None = None,
+    label_field: str | None = None,
+    positive: Iterable[Any] | None = None,
+    negative: Iterable[Any] | None = None,
+    cutoff: float | None = None,
+    top: int = DEFAULT_TOP,
+    seed: int = 0,
+    store: Any = None,
+    fields: Mapping[str, str] | Iterable[str] | None = None,
+    **eval_options: Any,
+) -> Comparison:
+    """Compare versions of a scorer; the first is the baseline. Returns a `Comparison`.
+
+    versions: `Scorer` objects or references (``SPEC`` or ``LABEL=SPEC``, as `engine.run.evals.
+    resolve_scorers` takes them), each with its own label; with `data` (a path, a list of dicts
+    or a DataFrame, as `run_evals` takes it) they run in one batch run, `eval_options` going to
+    `engine.run.evals.arun_evals` (concurrency, out, resume, run_id, rate_limit, progress,
+    on_item_complete, config). runs: instead, stored runs, each ``RUN`` (every label of the run)
+    or ``RUN/LABEL`` (a unique prefix of a run id is enough), read from `store` (a `Store`, a path,
+    or None for the default store); `data`, when given, then only supplies human labels.
+    label_field: the items' human label (dots reach inside); positive / negative: label values
+    of the two classes (compared as text; without `positive`, labels are graded numbers);
+    cutoff: the score at or above which a decision is positive (default half the baseline's
+    scale). top: how many movers to list. seed: the bootstrap's random seed.
+
+    Raises `ValueError` for fewer than two versions, versions that disagree on direction,
+    missing data, a run or label that does not exist; `engine.analysis.calibration.LabelError` (a
+    `ValueError`) for a graded label that is not a number; and what `arun_evals` raises.
+    """
+    if negative is not None and positive is None:
+        raise ValueError("negative label values need positive ones too")
+    field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
+    if runs:
+        if versions:
+            raise ValueError("give versions to run or runs to read, not both")
+        return _from_runs(list(runs), data, field_map, store, label_field, positive, negative, cutoff, top, seed)
+    if data is None:
+        raise ValueError("give data to run the versions on (or runs=[...] to compare finished runs)")
+    return await _run_versions(list(versions or []), data, field_map, store, label_field, positive, negative,
+                               cutoff, top, seed, eval_options)
+
+
+def compare(versions: Sequence[Any] | None = None, data: Any = None, **kwargs: Any) -> Comparison:
+    """Synchronous `acompare` (same arguments; works inside a running event loop too)."""
+    from ..core.sync import run_sync
+
+    return run_sync(acompare(versions, data, **kwargs), thread_name="scorespec-compare")
+
+
+# --- running the versions ---------------------------------------------------------------------
+
+
+async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str], store: Any,
+                        label_field: str | None, positive: Any, negative: Any, cutoff: float | None, top: int,
+                        seed: int, eval_options: dict[str, Any]) -> Comparison:
+    from ..run.evals import arun_evals, resolve_scorers
+    from ..run.resume import stored_results
+    from ..run.runner import label_of
+
+    scorers = resolve_scorers(versions)
+    infos = [Version(label_of(s), s.id, getattr(getattr(s, "plan", None), "hash", None), None, direction_of(s),
+                     _scale(s)) for s in scorers]
+    if len(infos) < 2:
+        raise ValueError("compare needs at least two versions: the baseline and one to compare with it")
+    _check_directions(infos)
+    if not isinstance(data, (str, os.PathLike, list, tuple)) and not _is_dataframe(data):
+        data = list(data)  # read twice: the run, then the item order and the human labels
+    order, human = _order_and_labels(iter_items(data, field_map, lambda problem: None), label_field)
+    outcomes: dict[str, dict[str, Outcome]] = {info.label: {} for info in infos}
+    user_callback: Callable[..., Any] | None = eval_options.pop("on_item_complete", None)
+
+    async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
+        for label, result in done.items():
+            outcomes[label][item_key(item["id"])] = outcome_of({"id": item["id"], **result.to_json_dict()})
+        if user_callback is not None:
+            import inspect
+
+            outcome = user_callback(item, done)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    summary = await arun_evals(data, scorers, on_item_complete=collect, store=store, fields=field_map,
+                               **eval_options)
+    if summary.resumed:  # the results of the run's earlier attempts
+        for info in infos:
+            for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
+                                            label=info.label).items():
+                outcomes[info.label].setdefault(key, outcome_of(line))
+    for info in infos:
+        info.run_id = summary.run_id
+    comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(
+        human, label_field, positive, negative, cutoff), top=top, seed=seed)
+    comparison.run_ids = [summary.run_id]
+    comparison.dataset_problems = summary.dataset_problems
+    comparison.problems = list(summary.problems)
+    comparison.seconds = summary.seconds
+    comparison.judge_calls = summary.judge_calls
+    comparison.stopped = summary.stopped
+    for label, version in comparison.versions.items():  # what each version cost in this run
+        usage = summary.usage.get(label)
+        if usage is not None:
+            version.tokens_in, version.tokens_out = usage.tokens_in, usage.tokens_out
+        version.cost_usd = summary.cost_by_label.get(label)
+    return comparison
+
+
+def _scale(scorer: Any) -> float | None:
+    try:
+        return float(scorer.scale)
+    except Exception:  # a scorer object without a scale
+        return None
+
+
+def _is_dataframe(data: Any) -> bool:
+    return (type(data).__module__ or "").startswith("pandas") and type(data).__name__ == "DataFrame"
+
+
+def _check_directions(infos: Sequence[Version]) -> None:
+    if len({info.direction for info in infos}) > 1:
+        raise ValueError("the versions disagree on direction (" + ", ".join(f"{i.label}: {i.direction}" for i in
+                         infos) + "): compare versions whose scores mean the same way")
+
+
+def _order_and_labels(items: Iterable[Mapping[str, Any]], label_field: str | None) -> tuple[list[str], dict[str, Any]]:
+    order, human = [], {}
+    for item in items:
+        key = item_key(item["id"])
+        order.append(key)
+        if label_field is not None:
+            human[key] = label_value(item, label_field)
+    return order, human
+
+
+def _ordered(outcomes: Mapping[str, Mapping[str, Outcome]], order: Sequence[str]) -> dict[str, dict[str, Outcome]]:
+    """Each version's outcomes in the data's order (items the order does not know last)."""
+    rank = {key: i for i, key in enumerate(order)}
+    return {label: dict(sorted(found.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+            for label, found in outcomes.items()}
+
+
+def _human_labels(human: Mapping[str, Any], label_field: str | None, positive: Any, negative: Any,
+                  cutoff: float | None) -> HumanLabels | None:
+    if label_field is None:
+        return None
+    return HumanLabels(human, as_label_set(positive), as_label_set(negative), cutoff)
+
+
+# --- reading finished runs --------------------------------------------------------------------
+
+
+def run_reference(text: str) -> tuple[str, str | None]:
+    """``RUN`` → (RUN, None); ``RUN/LABEL`` → (RUN, LABEL), split at the first ``/``."""
+    run, sep, label = text.partition("/")
+    return (run, label) if sep and label else (run, None)
+
+
+def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any, label_field: str | None,
+               positive: Any, negative: Any, cutoff: float | None, top: int, seed: int) -> Comparison:
+    from ..run.store import Store
+
+    db = store if isinstance(store, Store) else Store(None if store in (None, True) else store)
+    try:
+        picked: list[tuple[dict[str, Any], str]] = []
+        for ref in refs:
+            run_id, label = run_reference(ref)
+            run = _stored_run(db, run_id)
+            labels = _run_labels(run)
+            if label is not None and label not in labels:
+                raise ValueError(f"run {run['run_id']} has no scorer labelled {label!r} (its labels: "
+                                 f"{', '.join(labels) or 'none'})")
+            picked.extend((run, name) for name in ([label] if label is not None else labels))
+        seen = [(run["run_id"], name) for run, name in picked]
+        twice = next((pair for pair in seen if seen.count(pair) > 1), None)
+        if twice is not None:
+            raise ValueError(f"{twice[1]} of run {twice[0]} is given twice: compare different runs or labels")
+        names = [name for _, name in picked]
+        infos, outcomes = [], {}
+        order: list[str] = []
+        for run, label in picked:
+            name = label if names.count(label) == 1 else f"{label}@{run['run_id']}"
+            about = ((run.get("config") or {}).get("labels") or {}).get(label, {})
+            found, scorer = {}, about.get("scorer")
+            for line in db.results(run["run_id"]):
+                if line.get("label") == label:
+                    found[item_key(line["id"])] = outcome_of(line)
+                    scorer = scorer or line.get("scorer")
+            infos.append(Version(name, scorer or label, about.get("specHash"), run["run_id"],
+                                 about.get("direction") or HIGHER_IS_BETTER, about.get("scale")))
+            outcomes[name] = found
+        _check_directions(infos)
+        notes = [f"run {run['run_id']} is {run['status']}: it holds the results made so far"
+                 for run in {run["run_id"]: run for run, _ in picked}.values() if run["status"] != "finished"]
+        human: dict[str, Any] = {}
+        if data is not None:
+            order, human = _order_and_labels(iter_items(data, field_map, lambda problem: None), label_field)
+        else:
+            for run_id in dict.fromkeys(run["run_id"] for run, _ in picked):
+                items = list(db.items(run_id))
+                order.extend(key for key, _ in items if key not in human)
+                for key, item in items:
+                    if label_field is not None:
+                        human.setdefault(key, label_value(item, label_field))
+        comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(
+            human, label_field, positive, negative, cutoff), top=top, seed=seed)
+        comparison.run_ids = list(dict.fromkeys(run["run_id"] for run, _ in picked))
+        comparison.notes.extend(notes)
+        return comparison
+    finally:
+        if db is not store:
+            db.close()
+
+
+def _stored_run(db: Any, run_id: str) -> dict[str, Any]:
+    try:
+        run = db.get_run(run_id)
+    except LookupError as exc:  # an ambiguous prefix
+        raise ValueError(str(exc)) from None
+    if run is None:
+        raise ValueError(f"no run {run_id!r} in the store {db}")
+    return run
+
+
+def _run_labels(run: Mapping[str, Any]) -> list[str]:
+    """A run's labels in their order: the scorers it recorded (labels since labels exist)."""
+    labels = list(run.get("scorers") or [])
+    for label in ((run.get("config") or {}).get("labels") or {}):
+        if label not in labels:
+            labels.append(label)
+    return labels

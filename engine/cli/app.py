@@ -1,0 +1,126 @@
+"""What every `scorespec` command shares: the typer `app` the commands register on, the exit
+codes, the rich consoles, `fail`, and the ``--option`` parser.
+
+`engine.cli.main` (single-item commands, the console script) and `engine.cli.eval` (batch commands)
+both import from here, neither from the other's commands. This module imports only typer at
+load time, so ``scorespec --help`` stays quick.
+
+Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
+problem, bad input, an item that failed, a usage error); 3 a run stopped before the end of its
+data because the next item would have passed its ``--max-cost`` budget (resume it with a larger one).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
+
+#: The --model option's help, shared by the judging commands.
+MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "
+              "'local?slots=1&threads=2' (README: The embedded judges).")
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="LLM-evaluation scorers as data: run, validate and evaluate YAML scorer specs.",
+)
+
+
+def _version(show: bool) -> None:
+    if show:
+        from .. import __version__
+
+        typer.echo(f"scorespec {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    """LLM-evaluation scorers as data: run, validate and evaluate YAML scorer specs."""
+
+
+def stderr_console() -> Any:
+    """A rich console on stderr, no highlighting (rich is imported on the first call)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def stdout_console() -> Any:
+    """A rich console on stdout, no highlighting (rich is imported on the first call)."""
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> None:
+    """Print ``error: message`` on stderr (the message verbatim: never read as markup) and exit."""
+    from rich.markup import escape
+
+    stderr_console().print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def parse_option_value(raw: str, schema: dict[str, Any] | None) -> Any:
+    """Type a ``key=value`` value by the option's JSON Schema: strings stay text, anything else
+    is read as JSON (``false`` → False, ``10`` → 10, ``["a"]`` → a list), falling back to text."""
+    types = (schema or {}).get("type")
+    if types == "string" or (isinstance(types, list) and types == ["string"]):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def parse_options(pairs: list[str], compiled_list: list[Any], labels: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``--option`` values → options per scorer, the same on every command.
+
+    `labels`: each compiled spec's label in the run (default: its id); the result is keyed by
+    them. ``LABEL.key=value`` sets that scorer's option, ``ID.key=value`` that option of every
+    scorer of spec ID (both versions of a scorer compared under two labels); plain
+    ``key=value`` is accepted when every scorer is one spec id (an option whose own name holds
+    a dot is plain too). Values are typed by each target's option schema
+    (`parse_option_value`). Exits with an error naming the flag's value when a pair has no
+    ``=``, names a scorer that is not running, or is plain while several scorers run.
+    """
+    names = list(labels) if labels is not None else [c.id for c in compiled_list]
+    by_name = dict(zip(names, compiled_list))
+    ids = list(dict.fromkeys(c.id for c in compiled_list))
+    out: dict[str, dict[str, Any]] = {name: {} for name in names}
+    example = f"{ids[0]}.scale=10" if ids else "faithfulness.scale=10"
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"--option {pair!r}: expected key=value or ID.key=value (e.g. {example})")
+        targets = _option_targets(pair, key, value, by_name, ids, example)
+        for name, option in targets:
+            out[name][option] = parse_option_value(value, by_name[name].options.schemas.get(option))
+    return out
+
+
+def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], ids: list[str],
+                    example: str) -> list[tuple[str, str]]:
+    """(scorer name, option name) pairs an ``--option`` pair sets; exits on a bad one."""
+    # a label that is not a spec id names one scorer (a label may hold dots: the longest first)
+    for name in sorted((n for n in by_name if n not in ids), key=len, reverse=True):
+        if key.startswith(name + ".") and len(key) > len(name) + 1:
+            return [(name, key[len(name) + 1:])]
+    head, dot, rest = key.partition(".")
+    if dot and head in ids and rest:
+        return [(name, rest) for name, c in by_name.items() if c.id == head]
+    if len(ids) == 1 and (not dot or all(key in c.options.schemas for c in by_name.values())):
+        return [(name, key) for name in by_name]
+    if dot:
+        fail(f"--option {pair!r}: {head!r} is not among the scorers ({', '.join(by_name)}); "
+             f"write ID.key=value (e.g. {example})")
+    fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
+         f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
+    raise AssertionError  # fail exits

@@ -1,0 +1,78 @@
+"""The CI flags of the batch commands (``--junit FILE``, ``--summary-md FILE``, ``--item-cutoff
+ID=VALUE``), shared by ``eval``, ``calibrate`` and ``compare``: their help texts, reading the
+cut-offs and writing a `CIReport` where asked. Imported by the CLI at startup, so the report
+modules are imported when they are used."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .app import fail
+
+if TYPE_CHECKING:
+    from ..report.ci import CIReport
+
+JUNIT_HELP = ("Write a JUnit XML report: a test case per item and scorer (failed → error, not scorable → skipped, "
+              "worse than --item-cutoff → failure) and one per threshold.")
+SUMMARY_MD_HELP = ("Write a Markdown summary (table, thresholds, worst items); appended when FILE is "
+                   "$GITHUB_STEP_SUMMARY.")
+ITEM_CUTOFF_HELP = ("ID=VALUE: an item whose score is worse than VALUE (by the scorer's direction) is a failure in "
+                    "the reports and exits 1 (repeatable; ID is a scorer's label or id).")
+
+
+def write_reports(report: CIReport, *, junit: str | os.PathLike[str] | None = None,
+                  summary_md: str | os.PathLike[str] | None = None) -> list[str]:
+    """Write the JUnit file and/or the Markdown summary; returns ``["junit PATH", "summary PATH"]``
+    for what was written. Raises `OSError` when a file cannot be written."""
+    from ..report.junit import write_junit
+    from ..report.summary_md import write_summary_md
+
+    written = []
+    if junit is not None:
+        written.append(f"junit {write_junit(report, junit)}")
+    if summary_md is not None:
+        written.append(f"summary {write_summary_md(report, Path(summary_md))}")
+    return written
+
+
+def cutoff_note(report: CIReport) -> str | None:
+    """``3 item(s) worse than their item cut-off (exit 1)`` when any is, else None."""
+    misses = report.cutoff_misses
+    if not misses:
+        return None
+    return f"{misses} item(s) worse than their item cut-off" + (" (exit 1)" if report.exit_code == 1 else "")
+
+
+def item_cutoffs_or_exit(pairs: list[str], scorers: list[Any]) -> dict[str, float]:
+    """``--item-cutoff`` values by scorer label or id (each must name one of `scorers`, by
+    ``label`` or ``id``); exits 2 with a message on a bad one."""
+    from ..report.ci import check_item_cutoffs, parse_item_cutoffs
+
+    try:
+        cutoffs = parse_item_cutoffs(pairs)
+        check_item_cutoffs(cutoffs, [name for s in scorers for name in (s.label, s.id)])
+    except ValueError as exc:
+        fail(str(exc))
+    return cutoffs
+
+
+def write_reports_or_exit(report: CIReport, junit: str | os.PathLike[str] | None,
+                          summary_md: str | os.PathLike[str] | None) -> None:
+    """`write_reports`, then on stderr the cut-off misses and where the files went; exits 2
+    when a file cannot be written."""
+    from .output import err_console
+
+    try:
+        written = write_reports(report, junit=junit, summary_md=summary_md)
+    except OSError as exc:
+        fail(f"cannot write the report: {exc}")
+    note = cutoff_note(report)
+    lines = ([note] if note else []) + (["reports: " + " · ".join(written)] if written else [])
+    for line in lines:
+        err_console().print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+__all__ = ["write_reports", "cutoff_note", "item_cutoffs_or_exit", "write_reports_or_exit", "JUNIT_HELP",
+           "SUMMARY_MD_HELP", "ITEM_CUTOFF_HELP"]

@@ -1,0 +1,398 @@
+"""The `scorespec` command line (typer + rich): the console script `main`, and the commands on
+one spec or item (``list``, ``schema``, ``validate``, ``run``, ``render``).
+
+`main` registers the batch commands (`engine.cli.eval`) when they may be needed. The `app`, exit
+codes, `fail` and the ``--option`` parser live in `engine.cli.app`, shared with `engine.cli.eval`.
+Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
+problem, bad input, an item that failed, a usage error).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .app import (EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, MODEL_HELP, app, fail, parse_option_value,
+                      parse_options)
+from .app import stderr_console as _stderr
+from .app import stdout_console as _stdout
+from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_app, command_cache
+
+app.add_typer(cache_app, name="cache")
+
+# re-exported: `engine.cli.main` is where the console script, `python -m engine` and tests find them
+__all__ = ["app", "main", "fail", "parse_options", "parse_option_value", "print_result", "not_scorable_why",
+           "EXIT_OK", "EXIT_THRESHOLD", "EXIT_ERROR"]
+
+
+@app.command("list")
+def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="List the rule functions instead: each "
+                                                 "one's signature, result and size limit."),
+             as_json: bool = typer.Option(False, "--json", help="With --functions: their argument and result "
+                                          "schemas as JSON.")) -> None:
+    """List the built-in and local scorer specs (a local spec shadows a built-in of the same id),
+    grouped: LLM scorers (they ask a judge), rule scorers (no model), then abstract bases; each
+    with the direction in which its scores are better."""
+    if show_functions:
+        _list_functions(as_json)
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..spec.catalog import list_specs
+    from ..spec.compile import compile_file
+    from ..core.errors import SpecError
+    from ..functions import names
+
+    from ..core.direction import short
+
+    groups: dict[str, list[tuple[str, ...]]] = {"LLM": [], "rule": [], "base": [], "?": []}
+    entries = list_specs()
+    for entry in entries:
+        if entry.abstract:
+            groups["base"].append((entry.id, "base", "", "", escape(entry.origin) + " (abstract base)",
+                                   "a base for other specs (extends: " + entry.id + "); not run itself"))
+            continue
+        try:
+            spec = compile_file(entry.path)
+            kind = "LLM" if spec.uses_judge else "rule"
+            groups[kind].append((entry.id, kind, short(spec.direction), escape(spec.name),
+                                 escape(entry.origin) + (" (shadows built-in)" if entry.shadows_builtin else ""),
+                                 escape(spec.description)))
+        except SpecError as exc:
+            groups["?"].append((entry.id, "?", "?", "?", entry.origin,
+                                f"[red]invalid: {len(exc.problems)} problem(s)[/red]"))
+    # kind: LLM (asks a judge) or rule (no model); better: which scores are better
+    table = Table("id", "kind", "better", "name", "origin", "description", box=None, pad_edge=False)
+    table.columns[0].no_wrap = True  # an id is what the other commands take: never cut
+    table.columns[0].min_width = max((len(e.id) for e in entries), default=2)
+    for rows in (rows for rows in groups.values() if rows):
+        if table.row_count:
+            table.add_row()  # a blank line between groups
+        for row in rows:
+            table.add_row(*row)
+    console = _stdout()
+    console.print(table)
+    console.print(f"\nrule functions: {', '.join(names())} (`scorespec list --functions` for their arguments)")
+
+
+def _list_functions(as_json: bool) -> None:
+    """Every registered rule function: signature, result keys, summary and size limit (or, as
+    JSON, its argument and result schemas)."""
+    from ..functions import all_functions
+
+    found = all_functions()
+    if as_json:
+        sys.stdout.write(json.dumps([{"name": f.name, "summary": f.summary, "limit": f.limit, "args": f.args_schema(),
+                                      "result": f.result} for f in found], indent=2, ensure_ascii=False) + "\n")
+        return
+    for function in found:
+        typer.echo(f"{function.signature()}\n  -> {function.result_words()}")
+        typer.echo(f"  {function.summary}" + (f" Limit: {function.limit}." if function.limit else ""))
+
+
+@app.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of the spec format (for editors and CI)."""
+    from ..spec.models import spec_json_schema
+
+    sys.stdout.write(json.dumps(spec_json_schema(), indent=2) + "\n")
+
+
+@app.command("validate")
+def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: what `scorespec "
+                                                   "list` shows: the local scorer_specs/ and the built-ins).")) -> None:
+    """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
+    from ..spec.catalog import list_specs
+    from ..spec.compile import validate_specs
+
+    # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
+    targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
+    missing = [p for p in targets if not p.exists()]
+    if missing:
+        fail(f"no such file or folder: {', '.join(map(str, missing))}")
+    by_spec = validate_specs(targets)
+    count = len(by_spec)
+    problems = sorted({p: None for found in by_spec.values() for p in found},  # a parent's once, not per child
+                      key=lambda p: (p.file, p.line, p.column, p.key_path, p.code))
+    # plain lines, no rich console: importing rich is a tenth of this command's cold start
+    for problem in problems:
+        typer.echo(problem.render(), err=True)
+    if problems:
+        failing = sum(1 for found in by_spec.values() if found)
+        typer.echo(f"{len(problems)} problem(s) in {failing} of {count} spec(s)", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    typer.echo(f"ok: {count} spec(s) valid", err=True)
+
+
+def _relative(path: Path) -> Path:
+    """`path` relative to the current directory when it lies under it (local specs read as
+    ``scorer_specs/x.yaml``), else as it is."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None,
+          cache: Any = None, refresh: bool = False) -> Any:
+    from ..spec.compile import load_spec
+    from ..core.errors import SpecError
+    from ..bind.stack import make_judge
+    from ..judge.model import ModelError
+    from ..interpret.scorer import OptionError, Scorer
+
+    try:
+        compiled = load_spec(spec)
+    except SpecError as exc:
+        fail("the spec has problems:\n" + exc.render())
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    try:
+        factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
+            if base_url or cache is not None else None
+        return Scorer(compiled, model=model, judge=judge, options=parse_options(options, [compiled])[compiled.id],
+                      judge_factory=factory)
+    except (OptionError, ModelError) as exc:
+        fail(str(exc))
+
+
+_MESSAGES_HELP = ("A JSON array of chat messages {role, content}: the conversation. Those up to the last user "
+                  "message are the input, the rest the output.")
+_TOOL_CALLS_HELP = "A JSON array of the tool calls made, {name, arguments, result?, error?} (or OpenAI-style)."
+_FIELD_HELP = ("NAME=VALUE or NAME=@FILE: a field the spec declares (rubric=@rubric.json) or a run field "
+               "(system=@prompt.txt); JSON where the field wants more than text (repeatable).")
+
+
+def _item(scorer: Any, output: Optional[str], input: Optional[str], ground_truth: Optional[str],
+          context: Optional[list[str]], messages_file: Optional[Path], tool_calls_file: Optional[Path],
+          field: list[str]) -> dict[str, Any]:
+    """The item the flags give (`engine.cli.item`); exits with the problem when they cannot."""
+    from .item import item_from_flags
+
+    try:
+        return item_from_flags(scorer.plan.declared, output=output, input=input, ground_truth=ground_truth,
+                               context=context, messages_file=messages_file, tool_calls_file=tool_calls_file,
+                               fields=field)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+class _NoJudge:
+    """The judge of `render`, which calls no model (so no model string needs to work)."""
+
+    model = "none"
+
+    async def ask(self, call: Any) -> Any:
+        raise RuntimeError("render calls no model")
+
+
+@app.command("run")
+def run_cmd(
+    spec: str = typer.Argument(..., help="Scorer id (e.g. faithfulness) or a spec file."),
+    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
+    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
+    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
+    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
+    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
+    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
+    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
+    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
+                                     "(repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
+    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
+    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+) -> None:
+    """Score one item and print the score, the reason and a per-stage summary."""
+    scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
+    item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
+    result = scorer.run(**item)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json_dict(), ensure_ascii=False) + "\n")
+    else:
+        print_result(result, _stdout(), direction=scorer.plan.direction)
+    if result.error is not None:
+        if as_json:
+            _stderr().print(f"error: [{result.error.kind}] {result.error.message}", markup=False)
+        raise typer.Exit(EXIT_ERROR)
+
+
+def not_scorable_why(reason: str) -> str:
+    """A not-scorable reason to print after ``not scorable:``, without a ``Not scorable:`` of its
+    own (older or user specs may start their reason with one)."""
+    text = reason.strip()
+    head = "not scorable"
+    if text[:len(head)].casefold() == head and text[len(head):len(head) + 1] in (":", " ", "-", "—", ""):
+        text = text[len(head):].lstrip(" :-—")
+    return text or reason
+
+
+def print_result(result: Any, console: Any, direction: str | None = None) -> None:
+    """A result for people: score or why none, the reason, a row per stage, and a footer (model,
+    spec, its `direction` when given, run)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    # messages and reasons quote user text and spec expressions: never read them as rich markup
+    if result.error is not None:
+        e = result.error
+        console.print(f"[red]failed[/red] at stage {escape(e.stage or '-')} ({e.kind}): {escape(e.message)}",
+                      soft_wrap=True)
+    elif result.not_scorable is not None:
+        console.print(f"[yellow]not scorable[/yellow]: {escape(not_scorable_why(result.not_scorable.reason))}",
+                      soft_wrap=True)
+    else:
+        console.print(f"[bold]score[/bold] {result.score:g}", soft_wrap=True)
+        if result.reason:
+            console.print("reason: " + result.reason, soft_wrap=True, markup=False)
+    # judge requests apart from why some were repeated: a `for_each` stage's 25 calls are one per
+    # element, not 25 retries
+    sampled = any(record.samples is not None for record in result.stages.values())
+    table = Table("stage", "kind", "status", "calls", "re-asks", "retries", "tokens in/out", "seconds",
+                  *(["samples", "agreement"] if sampled else []), box=None, pad_edge=False)
+    for sid, record in result.stages.items():
+        status = "skipped" if record.skipped else ("ok" if record.result is not None else "-")
+        if result.error is not None and result.error.stage == sid:
+            status = "failed"
+        u = record.usage
+        asked = bool(u.calls)
+        table.add_row(sid, record.kind, status, str(u.calls) if asked else "", str(u.reasks) if asked else "",
+                      str(u.transport_retries) if asked else "", f"{u.tokens_in}/{u.tokens_out}" if asked else "",
+                      f"{u.seconds:.2f}" if asked else "", *(_sampling_cells(record) if sampled else []))
+    console.print(table)
+    if result.usage.cache_hits or result.usage.cache_misses:
+        console.print(f"judge cache: {result.usage.cache_hits} hit(s) · {result.usage.cache_misses} miss(es)",
+                      style="dim", markup=False)
+    better = f" · {direction.replace('_', ' ')}" if direction else ""
+    console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
+                  f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
+                  soft_wrap=True)
+
+
+def _sampling_cells(record: Any) -> list[str]:
+    """A sampled stage's samples per question and agreement, for `print_result`'s table."""
+    if record.samples is None:
+        return ["", ""]
+    if record.agreements is not None:  # for_each: a list of samples per element
+        count = str(len(record.samples[0])) if record.samples and record.samples[0] is not None else ""
+    else:
+        count = str(len(record.samples))
+    agreement = "—" if record.agreement is None else f"{record.agreement:.2f}"
+    return [count, agreement]
+
+
+@app.command("render")
+def render_cmd(
+    spec: str = typer.Argument(..., help="Scorer id or spec file."),
+    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
+    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
+    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
+    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
+    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
+    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
+    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
+    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value (repeatable)."),
+    answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
+    resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "
+                                  "with the file and line that wrote it, instead of prompts."),
+) -> None:
+    """Print the prompts that would be sent to the judge, without calling any model."""
+    if resolved:
+        _print_resolved(spec)
+        return
+    scorer = _load(spec, None, option, None, judge=_NoJudge())
+    item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
+    answers = {}
+    for pair in answer:
+        stage, _, raw = pair.partition("=")
+        try:
+            answers[stage] = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            fail(f"--answer {stage}: not JSON: {exc}")
+    try:
+        shown = scorer.render(answers=answers, **item)
+    except Exception as exc:  # the item fails before its first prompt (a ValueError), or an invalid scripted answer
+        fail(str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}")
+    for stage, text in shown:
+        sys.stdout.write(f"===== {stage} =====\n{text}\n\n")
+    if shown and shown[-1][0] not in answers:
+        _stderr().print(f"(stopped: stage {shown[-1][0]!r} needs the judge's answer; pass --answer "
+                        f"{shown[-1][0]}='{{…}}' to render what follows)", markup=False)
+    elif not shown:
+        _stderr().print("(this scorer sends no prompt for this item)", markup=False)
+
+
+def _print_resolved(spec: str) -> None:
+    from ..spec.catalog import resolve_spec
+    from ..spec.compile import compile_document
+    from ..core.errors import SpecError
+    from ..spec.inherit import load_document
+    from ..spec.resolved import render_resolved
+
+    try:
+        doc = load_document(resolve_spec(spec))
+        sys.stdout.write(render_resolved(doc))
+        if not (isinstance(doc.data, dict) and doc.data.get("abstract") is True):
+            compile_document(doc)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    except SpecError as exc:
+        fail("the spec has problems:\n" + exc.render())
+
+
+@app.command("new")
+def new_cmd(
+    spec_id: str = typer.Argument(..., metavar="ID", help="The new scorer's id (lower case, digits, _)."),
+    extends: Optional[str] = typer.Option(None, "--extends", help="Start from this scorer: the new spec extends "
+                                          "it and overrides its first prompt with a copy to edit."),
+    shadow: bool = typer.Option(False, "--shadow", help="Allow the id of a built-in scorer: the local spec replaces "
+                                "it in this folder."),
+) -> None:
+    """Write a starting spec into ./scorer_specs/ and a prompt to edit into ./prompts/."""
+    from ..core.errors import SpecError
+    from ..spec.scaffold import new_spec
+
+    try:
+        written = new_spec(spec_id, extends, shadow=shadow)
+    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+        fail(str(exc))
+    except SpecError as exc:
+        fail(f"{extends} has problems:\n" + exc.render())
+    for path in written:
+        _stderr().print(f"wrote {_relative(path)}", markup=False)
+    _stderr().print(f"next: edit them, then `scorespec validate` and `scorespec run {spec_id} --output …`",
+                    markup=False)
+
+
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script. The batch commands (`engine.cli.eval`, `engine.cli.compare`) are
+    registered only when they may be needed (their name, or help), which keeps `validate`, `run`
+    and `list` quick to start."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
+        import engine.cli.compare  # noqa: F401 - registers the commands on `app`
+        import engine.cli.eval  # noqa: F401
+    try:
+        app(args=args)
+    except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")
+        import traceback
+
+        traceback.print_exc()
+        _stderr().print(f"error: internal error ({type(exc).__name__}: {exc}); please report it", markup=False)
+        sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli.main`: use the importable module's app
+    from .main import main as _main
+
+    _main()

@@ -1,0 +1,6 @@
+"""The vocabulary every phase shares: errors and their kinds, the result of a scored item,
+run fields and chat messages, score directions, JSON Schema checks, label probabilities, bounded
+regular expressions, the cache folder and the synchronous bridge.
+
+May import: nothing else in `engine` (the bottom layer).
+"""

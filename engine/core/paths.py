@@ -1,0 +1,21 @@
+"""Where scorespec keeps files between runs: the cache folder (joined model files, the judge-call
+cache, the user's price table)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+
+def cache_dir() -> pathlib.Path:
+    """Folder for joined model files: ``$SCORESPEC_CACHE``, else
+    ``$XDG_CACHE_HOME/scorespec``, else ``~/.cache/scorespec`` (not created here)."""
+    env = os.environ.get("SCORESPEC_CACHE")
+    if env:
+        return pathlib.Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg).expanduser() if xdg else pathlib.Path.home() / ".cache"
+    return base / "scorespec"
+
+
+__all__ = ["cache_dir"]

@@ -1,0 +1,203 @@
+"""What a scorer run returns: `ScoreResult`, snake_case in Python, the seed's camelCase in JSON.
+
+A result is exactly one of: scored (`score` in [0, scale], never NaN), not scorable
+(`not_scorable` says why; no score), or failed (`error` says where and why; no score).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_serializer, model_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import ErrorKind
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class Usage(_Out):
+    """Judge usage for one stage or one run. `seconds` is wall time spent in judge calls.
+    `cache_hits`: calls answered from the judge-call cache (a hit makes no request: it adds 0
+    to `calls` and to the tokens); `cache_misses`: calls the cache did not answer, so the judge
+    was asked (both 0 when no cache is used; see `engine.judge.cache.layer`)."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    reasks: int = 0
+    transport_retries: int = 0
+    seconds: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    def add(self, other: "Usage") -> None:
+        """Add `other`'s counts and seconds to these, in place (a few times per item: the fields'
+        values are summed directly, as the setter would store them, without its per-field work)."""
+        mine, theirs = self.__dict__, other.__dict__
+        for name in _SUMMED:
+            mine[name] += theirs[name]
+        self.__pydantic_fields_set__.update(_SUMMED)
+
+
+_SUMMED = tuple(Usage.model_fields)
+
+
+class StageRecord(_Out):
+    """One stage of one run: its result, and for prompt stages the prompt and the raw answer.
+
+    A sampled stage (`engine.spec.sampling`) also records `samples`, every sample's validated answer
+    in order (with ``for_each``: one list per element), `agreement` in [0, 1] (how far they agree
+    with the reduced answer, `engine.interpret.reduce`; with ``for_each``: the lowest element's, each
+    element's in `agreements`) and, for mean and median, the `spread` (max − min) of each number
+    field (with ``for_each``: the largest over the elements). Its `raw_answer` is a JSON list of
+    the samples' raw answers. These keys are left out of the JSON of a stage asked once.
+
+    `answer_probs` (JSON ``answerProbs``): for a stage that asked for label probabilities
+    (`engine.core.answer_probs`), each label field the judge reported them for → {value: probability}
+    (``{"verdict": {"yes": 0.91, "no": 0.02, "unsure": 0.07}}``; with ``for_each`` a list, one per
+    element, None for an element without; a sampled question's: the mean over its samples). Left
+    out of the JSON when None: not asked, or the judge reported none.
+    """
+
+    kind: str  # "prompt" | "rule"
+    skipped: bool = False
+    result: Any = None
+    prompt: str | None = None
+    raw_answer: str | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    samples: list[Any] | None = None
+    agreement: float | None = None
+    agreements: list[float | None] | None = None
+    spread: dict[str, float] | None = None
+    answer_probs: Any = None
+    # the probabilities expressions see (`answer_probs.STAGE`: reported, else the hard labels), and per
+    # label field how many answers had it from the hard label although probabilities were asked for
+    _used_probs: Any = PrivateAttr(default=None)
+    _hard_labels: dict[str, int] = PrivateAttr(default_factory=dict)
+    _answers: int = PrivateAttr(default=0)
+
+    @model_serializer(mode="wrap")
+    def _sampling_keys_when_sampled(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
+                                             "answer_probs"))
+
+
+def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
+    """`data` (a dumped model) without those of `keys` whose value is None."""
+    if isinstance(data, dict):
+        for key in keys:
+            if key in data and data[key] is None:
+                del data[key]
+    return data
+
+
+class NotScorableInfo(_Out):
+    reason: str
+
+
+class ItemError(_Out):
+    """Why an item failed: the stage (None before any stage), the kind (`engine.core.errors.ErrorKind`), a message, the judge's last raw answer, attempts made."""
+
+    stage: str | None = None
+    kind: ErrorKind
+    message: str
+    raw_answer: str | None = None
+    attempts: int = 0
+
+
+class ScoreResult(_Out):
+    """The outcome of one scorer on one item.
+
+    scorer: the scorer's id. label: the scorer's name in its run (`Scorer.label`; its id unless
+    given, and so when missing from older JSON), which keys results in the out file, the store
+    and summaries. score: float in [0, scale] when scored, else None. reason: the explanation
+    (also set when not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
+    prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
+    the reason prompt; `stages` holds every stage by id. spec_hash: sha256 of the spec (merged
+    over what it extends) and its templates; spec_chain: the spec's id and those it extends.
+    agreement: the lowest agreement of its sampled stages (`StageRecord.agreement`), in [0, 1];
+    cost_usd: what its judge calls cost in US dollars, set by a batch run from its price table
+    (`engine.run.prices`; cache hits cost nothing). Both are left out of the JSON when None (no
+    sampled stage; no price known, or not a batch run). scoring: for a spec with a stage that can
+    ask for label probabilities (`probabilities:`), how its answers were counted: ``probability``
+    (every answer by the judge's label probabilities) or ``hard`` (by the labels given: the run did
+    not ask, or the judge reported none, which `warnings` then says); None (left out of the JSON)
+    for any other spec. warnings: what the reader of the score should know (a fallback to hard
+    labels), None when nothing.
+    """
+
+    run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    scorer: str
+    label: str
+    spec_version: int | str
+    spec_hash: str
+    spec_chain: list[str] = Field(default_factory=list)
+    model: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    not_scorable: NotScorableInfo | None = None
+    error: ItemError | None = None
+    preprocess_step_result: Any = None
+    preprocess_prompt: str | None = None
+    analyze_step_result: Any = None
+    analyze_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+    stages: dict[str, StageRecord] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    agreement: float | None = None
+    cost_usd: float | None = None
+    scoring: str | None = None
+    warnings: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _optional_keys(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_defaults_to_the_scorer(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("label") is None and "scorer" in data:
+            return {**data, "label": data["scorer"]}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def status(self) -> str:
+        """``scored``, ``not_scorable`` or ``failed``."""
+        if self.error is not None:
+            return "failed"
+        if self.not_scorable is not None:
+            return "not_scorable"
+        return "scored"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The camelCase JSON form (as `scorespec run --json` prints it)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def result_status(result: dict[str, Any]) -> str:
+    """``failed``, ``not_scorable`` or ``scored`` for a result's JSON dict (`ScoreResult.status`
+    of its camelCase form, as the out file and the store hold it)."""
+    if result.get("error"):
+        return "failed"
+    if result.get("notScorable"):
+        return "not_scorable"
+    return "scored"
+
+
+def json_text(value: Any) -> str:
+    """JSON text of a result, an item or a run's record, for the out file and the store: UTF-8
+    as is, falling back to ASCII escapes when the value holds text that cannot be encoded (a
+    lone surrogate from a JSON ``\\ud800``). Values JSON cannot hold are written as `str`."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, default=str)
+    return text

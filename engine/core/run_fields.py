@@ -1,0 +1,149 @@
+"""The run fields: what one item gives a scorer, declared once.
+
+An item may give
+
+- ``input``: a text, or chat messages (`engine.core.messages`) — the conversation so far;
+- ``output``: a text, or chat messages — what the system answered (its assistant turns, and
+  the tool calls and results among them);
+- ``ground_truth``: the expected answer (text);
+- ``context``: passages (a list of texts; one text is a list of one);
+- ``system``: the system prompt (a text, or a list of parts);
+- ``tool_calls``: the calls the system made, in order (`engine.core.messages.read_tool_calls`).
+
+Expressions read them as ``run.input`` … (as given: a list of messages stays a list), and the
+names derived from them: ``run.input_text`` (the last user message's text; a text input as it
+is), ``run.output_text`` (the assistant messages' texts joined by a blank line; a text output as
+it is), ``run.input_messages`` / ``run.output_messages`` (normalised messages: a text becomes
+one user / assistant message), and ``run.given`` (the fields the item has). ``run.system``
+falls back to the input's system messages, ``run.tool_calls`` to the calls in the output's
+messages; both count as given then (an output of messages that calls no tool gives ``[]``).
+
+A field the item does not give reads as empty (``""``, ``[]`` for context, tool calls and
+messages). A spec may declare fields of its own (`engine.field_schemas`); they are ``run.NAME``
+too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from .messages import (MessageError, assistant_text, content_text, is_messages, last_user_text, read_messages, read_tool_calls,
+                       system_text, tool_calls_of)
+
+RunField = Literal["input", "output", "ground_truth", "context", "system", "tool_calls"]
+RUN_FIELDS: tuple[RunField, ...] = ("input", "output", "ground_truth", "context", "system", "tool_calls")
+"""The fields an item may give (`engine.run.datasets` reads them, the CLI and `Scorer.run` take them)."""
+ITEM_FIELDS: tuple[RunField, ...] = RUN_FIELDS[:4]
+"""The fields every dataset item holds (None when not given); the others only when given."""
+ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls"})
+"""What the system produced: empty is a real answer, judged as one, even when required."""
+DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages")
+RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"}
+"""The keys of `run` in expressions (plus the fields a spec declares: `run_keys`)."""
+
+
+def run_keys(declared: Any = ()) -> frozenset[str]:
+    """The keys of `run` for a spec declaring the fields `declared` (names)."""
+    return RUN_NAMES | frozenset(declared)
+
+
+def coerce_context(value: Any) -> list[str]:
+    """Context as a list of passages: None → [], a text → [text], a list → its items as text
+    (None items → "")."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return ["" if v is None else str(v) for v in value]
+    return [str(value)]
+
+
+def as_text(value: Any, field: str = "the value") -> str:
+    """A value that is not messages, as text: None → "", a text as it is, a list or object as
+    JSON, anything else as `str` gives it (what ``{{ value }}`` renders). Raises `MessageError`
+    for a value nested too deeply (or circular) to write."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        if isinstance(value, (list, tuple, Mapping)):
+            return json.dumps(value, ensure_ascii=False, default=str)
+        return str(value)
+    except (RecursionError, ValueError) as exc:
+        raise MessageError(f"{field}: cannot be read as text ({type(exc).__name__})") from None
+
+
+def _side(value: Any, field: str, role: str) -> tuple[str, list[dict[str, Any]], bool]:
+    """(text, normalised messages, whether messages were given) of an input or output."""
+    if is_messages(value):
+        messages = read_messages(value, field)
+        text = last_user_text(messages) if role == "user" else assistant_text(messages)
+        return text, messages, True
+    if value is None:
+        return "", [], False
+    text = as_text(value, field)
+    return text, [{"role": role, "content": value, "text": text}], False
+
+
+def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None = None,
+                  declared_given: Iterable[str] = ()) -> dict[str, Any]:
+    """`run` as expressions see it, from the given fields (name → value; None = not given) and
+    the values of the spec's declared fields (resolved beforehand: `engine.field_schemas`;
+    `declared_given`: those the item itself gives, listed in ``run.given``).
+
+    Raises `engine.core.messages.MessageError` for messages or tool calls that cannot be read (the
+    message names the field and the place in it)."""
+    input_text, input_messages, _ = _side(values.get("input"), "input", "user")
+    output_text, output_messages, output_is_messages = _side(values.get("output"), "output", "assistant")
+    run: dict[str, Any] = {name: "" if values.get(name) is None else values[name] for name in ITEM_FIELDS}
+    run["context"] = coerce_context(values.get("context"))
+    given = {name for name in RUN_FIELDS if values.get(name) is not None}
+
+    system = values.get("system")
+    if system is not None:
+        run["system"] = content_text(system, "system") if not isinstance(system, str) else system
+    else:
+        found = system_text(input_messages)
+        run["system"] = found or ""
+        if found is not None:
+            given.add("system")
+    if values.get("tool_calls") is not None:
+        run["tool_calls"] = read_tool_calls(values["tool_calls"])
+    else:
+        run["tool_calls"] = tool_calls_of(output_messages) if output_is_messages else []
+        if output_is_messages:
+            given.add("tool_calls")
+
+    run.update(input_text=input_text, output_text=output_text, input_messages=input_messages,
+               output_messages=output_messages)
+    for name, value in (declared or {}).items():
+        run[name] = value
+    run["given"] = sorted(given | set(declared_given))
+    return run
+
+
+def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
+    """Why a required built-in field does not count as given (None when it does): the item has
+    none, or — for a field the scorer is given rather than one the system produced
+    (`ANSWER_FIELDS`) — it holds no text (case C24: a question given as messages with no text
+    fails, never scores as an empty question). A given ground truth counts even when empty: an
+    empty text can be the expected answer (two empty texts are identical)."""
+    if name not in run["given"]:
+        return "the item has none"
+    if name in ANSWER_FIELDS or name == "ground_truth":
+        return None
+    if name == "input":
+        if run["input_text"].strip():
+            return None
+        return "its messages have no user text" if is_messages(run["input"]) else "it is empty"
+    if name == "context":
+        return None if any(p.strip() for p in run["context"]) else "it has no passage with text"
+    return None if as_text(run[name], name).strip() else "it is empty"
+
+
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField", "as_text",
+           "coerce_context", "empty_reason", "run_keys", "run_namespace"]

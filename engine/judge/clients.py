@@ -1,0 +1,121 @@
+"""Provider clients: the instructor client behind a hosted model string, as a provider judge.
+
+`openai/…` (also any OpenAI-compatible server, through `base_url` or ``OPENAI_BASE_URL``),
+`ollama/…` and `anthropic/…` get a provider client whose own silent retries are off (the retry
+layer retries and counts every one); other providers go through `instructor.from_provider`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .identity import provider_identity
+from .provider import InstructorJudge
+from .redaction import environment_keys
+from .window import WindowCheck, resolve_window
+
+
+def parse_mode(mode: str) -> Any:
+    """instructor's `Mode` from its name or value, any case (``tools``, ``json_schema``,
+    ``JSON``, ``md_json``, ``tool_call``). Raises `ValueError` listing the valid names."""
+    import instructor
+
+    for member in instructor.Mode:
+        if mode.lower() in (member.name.lower(), str(member.value).lower()):
+            return member
+    from ..core.errors import did_you_mean
+
+    names = [m.name.lower() for m in instructor.Mode]
+    hint = did_you_mean(mode.lower(), names) or "e.g. tools, json_schema, json, md_json"
+    raise ValueError(f"unknown structured-output mode {mode!r} ({hint})")
+
+
+class UnreadableResponse(ConnectionError):
+    """The provider answered with a body that is not valid JSON (a transport failure)."""
+
+
+def _raise_unreadable_as_transport(completions: Any) -> None:
+    """The openai client raises `json.JSONDecodeError` for an unreadable response body, which
+    instructor would take for an invalid answer and re-ask silently; make it a transport
+    failure, retried and counted by the retry layer."""
+    create = completions.create
+
+    async def create_checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await create(*args, **kwargs)
+        except json.JSONDecodeError as exc:
+            raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
+
+    completions.create = create_checked
+
+
+def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
+                 timeout_s: float = 120.0, context_window: int | None = None) -> InstructorJudge:
+    """The provider judge for a ``provider/model`` string (one try per call; no retries).
+
+    mode (or ``SCORESPEC_MODE``): instructor's structured-output mode, default per provider
+    (a call that wants label probabilities goes to ``openai``/``ollama`` in json_schema mode,
+    with ``logprobs``; other providers report none).
+    timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. The judge
+    makes one client per event loop. Raises `ValueError` for a bad mode or window, ImportError
+    when the provider's package is missing.
+    """
+    import instructor
+
+    window = WindowCheck(resolve_window(model, context_window), model)
+    provider, name = model.split("/", 1)
+    mode = mode or os.environ.get("SCORESPEC_MODE")
+    inst_mode = parse_mode(mode) if mode else None
+    if provider in ("openai", "ollama"):
+        import openai
+
+        if provider == "ollama":
+            base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
+            api_key = api_key or "ollama"
+        identity = provider_identity(model, base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                                     mode=inst_mode or instructor.Mode.TOOLS)
+        key = api_key or os.environ.get("OPENAI_API_KEY") or (
+            "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
+
+        def build(answer_mode: Any = inst_mode or instructor.Mode.TOOLS) -> Any:
+            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+            _raise_unreadable_as_transport(client.chat.completions)
+            return instructor.from_openai(client, mode=answer_mode)
+
+        # token probabilities come only with an answer in the message content, never with tool-call
+        # arguments: a call that wants them is sent in json_schema mode unless the mode is one of those
+        in_content = {instructor.Mode.JSON_SCHEMA, instructor.Mode.JSON, instructor.Mode.MD_JSON}
+        probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
+        return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
+                               client_factory=build, window=window, identity=identity, logprobs=True,
+                               probs_client_factory=probs_build)
+    elif provider == "anthropic":
+        import anthropic
+
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        identity = provider_identity(model, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                                     mode=inst_mode or instructor.Mode.TOOLS)
+
+        def build() -> Any:
+            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+            return instructor.from_anthropic(client, mode=inst_mode or instructor.Mode.TOOLS)
+    else:
+        extra: dict[str, Any] = {"async_client": True}
+        if base_url:
+            extra["base_url"] = base_url
+        if api_key:
+            extra["api_key"] = api_key
+
+        def build() -> Any:
+            return instructor.from_provider(model, mode=inst_mode, **extra)
+
+        # the model name is bound to the client by from_provider
+        return InstructorJudge(build(), model, secrets=(api_key, *environment_keys()), client_factory=build,
+                               window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
+    return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
+                           client_factory=build, window=window, identity=identity)
+
+
+__all__ = ["hosted_judge", "parse_mode", "UnreadableResponse"]

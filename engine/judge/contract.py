@@ -1,0 +1,166 @@
+"""What a judge's answer must satisfy, as a value: its JSON Schema, normalisation and the checks.
+
+A prompt stage's `JudgeCall` carries an `AnswerContract`. Every judge validates each answer it
+gets through `contract.validate(data)`, which returns the normalised answer or raises
+`AnswerInvalid`: the message is what the judge is told on re-ask, and `check` names the stage
+check that failed (None when only the schema failed). When the re-asks run out, the judge ends the
+call with `no_valid_answer`, which decides from the last `AnswerInvalid` whether the item fails
+with kind ``check`` (a check still failed) or ``judge``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema_rs
+
+from ..core.errors import ScorerRunError
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """A stage check that an answer failed: `source` is its expression as the spec wrote it,
+    `message` what the judge is told."""
+
+    source: str
+    message: str
+
+
+class AnswerInvalid(ValueError):
+    """An answer failed the schema or a check. `str(exc)` is told to the judge on re-ask;
+    `check` is the failed check, if any (a schema failure alone has none)."""
+
+    def __init__(self, message: str, check: FailedCheck | None = None):
+        super().__init__(message)
+        self.check = check
+
+
+# a check: a compiled expression over the namespace plus `answer` (it has `.source`), and the
+# message the judge is told when it is false
+Check = tuple[Callable[[Mapping[str, Any]], Any], str]
+
+
+@dataclass(frozen=True, eq=False)
+class AnswerContract:
+    """What an answer to one call must satisfy.
+
+    schema: the per-item JSON Schema of the answer (an object schema, checked at load).
+    checks: ``(expression, message)`` pairs; an expression sees `namespace` plus ``answer``.
+    namespace: the names the checks see (the item's run fields, options, earlier stages).
+    """
+
+    schema: Mapping[str, Any]
+    checks: Sequence[Check] = ()
+    namespace: Mapping[str, Any] = field(default_factory=dict)
+
+    def validate(self, data: Any) -> Any:
+        """The answer normalised (`normalize_answer`) when it matches the schema and passes every
+        check; else raises `AnswerInvalid` naming the first three schema errors and the first
+        failed check."""
+        data = normalize_answer(data, self.schema)
+        validator = answer_validator(self.schema)
+        errors = [] if validator.is_valid(data) else list(validator.iter_errors(data))
+        check = self.failed_check(data) if self.checks else None
+        if errors:
+            detail = schema_message(errors)
+            raise AnswerInvalid(f"{check.message} ({detail})" if check else detail, check)
+        if check is not None:
+            raise AnswerInvalid(check.message, check)
+        return data
+
+    def failed_check(self, data: Any) -> FailedCheck | None:
+        """The first check `data` fails (a check that raises fails, its error added to the
+        message), or None."""
+        scope = {**self.namespace, "answer": data}
+        for expression, message in self.checks:
+            try:
+                ok = expression(scope)
+            except Exception as exc:
+                ok, message = False, f"{message} ({type(exc).__name__}: {exc})"
+            if not ok:
+                return FailedCheck(getattr(expression, "source", str(expression)), message)
+        return None
+
+
+def no_valid_answer(stage: str, attempts: int, last_error: str, last_invalid: AnswerInvalid | None, *,
+                    raw_answer: str | None = None, usage: Any = None) -> ScorerRunError:
+    """The failure of a call whose answers were all refused: kind ``check`` when the last answer
+    validated (`last_invalid`) failed a check, else ``judge`` with `last_error`, the last
+    refusal in one line. `attempts` counts the calls made."""
+    check = last_invalid.check if last_invalid is not None else None
+    if check is not None:
+        return ScorerRunError("check", f"check {check.source!r} still failed after {attempts} attempt(s): "
+                              f"{check.message}", stage=stage, raw_answer=raw_answer, attempts=attempts, usage=usage)
+    return ScorerRunError("judge", f"no valid answer after {attempts} attempt(s): {last_error}", stage=stage,
+                          raw_answer=raw_answer, attempts=attempts, usage=usage)
+
+
+def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
+    """Make verdict-like strings canonical: a string whose schema has an `enum` of strings is
+    stripped and matched case-insensitively to the enum's own spelling (case C02: " Yes" →
+    "yes"). Walks object properties and array items; other values are returned unchanged."""
+    if isinstance(data, str):
+        enum = schema.get("enum")
+        if enum:
+            key = data.strip().casefold()
+            for option in enum:
+                if isinstance(option, str) and option.casefold() == key:
+                    return option
+        return data
+    if isinstance(data, dict):
+        props = schema.get("properties") or {}
+        return {k: normalize_answer(v, props[k]) if k in props else v for k, v in data.items()}
+    if isinstance(data, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [normalize_answer(v, items) for v in data]
+    return data
+
+
+_VALIDATORS: dict[str, Any] = {}
+# the last validators by schema object: a stage's shared schema (no `{$expr}`) is the same object
+# on every call, so its validator is found without serialising it (id checked with `is`)
+_BY_OBJECT: dict[int, tuple[Mapping[str, Any], Any]] = {}
+
+
+def answer_validator(schema: Mapping[str, Any]) -> Any:
+    """A compiled validator for an answer schema (jsonschema-rs: about 1 µs per verdict list,
+    against ~190 µs for the pure-Python validator), cached by the schema object and by its
+    content, since per-item schemas repeat. The schema itself was checked against Draft 2020-12
+    at load."""
+    seen = _BY_OBJECT.get(id(schema))
+    if seen is not None and seen[0] is schema:
+        return seen[1]
+    key = json.dumps(schema, sort_keys=True)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) > 4096:
+            _VALIDATORS.clear()
+        found = _VALIDATORS[key] = jsonschema_rs.Draft202012Validator(schema)
+    if len(_BY_OBJECT) > 256:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[id(schema)] = (schema, found)  # keeps the schema alive, so its id is not reused
+    return found
+
+
+def schema_message(errors: list[Any]) -> str:
+    """The first three validation errors, told so a judge can correct its answer."""
+    parts = []
+    for error in errors[:3]:
+        where = "/".join(str(p) for p in error.instance_path) or "the answer"
+        kind = type(error.kind).__name__
+        if kind in ("MinItems", "MaxItems") and isinstance(error.instance, list):
+            need = f"at least {error.kind.limit} are required" if kind == "MinItems" \
+                else f"at most {error.kind.limit} are allowed"
+            text = f"{where} has {len(error.instance)} items; {need}"
+        else:
+            text = f"at {where}: {error.message[:200]}"
+        parts.append(text)
+    return "the answer does not match the required JSON schema: " + "; ".join(parts)
+
+
+__all__ = ["AnswerContract", "AnswerInvalid", "FailedCheck", "no_valid_answer", "normalize_answer",
+           "answer_validator", "schema_message"]

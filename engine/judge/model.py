@@ -1,0 +1,137 @@
+"""Model strings: which judge model a scorer uses, and whether that string can work here.
+
+A model is ``provider/model`` as instructor's `from_provider` takes it (``openai/gpt-4o-mini``,
+``anthropic/claude-3-5-haiku-latest``, ``ollama/qwen2.5:7b``), or an embedded model: ``local``,
+``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.embedded.llama`), with options after ``?`` (``local?slots=2&threads=1``,
+`engine.embedded.settings`). Precedence: the explicit argument >
+``SCORESPEC_MODEL`` > the spec's ``judge.model`` > ``local``.
+
+`check_model` runs when a scorer that uses a judge is built, so a misspelled model or a missing
+provider package is one clear error before the first item, not a failure on every item.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from ..core.errors import did_you_mean
+from ..embedded.settings import local_settings, split_options
+
+DEFAULT_MODEL = "local"
+LOCAL_PREFIXES = ("local", "local-tiny")  # the embedded models' names
+LLAMACPP_PREFIX = "llamacpp/"
+
+# provider → (the module its client needs, how to install it). The providers instructor's
+# `from_provider` takes, as of instructor 1.x; `openai` is a dependency of scorespec itself.
+PROVIDER_PACKAGES: dict[str, tuple[str, str]] = {
+    "openai": ("openai", "pip install openai"),
+    "azure_openai": ("openai", "pip install openai"),
+    "anyscale": ("openai", "pip install openai"),
+    "together": ("openai", "pip install openai"),
+    "databricks": ("openai", "pip install openai"),
+    "deepseek": ("openai", "pip install openai"),
+    "openrouter": ("openai", "pip install openai"),
+    "perplexity": ("openai", "pip install openai"),
+    "ollama": ("openai", "pip install openai"),
+    "anthropic": ("anthropic", "pip install 'scorespec[anthropic]'"),
+    "google": ("google.genai", "pip install google-genai"),
+    "generative-ai": ("google.genai", "pip install google-genai"),
+    "gemini": ("google.generativeai", "pip install google-generativeai"),
+    "vertexai": ("vertexai", "pip install google-cloud-aiplatform"),
+    "cohere": ("cohere", "pip install cohere"),
+    "groq": ("groq", "pip install groq"),
+    "mistral": ("mistralai", "pip install mistralai"),
+    "fireworks": ("fireworks", "pip install fireworks-ai"),
+    "cerebras": ("cerebras.cloud.sdk", "pip install cerebras-cloud-sdk"),
+    "writer": ("writerai", "pip install writer-sdk"),
+    "xai": ("xai_sdk", "pip install xai-sdk"),
+    "bedrock": ("botocore", "pip install boto3"),
+    "litellm": ("litellm", "pip install litellm"),
+}
+
+FORMS = "'provider/model' (e.g. openai/gpt-4o-mini), 'local', 'local-tiny' or 'llamacpp/PATH.gguf'"
+
+
+class ModelError(ValueError):
+    """A model string that cannot work here: malformed, an unknown provider or embedded model,
+    a provider whose package is not installed, or a ``llamacpp/`` path with no file. The
+    message names the model, the accepted forms and the nearest known name."""
+
+
+def resolve_model(explicit: str | None, spec_model: str | None) -> str:
+    """The model string to use: explicit > $SCORESPEC_MODEL > the spec's > `local`."""
+    return explicit or os.environ.get("SCORESPEC_MODEL") or spec_model or DEFAULT_MODEL
+
+
+def is_local(model: str) -> bool:
+    """True for the embedded models (``local``, ``local-tiny``, ``llamacpp/PATH``), with or without
+    options (``local?slots=2``)."""
+    base = model.partition("?")[0]
+    return base in LOCAL_PREFIXES or base.startswith(LLAMACPP_PREFIX)
+
+
+def check_model(model: str) -> None:
+    """Raise `ModelError` unless `model` names a judge this machine can build: a known embedded
+    model with its binding (``xllamacpp``, the ``local`` extra) installed, a ``llamacpp/`` path to
+    an existing file, or ``provider/model`` with a known provider whose package is importable.
+    Nothing is loaded or contacted."""
+    if not isinstance(model, str) or not model.strip():
+        raise ModelError(f"the judge model is empty; give {FORMS}")
+    if is_local(model):
+        try:
+            base, _ = split_options(model)
+            local_settings(model)
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        if base.startswith(LLAMACPP_PREFIX):
+            raw = base[len(LLAMACPP_PREFIX):]
+            if not raw.strip():
+                raise ModelError(f"model {model!r} needs a path: 'llamacpp/PATH.gguf'")
+            if not Path(raw).expanduser().is_file():
+                raise ModelError(f"model {model!r}: no file at {raw!r}; give 'llamacpp/PATH.gguf' with the path of "
+                                 "an existing GGUF file")
+        if not _importable("xllamacpp"):
+            raise ModelError(f"model {model!r} is an embedded model and needs the llama.cpp binding (xllamacpp), "
+                             "which is not installed: pip install 'scorespec[local]'")
+        return
+    if "?" in model:
+        raise ModelError(f"model {model!r}: settings after '?' (slots, threads, poll, context) apply only to the "
+                         f"embedded models ({', '.join(LOCAL_PREFIXES)}, llamacpp/PATH.gguf); a hosted model takes none")
+    provider, slash, name = model.partition("/")
+    if not slash or not provider or not name:
+        hint = did_you_mean(model, LOCAL_PREFIXES) if "/" not in model else ""
+        hint = f" ({hint})" if hint.startswith("did you mean") else ""
+        raise ModelError(f"model {model!r} is not a known judge model: give {FORMS}{hint}")
+    package = PROVIDER_PACKAGES.get(provider)
+    if package is None and provider in _instructor_providers():
+        return  # a provider this instructor knows and the table above does not (yet)
+    if package is None:
+        hint = did_you_mean(provider, PROVIDER_PACKAGES)
+        raise ModelError(f"model {model!r}: unknown provider {provider!r}; give {FORMS}"
+                         + (f" ({hint})" if hint.startswith("did you mean") else
+                            f"; known providers: {', '.join(sorted(PROVIDER_PACKAGES))}"))
+    module, install = package
+    if not _importable(module):
+        raise ModelError(f"model {model!r} needs the Python package providing {module!r}, which is not installed: "
+                         f"{install}")
+
+
+def _instructor_providers() -> list[str]:
+    """The providers the installed instructor's `from_provider` takes ([] if it does not say)."""
+    try:
+        from instructor.auto_client import supported_providers
+    except ImportError:
+        return []
+    return list(supported_providers)
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package is missing, or a broken install
+        return False
+
+
+__all__ = ["DEFAULT_MODEL", "LOCAL_PREFIXES", "ModelError", "check_model", "is_local", "resolve_model"]

@@ -1,0 +1,360 @@
+"""The provider layer: one try at a judge call through an instructor client.
+
+`InstructorJudge.ask` checks the prompt against the context window (`engine.judge.window`), sends the
+messages through instructor, whose response model has the answer schema as its JSON Schema and
+validates each answer with the call's `AnswerContract`, re-asking an invalid answer with the
+error up to `call.max_reasks` times. A failure is classified here: `TransportFailure` for a try
+that may succeed when repeated (the retry layer, `engine.judge.retries`, repeats it), else
+`ScorerRunError` of kind ``auth``, ``truncated``, ``check`` or ``judge``. API keys are redacted
+from every message and raw answer. A call that wants label probabilities (`JudgeCall.probabilities`)
+is sent with ``logprobs`` to a provider that reports them, and its answer carries them
+(`engine.core.answer_probs`).
+
+The contract reaches pydantic's validators through instructor's validation context (``context=``,
+given to ``model_validate``). instructor renders every message as a Jinja template when that
+context is non-empty, which would execute user text (case C07), so the context is an *empty*
+mapping that carries the contract as an attribute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import re
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
+from ..core.errors import ScorerRunError
+from .call import JudgeAnswer, JudgeCall, TransportFailure
+from .redaction import kept_secrets, redact, register_secrets
+from ..core.result import Usage
+from .window import WindowCheck
+
+# instructor logs every failed attempt at ERROR level; the engine reports failures itself
+logging.getLogger("instructor").addHandler(logging.NullHandler())
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+class ContractContext(Mapping[str, Any]):
+    """instructor's validation context for one call: an empty mapping (so instructor renders no
+    message as a template) carrying the call's `contract`."""
+
+    def __init__(self, contract: AnswerContract):
+        self.contract = contract
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@lru_cache(maxsize=512)
+def response_model(schema_json: str, title: str) -> type:
+    """A pydantic model whose JSON Schema is exactly `schema_json` and whose validation is the
+    contract found in the validation context (`ContractContext`)."""
+    from instructor import OpenAISchema
+    from pydantic import model_validator
+
+    schema = json.loads(schema_json)
+    schema.setdefault("title", title)
+
+    # Subclassing instructor's schema base lets instructor use the class as is: no wrapper
+    # model is created per call, and its tool schema is generated once per answer schema.
+    class Answer(OpenAISchema):
+        payload: Any = None
+
+        @model_validator(mode="before")
+        @classmethod
+        def _validate(cls, data: Any, info: Any) -> Any:
+            contract = getattr(info.context, "contract", None)
+            if contract is None:  # a parse path that lost the context: never accept unchecked
+                raise RuntimeError("the answer reached validation without its contract")
+            return {"payload": contract.validate(data)}  # AnswerInvalid is a ValueError: re-asked
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return json.loads(json.dumps(schema))
+
+    Answer.__name__ = Answer.__qualname__ = title
+    Answer.__doc__ = schema.get("description") or f"The answer to stage {title}."
+    return Answer
+
+
+class InstructorJudge:
+    """A judge reached through an instructor `AsyncInstructor` client: one try per `ask`.
+
+    client: the instructor client; client_factory: makes one per event loop instead (an async
+    HTTP client's pooled connections belong to the loop that opened them). model: the model
+    string reported in results; model_name: the provider's name for it, sent with each request
+    (None when bound to the client). secrets: API keys to redact. window: refuses prompts that
+    cannot fit the model (`engine.judge.window`). identity: what the judge-call cache keys this judge's
+    answers by (`engine.judge.identity.ProviderIdentity`; None: never cached). sample_seeds: send
+    sample i of a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples
+    with one fixed seed and so would repeat its first answer (the embedded judges). logprobs: the
+    provider reports token probabilities when asked (OpenAI's ``logprobs`` and ``top_logprobs``): a
+    call that wants its answer's label probabilities (`JudgeCall.probabilities`) asks for them and
+    gets them in `JudgeAnswer.answer_probs` (`engine.core.answer_probs`); such a call goes through
+    `probs_client_factory`'s client when given (one per event loop; a client answering in the
+    message content, json_schema mode: OpenAI reports no probabilities for tool-call arguments).
+    parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
+    are asked together (`engine.interpret.fan_out`; 1: one after another); lead_alone: ask such a
+    stage's first element alone first, so a prompt cache reads the prefix the elements share
+    once. Raises `ScorerRunError` from `ask`.
+    """
+
+    def __init__(self, client: Any, model: str, *, model_name: str | None = None,
+                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
+                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
+                 logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None,
+                 parallel_calls: int = 1, lead_alone: bool = False):
+        self.client = client
+        self.parallel_calls = parallel_calls
+        self.lead_alone = lead_alone
+        self.sample_seeds = sample_seeds
+        self.logprobs = logprobs
+        self._probs_client_factory = probs_client_factory
+        self.cache_identity = identity
+        self.window = window
+        self._client_factory = client_factory
+        self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._loop_probs_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.model = model
+        self.model_name = model_name
+        # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
+        self._secrets = kept_secrets(secrets)
+        register_secrets(self._secrets)
+
+    def _client(self, probabilities: bool = False) -> Any:
+        """The client for the running event loop (`client` without a `client_factory`); with
+        `probabilities`, the one for calls that want token probabilities (`probs_client_factory`)."""
+        factory, clients = self._client_factory, self._loop_clients
+        if probabilities and self._probs_client_factory is not None:
+            factory, clients = self._probs_client_factory, self._loop_probs_clients
+        if factory is None:
+            return self.client
+        loop = asyncio.get_running_loop()
+        client = clients.get(loop)
+        if client is None:
+            client = clients[loop] = factory()
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients opened for the running event loop (call before the loop ends)."""
+        loop = asyncio.get_running_loop()
+        for clients in (self._loop_clients, self._loop_probs_clients):
+            http = getattr(clients.pop(loop, None), "client", None)
+            if http is not None and hasattr(http, "close"):
+                try:
+                    await http.close()
+                except Exception:  # closing is best effort; the loop is ending anyway
+                    pass
+
+    def __repr__(self) -> str:
+        return f"InstructorJudge(model={self.model!r}, window={self.window!r})"
+
+    def _redact(self, text: str | None) -> str | None:
+        return redact(text, self._secrets)
+
+    async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+        from instructor.core.hooks import Hooks
+
+        if self.window is not None and self.window.window:
+            if self.window.count is not None:  # an exact count runs the model's tokenizer: off the loop
+                await asyncio.to_thread(self.window.check, call.stage, call.messages, call.max_tokens)
+            else:
+                self.window.check(call.stage, call.messages, call.max_tokens)
+        calls = [0]
+        hooks = Hooks()
+        hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
+        extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
+        if self.sample_seeds and call.sample_index:
+            extra["seed"] = call.sample_index
+        probabilities = call.probabilities and self.logprobs
+        if probabilities:
+            extra.update(logprobs=True, top_logprobs=TOP_ALTERNATIVES)
+        usage = Usage()
+        started = time.perf_counter()
+        try:
+            answer, completion = await self._client(probabilities).create_with_completion(
+                # the schema's own key order, not sorted: it is the order of the answer's properties the
+                # provider is shown and a grammar-constrained judge must write (a verdict before its reason)
+                response_model=response_model(json.dumps(call.schema), call.stage),
+                messages=[dict(m) for m in call.messages],
+                max_retries=call.max_reasks,
+                context=ContractContext(call.contract),
+                hooks=hooks,
+                temperature=call.temperature,
+                max_tokens=call.max_tokens,
+                **extra,
+            )
+        except (InstructorRetryException, IncompleteOutputException) as exc:
+            usage.seconds = time.perf_counter() - started
+            _add_tokens(usage, getattr(exc, "total_usage", None))
+            n = max(calls[0], 1)
+            error = self._classify_wrapped(exc, call, n)
+            raise self._failure(error, usage, reasks=0 if error.kind in ("transport", "auth") else n - 1) from None
+        except Exception as exc:  # failures raised before instructor wrapped them
+            usage.seconds = time.perf_counter() - started
+            raise self._failure(self._classify(exc, call.stage, 1), usage) from None
+        usage.seconds = time.perf_counter() - started
+        n = max(calls[0], 1)
+        usage.calls, usage.reasks = n, n - 1
+        _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
+        probs = probs_from_completion(completion, call.schema) if probabilities else None
+        return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
+                           answer_probs=probs or None)
+
+    def _classify_wrapped(self, exc: BaseException, call: JudgeCall, n: int) -> ScorerRunError:
+        """The failure instructor raised after its tries (`n` answers received)."""
+        from instructor.core.exceptions import IncompleteOutputException
+
+        cause = exc.__cause__ or exc
+        if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
+            error = ScorerRunError(
+                "truncated", f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); "
+                "not parsed (raise judge.max_tokens or the stage's max_tokens)",
+                stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)), attempts=n)
+        elif _is_transport(cause) or _is_auth(cause):
+            error = self._classify(cause, call.stage, n)
+        else:
+            error = no_valid_answer(call.stage, max(getattr(exc, "n_attempts", 1), 1), _short(cause, self._redact),
+                                    _last_invalid(exc), raw_answer=_raw(getattr(exc, "last_completion", None)))
+            error.attempts = n
+        return error
+
+    def _classify(self, exc: BaseException, stage: str, attempts: int) -> ScorerRunError:
+        """A provider error: transport (may succeed when repeated), auth, or judge."""
+        if _is_transport(exc):
+            return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
+                                    retry_after=_retry_after(exc))
+        if _is_auth(exc):
+            described = _describe(exc, self._redact)
+            return ScorerRunError("auth", f"the provider refused the request's credentials ({described}); "
+                                  "check the API key (api_key=, or the provider's variable such as OPENAI_API_KEY) "
+                                  "and the key's access to the model", stage=stage, attempts=attempts)
+        return ScorerRunError("judge", _describe(exc, self._redact), stage=stage, attempts=attempts)
+
+    def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:
+        """`exc` with the usage spent on the try attached and any API key redacted."""
+        usage.calls, usage.reasks = exc.attempts, reasks
+        exc.usage = usage
+        exc.message = self._redact(exc.message) or ""
+        exc.args = (exc.message,)
+        exc.raw_answer = self._redact(exc.raw_answer)
+        return exc
+
+
+def _last_invalid(exc: BaseException) -> AnswerInvalid | None:
+    """The `AnswerInvalid` of the last answer the contract refused during the call, if any."""
+    for attempt in reversed(getattr(exc, "failed_attempts", None) or []):
+        found = _invalid_in(getattr(attempt, "exception", None))
+        if found is not None:
+            return found
+    return _invalid_in(exc.__cause__)
+
+
+def _invalid_in(error: BaseException | None) -> AnswerInvalid | None:
+    if isinstance(error, AnswerInvalid):
+        return error
+    errors = getattr(error, "errors", None)  # a pydantic ValidationError keeps the raised error in ctx
+    if callable(errors):
+        try:
+            details = errors()
+        except Exception:
+            return None
+        for detail in details:
+            raised = (detail.get("ctx") or {}).get("error")
+            if isinstance(raised, AnswerInvalid):
+                return raised
+    return None
+
+
+def _is_transport(exc: BaseException) -> bool:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS
+    name = type(exc).__name__
+    return name in {"APIConnectionError", "APITimeoutError", "APIResponseValidationError"} or isinstance(
+        exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)
+    )
+
+
+def _is_auth(exc: BaseException) -> bool:
+    """The provider refused the credentials or the model's access (HTTP 401 or 403)."""
+    return getattr(exc, "status_code", None) in (401, 403)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The response's ``Retry-After`` in seconds (a number or an HTTP date), or None."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if headers else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _describe(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
+    """The exception in one line of at most 300 characters of its text, redacted first (so
+    truncation cannot leave half an API key behind)."""
+    status = getattr(exc, "status_code", None)
+    text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+    return f"{text}: {(redact_text(str(exc)) or '')[:300]}"
+
+
+def _add_tokens(usage: Usage, total: Any) -> None:
+    if total is None:
+        return
+    usage.tokens_in += int(getattr(total, "prompt_tokens", None) or getattr(total, "input_tokens", 0) or 0)
+    usage.tokens_out += int(getattr(total, "completion_tokens", None) or getattr(total, "output_tokens", 0) or 0)
+
+
+def _raw(completion: Any) -> str | None:
+    """The text a chat completion carried (tool-call arguments or content)."""
+    try:
+        message = completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        content = getattr(completion, "content", None)  # anthropic
+        if isinstance(content, list) and content:
+            block = content[0]
+            if hasattr(block, "input"):
+                return json.dumps(getattr(block, "input", None))
+            return getattr(block, "text", None)
+        return None
+    if getattr(message, "tool_calls", None):
+        return message.tool_calls[0].function.arguments
+    return message.content
+
+
+_WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")
+
+
+def _short(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
+    """A validation failure in one line, without pydantic's wrapper text around our message."""
+    text = (redact_text(str(exc)) or "").strip().splitlines()
+    kept = [line for line in text if "errors.pydantic.dev" not in line and not _WRAPPER.match(line)]
+    joined = " ".join(s.strip() for s in kept)
+    joined = re.sub(r"^Value error, ", "", joined)
+    return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
+
+
+__all__ = ["InstructorJudge", "ContractContext", "response_model", "RETRYABLE_STATUS"]

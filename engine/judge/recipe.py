@@ -1,0 +1,88 @@
+"""A judge as values: how `engine.bind.stack.make_judge` built it, so another process builds it again.
+
+A Ray actor cannot be handed a live judge (its HTTP clients belong to one process and one event
+loop). `make_judge` records on every provider judge it builds a `JudgeRecipe` — the model string
+and its keywords, with the provider's endpoint taken from the environment where it was built —
+and ``make_judge(recipe.model, **recipe.keywords())`` makes the same judge again anywhere. API
+keys are never in a recipe: the process that builds the judge reads its own environment
+(``OPENAI_API_KEY``, …).
+
+`judge_recipe` finds the recipe under a judge's layers; `cache_setting` says which judge-call
+cache its outer cache layer uses, as a value that names the same cache elsewhere: a Redis cache
+itself (one server for every machine), ``True`` for the default SQLite file (each machine's own),
+or a SQLite file's path (that path on each machine).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .cache.layer import CachedJudge
+from .retries import RetryPolicy
+
+__all__ = ["JudgeRecipe", "cache_setting", "judge_recipe"]
+
+# the environment variable each provider's client reads its endpoint from when none is given
+_ENDPOINT_VARIABLES = {"openai": "OPENAI_BASE_URL", "ollama": "OLLAMA_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+@dataclass(frozen=True)
+class JudgeRecipe:
+    """`make_judge`'s arguments for one judge (see the module docstring): `model` (``provider/
+    model``, ``local``…), `base_url`, `mode` (instructor's structured-output mode, None: the
+    provider's default), `timeout_s`, `retry` (None: `RetryPolicy()`, or `LOCAL_RETRY` for an
+    embedded model) and `context_window`. Picklable."""
+
+    model: str
+    base_url: str | None = None
+    mode: str | None = None
+    timeout_s: float = 120.0
+    retry: RetryPolicy | None = None
+    context_window: int | None = None
+
+    @classmethod
+    def of(cls, model: str, *, base_url: str | None, mode: str | None, timeout_s: float,
+           retry: RetryPolicy | None, context_window: int | None) -> "JudgeRecipe":
+        """The recipe of ``make_judge(model, …)`` called here: the endpoint and mode the
+        environment gives (``OPENAI_BASE_URL``, ``SCORESPEC_MODE``…) made explicit, so a judge
+        built again elsewhere asks the same server the same way."""
+        provider = model.split("/", 1)[0]
+        variable = _ENDPOINT_VARIABLES.get(provider)
+        endpoint = base_url or (os.environ.get(variable) if variable else None) or None
+        return cls(model, endpoint, mode or os.environ.get("SCORESPEC_MODE") or None, timeout_s, retry,
+                   context_window)
+
+    def keywords(self) -> dict[str, Any]:
+        """`make_judge`'s keyword arguments besides the model: ``make_judge(r.model,
+        **r.keywords(), cache=…)`` builds the judge again."""
+        return {"base_url": self.base_url, "mode": self.mode, "timeout_s": self.timeout_s, "retry": self.retry,
+                "context_window": self.context_window}
+
+
+def judge_recipe(judge: Any) -> JudgeRecipe | None:
+    """The recipe `make_judge` recorded on `judge`'s provider (found under its layers), or None
+    for a judge it did not build (a test double, a user's own judge)."""
+    layer = judge
+    while layer is not None:
+        recipe = getattr(layer, "recipe", None)
+        if isinstance(recipe, JudgeRecipe):
+            return recipe
+        layer = getattr(layer, "inner", None)
+    return None
+
+
+def cache_setting(judge: Any) -> tuple[Any, bool]:
+    """(the cache `judge`'s outer cache layer uses, as a value naming it on another machine;
+    its refresh flag) — (None, False) without a cache layer. See the module docstring."""
+    if not isinstance(judge, CachedJudge):
+        return None, False
+    store = judge.cache
+    from .cache.sqlite_backend import SQLiteJudgeCache
+
+    if isinstance(store, SQLiteJudgeCache):
+        from .cache.base import default_cache_path
+
+        return (True if store.path == default_cache_path() else str(store.path)), judge.refresh
+    return store, judge.refresh

@@ -1,0 +1,96 @@
+"""The transport-retry layer: a try that could not reach the judge is made again, and counted.
+
+`RetryingJudge` repeats a call whose inner judge raised `TransportFailure` (429, 5xx, timeouts,
+resets, unreadable bodies), up to `RetryPolicy.max_retries` times, waiting as the server's
+``Retry-After`` says or else with exponential backoff and jitter (tenacity). The answer's usage
+sums every try: ``calls`` and tokens of the failed tries too, ``transport_retries`` the repeats,
+``reasks`` only the last try's (re-asks of invalid answers happen inside a try, apart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from ..core.errors import ScorerRunError
+from .call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
+from ..core.result import Usage
+
+
+@dataclass
+class RetryPolicy:
+    """Transport retry policy: up to `max_retries` retries after the first try; waits of
+    base_s × 2^n seconds (n = 0 for the first retry), jittered to between half and all of it and
+    capped at max_wait_s, or the server's Retry-After (capped at max_wait_s)."""
+
+    max_retries: int = 4
+    base_s: float = 0.5
+    max_wait_s: float = 30.0
+
+    def wait(self, retry_state: RetryCallState) -> float:
+        """Seconds to wait before the next try (a tenacity wait strategy)."""
+        failure = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        told = getattr(failure, "retry_after", None)
+        if told is not None:
+            return min(float(told), self.max_wait_s)
+        backoff = wait_exponential(multiplier=self.base_s, max=self.max_wait_s)(retry_state)
+        return backoff * random.uniform(0.5, 1.0)
+
+
+class RetryingJudge(JudgeLayer):
+    """Repeats the inner judge's `TransportFailure`s under `policy`. Raises `ScorerRunError` of
+    kind ``transport`` ("could not be reached after N tries") when the retries run out; any
+    other failure passes through at once, with the usage of every try attached. `sleep` waits
+    (asyncio.sleep; a test may record the waits instead)."""
+
+    def __init__(self, inner: Judge, policy: RetryPolicy | None = None, *,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        super().__init__(inner)
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+
+    async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        spent = Usage()  # the failed tries
+        tries = 0
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1), wait=self.policy.wait,
+                                 retry=retry_if_exception_type(TransportFailure), sleep=self._sleep, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    tries += 1
+                    try:
+                        answer = await self.inner.ask(call)
+                    except ScorerRunError as exc:
+                        spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
+                        raise
+        except TransportFailure as exc:  # the last try failed too
+            message = f"the judge could not be reached after {tries} tries: {exc.message}"
+            raise _total(ScorerRunError("transport", message, stage=exc.stage or call.stage), spent, tries) from None
+        except ScorerRunError as exc:
+            raise _total(exc, spent, tries) from None
+        usage = answer.usage
+        usage.calls += spent.calls
+        usage.tokens_in += spent.tokens_in
+        usage.tokens_out += spent.tokens_out
+        usage.seconds += spent.seconds
+        usage.transport_retries = tries - 1
+        answer.attempts += spent.calls
+        return answer
+
+
+def _total(exc: ScorerRunError, spent: Usage, tries: int) -> ScorerRunError:
+    """`exc` with the usage of every try: the calls and tokens summed, the last try's re-asks."""
+    last = exc.usage if exc.usage is not None and exc.usage is not spent else None
+    usage = Usage(calls=spent.calls, tokens_in=spent.tokens_in, tokens_out=spent.tokens_out, seconds=spent.seconds,
+                  reasks=last.reasks if last is not None else 0, transport_retries=tries - 1)
+    exc.usage = usage
+    exc.attempts = spent.calls
+    return exc
+
+
+__all__ = ["RetryPolicy", "RetryingJudge"]

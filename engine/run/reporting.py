@@ -1,0 +1,123 @@
+"""What a run reports as it goes: the `EvalReporter` hooks and the `RunState` they see.
+
+The runner calls a reporter at the run's start, for each unreadable dataset record, for notes
+(a repaired out file), for items skipped on resume, after each judge answer (`RunState.answers`
+counts them), after each item, and at the end. The
+library's own reporter, `StderrReporter`, writes plain lines to stderr; the terminal's progress
+bar and tables are `engine.cli.output.ConsoleReporter`, which the CLI passes in.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .datasets import DatasetProblem, Item
+from ..core.result import ScoreResult, Usage
+from .summary import EvalSummary, ScorerStats
+
+PROGRESS_EVERY_S = 5.0
+
+
+@dataclass
+class RunState:
+    """A run in progress, as reporters see it. `total`: items the dataset holds when cheap to
+    know (else None); `items`: items read so far; `resumed`: items whose every result came from
+    an earlier attempt; `done_items`: items scored in this attempt; `problems`: the first
+    unreadable records, rendered (`problem_count` counts them all). `labels`: the scorers'
+    labels (their ids unless given), in order; `stats`: by label. `usage` is by label,
+    `usage_by_model` by judge model. `stopped`: why the run stopped before the end of the data
+    (its budget, `engine.run.budget`), None while it has not; `left`: items it then left unscored."""
+
+    run_id: str
+    labels: list[str]
+    stats: dict[str, ScorerStats]
+    total: int | None
+    out: str | None
+    store: str | None
+    resuming: bool = False
+    items: int = 0
+    resumed: int = 0
+    done_items: int = 0
+    judge_calls: int = 0
+    answers: int = 0  # judge answers so far, items in flight included (cache hits and failures too)
+    usage: dict[str, Usage] = field(default_factory=dict)  # per label
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    stopped: str | None = None
+    left: int = 0
+    problems: list[str] = field(default_factory=list)
+    problem_count: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+class EvalReporter:
+    """Presentation hooks for a run; every method is a no-op here. Subclass it and override
+    what you need (`engine.cli.output.ConsoleReporter` is the terminal's)."""
+
+    def start(self, run: RunState) -> None: ...
+    def problem(self, problem: DatasetProblem) -> None: ...
+    def note(self, message: str) -> None: ...
+    def skipped(self, run: RunState, count: int) -> None: ...
+    def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None: ...
+    def judge_answered(self, run: RunState) -> None: ...
+    def finish(self, run: RunState, summary: EvalSummary | None) -> None: ...
+
+
+class StderrReporter(EvalReporter):
+    """Plain lines on stderr: unreadable records and notes; with `progress`, also a line when
+    the run starts, one at most every `PROGRESS_EVERY_S` seconds (items done, judge answers,
+    running mean per scorer) and one at the end."""
+
+    def __init__(self, *, progress: bool = False):
+        self.progress = progress
+        self._shown = 0.0
+
+    def _say(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    def problem(self, problem: DatasetProblem) -> None:
+        self._say(problem.render())
+
+    def note(self, message: str) -> None:
+        self._say(message)
+
+    def start(self, run: RunState) -> None:
+        if self.progress:
+            self._shown = time.perf_counter()
+            verb = "resuming run" if run.resuming else "run"
+            total = f" · {run.total} item(s)" if run.total is not None else ""
+            self._say(f"{verb} {run.run_id} · scorers {', '.join(run.labels)}{total}")
+
+    def skipped(self, run: RunState, count: int) -> None:
+        self._tick(run)
+
+    def item_done(self, run: RunState, item: Item, results: Mapping[str, ScoreResult]) -> None:
+        self._tick(run)
+
+    def judge_answered(self, run: RunState) -> None:
+        self._tick(run)
+
+    def finish(self, run: RunState, summary: EvalSummary | None) -> None:
+        if self.progress:
+            self._say(self._line(run) + ("" if summary is not None else " · interrupted"))
+
+    def _tick(self, run: RunState) -> None:
+        if self.progress and time.perf_counter() - self._shown >= PROGRESS_EVERY_S:
+            self._shown = time.perf_counter()
+            self._say(self._line(run))
+
+    @staticmethod
+    def _line(run: RunState) -> str:
+        done = run.done_items + run.resumed
+        of = f"/{run.total}" if run.total is not None else ""
+        means = []
+        for label in run.labels:
+            mean = run.stats[label].running_mean
+            means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
+        answers = f" · {run.answers} judge answer(s)" if run.answers else ""
+        return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
+
+
+__all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S"]

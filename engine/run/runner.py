@@ -1,0 +1,198 @@
+"""The concurrent part of a run: items streamed into workers, scored, each result saved at once.
+
+- **Concurrency**: a producer streams items from the dataset (never all in memory) into a
+  queue of ``concurrency`` places, read by ``concurrency`` workers; an item's scorers run
+  concurrently; at most ``concurrency`` scorer runs are in flight at once. A run asks its
+  stages one after another, and a `for_each` stage's elements as many at once as its judge
+  serves (`engine.interpret.fan_out`: the embedded judge's slots, 1 for hosted judges). A rule-only
+  scorer runs synchronously, without a slot. With a `RateLimiter`, every scorer's judge takes
+  a token per request (one bucket for the run; re-asks and transport retries inside one stage
+  are not counted apart).
+- **Progress**: every scorer's judge reports each answer (`engine.judge.progress`), counted in
+  `RunState.answers` and passed to the reporter, so progress moves per judge call.
+- **Labels**: results are keyed by the scorer's label in the run (`label_of`: its id unless
+  given), so two versions of one scorer can run side by side.
+- **Failure isolation**: a failed item is a result with ``error`` (stage, kind, message); it
+  never stops the others and never counts as a low score. A target that raises fails every
+  scorer of its item with kind ``target``; a scorer that raises (it should not) fails its
+  result with kind ``internal``.
+- **Nothing lost**: each result is appended to the out file, then committed to the store, as
+  it completes; items already done in an earlier attempt (`engine.run.resume.PriorResults`) are
+  counted, not scored again.
+- **Cost and budget**: with a price table (`engine.run.prices`) each result gets its cost
+  (``costUsd``); with a `engine.run.budget.Budget`, a worker starts an item only when the budget
+  admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
+  flight finish and the rest of the data is only read (items done in an earlier attempt are
+  still counted; the others are left, `RunState.left`).
+
+Scoring one item (target, slots, isolation) is `engine.run.item_scoring`, keeping its results
+`engine.run.sink`: the Ray executor (`engine.ray.runner`) shares both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .datasets import Item, item_key
+from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
+from ..judge.rate_limit import RateLimiter
+from .prices import PriceTable
+from .reporting import EvalReporter, RunState
+from .sink import ResultSink
+from .resume import PriorResults
+from .store import Store
+
+SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches
+
+
+def declared_names(scorers: Iterable[Any]) -> list[str]:
+    """The names of the fields the scorers' specs declare, each once, in order."""
+    names: dict[str, None] = {}
+    for scorer in scorers:
+        names.update(dict.fromkeys(getattr(getattr(scorer, "plan", None), "declared", None) or {}))
+    return list(names)
+
+
+def rate_limited(scorer: Any, limiter: Any) -> Any:
+    """`scorer` asking its judge through `limiter` (a `RateLimiter`, or any object with an
+    async ``acquire()``), the scorer itself left as it is; unchanged without a limiter, for a
+    rule-only scorer, or when the judge cannot be built (that failure then shows on each item)."""
+    if limiter is None or not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
+        return scorer
+    try:
+        judge = scorer.judge
+    except Exception:
+        return scorer
+    from ..bind.stack import with_rate_limit
+
+    return scorer.with_judge(with_rate_limit(judge, limiter))
+
+
+class Runner:
+    """One attempt of a run: `await run(items)` scores every item not done yet, writing each
+    result to the out file (`out`, appended) and the store as it completes, and reporting to
+    `reporter` (`engine.run.sink.ResultSink`). `rewrote` tells afterwards whether a result of
+    `prior` was replaced (the out file then holds an older line too). The out file, the target's
+    threads and the scorers' judge connections are closed when `run` returns or raises.
+    `prices`: the cost of each result is set from it; `budget`: admits each item
+    (`engine.run.budget.Budget`)."""
+
+    def __init__(self, scorers: list[Any], state: RunState, prior: PriorResults, out: Path | None,
+                 db: Store | None, reporter: EvalReporter, target: Any, on_item_complete: Any,
+                 concurrency: int, limiter: RateLimiter | None, *, prices: PriceTable | None = None,
+                 budget: Any = None):
+        self.given = scorers
+        self.scorers = scorers
+        self.state = state
+        self.reporter = reporter
+        self.concurrency = concurrency
+        self.limiter = limiter
+        self.budget = budget
+        self.sink = ResultSink(state, prior, out, db, reporter, on_item_complete, prices=prices, budget=budget)
+        self.scoring = ItemScoring(state.run_id, concurrency, target)
+
+    @property
+    def rewrote(self) -> bool:
+        return self.sink.rewrote
+
+    async def run(self, items: Iterator[Item]) -> None:
+        self.sink.open()
+        try:
+            await self._run(items)
+        finally:
+            self.sink.close()
+            self.scoring.close()
+            for scorer in self.given:  # HTTP connections belong to this event loop
+                close = getattr(scorer, "aclose", None)
+                if close is not None:
+                    await close()
+
+    async def _run(self, items: Iterator[Item]) -> None:
+        self.scorers = [self._instrumented(rate_limited(scorer, self.limiter)) for scorer in self.scorers]
+        queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
+        workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]
+        producer = asyncio.ensure_future(self._produce(items, queue, len(workers)))
+        tasks = [producer, *workers]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    def _instrumented(self, scorer: Any) -> Any:
+        """`scorer` reporting each judge answer to the reporter (`engine.judge.progress`); the
+        scorer itself is left as it is. Unchanged for a rule-only scorer, one without
+        ``with_judge``, or when the judge cannot be built (that failure then shows on each item)."""
+        if not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
+            return scorer
+        try:
+            judge = scorer.judge
+        except Exception:
+            return scorer
+        from ..judge.progress import ProgressJudge
+
+        return scorer.with_judge(ProgressJudge(judge, self._answered))
+
+    def _answered(self, call: Any) -> None:
+        self.state.answers += 1
+        self.reporter.judge_answered(self.state)
+
+    # -- the producer and the workers -----------------------------------------------------------
+
+    async def _produce(self, items: Iterator[Item], queue: asyncio.Queue, n_workers: int) -> None:
+        skipped = 0
+        for item in items:
+            self.state.items += 1
+            todo = self.sink.count_prior(item_key(item["id"]), self.scorers)
+            if todo and self.state.stopped:
+                self.state.left += 1
+                continue
+            if todo:
+                if skipped:
+                    self.reporter.skipped(self.state, skipped)
+                    skipped = 0
+                await queue.put((item, todo))
+                continue
+            self.state.resumed += 1
+            skipped += 1
+            if skipped >= SKIPPED_BATCH:
+                self.reporter.skipped(self.state, skipped)
+                skipped = 0
+                await asyncio.sleep(0)
+        if skipped:
+            self.reporter.skipped(self.state, skipped)
+        for _ in range(n_workers):
+            await queue.put(None)
+
+    async def _worker(self, queue: asyncio.Queue) -> None:
+        while True:
+            entry = await queue.get()
+            if entry is None:
+                return
+            if self.budget is not None and not await self._admit():
+                self.state.left += 1
+                continue
+            await self._score_item(*entry)
+
+    async def _admit(self) -> bool:
+        """Whether the budget lets the next item start now (when not, the run stops)."""
+        if self.state.stopped is None and await self.budget.admit():
+            return True
+        self.state.stopped = self.state.stopped or self.budget.stopped
+        return False
+
+    async def _score_item(self, item: Item, todo: list[Any]) -> None:
+        key = item_key(item["id"])
+        item, results = await self.scoring.score_item(
+            item, todo, lambda scored, label, result: self.sink.save(scored, key, label, result),
+            ready=lambda scored: self.sink.record_item(key, scored))
+        await self.sink.item_done(item, results)
+
+
+__all__ = ["Runner", "declared_names", "item_fields", "label_of", "uses_judge", "failed_result", "apply_target_output",
+           "rate_limited", "SKIPPED_BATCH"]

@@ -1,0 +1,124 @@
+"""Where a batch run's results go as they complete: the out file, the store, the statistics.
+
+`ResultSink` is the one place a result of a run is kept, whichever executor made it (the local
+runner, `engine.run.runner`, or the Ray driver, `engine.ray.runner`):
+
+- `save`: the result's cost set from the price table (``costUsd``), a line appended to the out
+  file (`engine.run.outfile.OutWriter`), then a row committed to the store, then the result counted
+  in the run's statistics, judge calls and usage (per label and per judge model);
+- `record_item`: the item's data in the store, with its position in this attempt;
+- `count_prior`: the results an earlier attempt left for an item (`engine.run.resume.PriorResults`)
+  counted in the statistics, and the scorers still to run on it;
+- `item_done`: an item finished in this attempt, reported (`engine.run.reporting.EvalReporter`) and
+  passed to the run's ``on_item_complete``.
+
+`rewrote` tells afterwards whether a result of the earlier attempt was replaced (the out file
+then holds an older line too, so the run compacts it at the end).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .datasets import Item
+from .item_scoring import label_of
+from .outfile import OutWriter, out_line
+from .prices import PriceTable
+from .reporting import EvalReporter, RunState
+from ..core.result import ScoreResult, Usage
+from .resume import PriorResults
+from .store import Store
+
+__all__ = ["ResultSink", "priced"]
+
+
+def priced(result: ScoreResult, prices: PriceTable | None) -> ScoreResult:
+    """`result` with its cost (``costUsd``) set from `prices` when it has a judge model."""
+    if prices is not None and result.model:
+        result.cost_usd = prices.cost(result.model, result.usage)
+    return result
+
+
+class ResultSink:
+    """Keeps the results of one attempt of run ``state.run_id`` (see the module docstring).
+    `out`: the out file (appended; opened by `open`, closed by `close`), or None; `db`: the
+    store, or None; `on_item_complete(item, results)`: called (awaited if async) after each item,
+    an exception from it propagating; `budget`: told what each finished item cost."""
+
+    def __init__(self, state: RunState, prior: PriorResults, out: Path | None, db: Store | None,
+                 reporter: EvalReporter, on_item_complete: Any = None, *, prices: PriceTable | None = None,
+                 budget: Any = None):
+        self.state = state
+        self.prior = prior
+        self.out = out
+        self.db = db
+        self.reporter = reporter
+        self.on_item_complete = on_item_complete
+        self.prices = prices
+        self.budget = budget
+        self.rewrote = False
+        self._writer: OutWriter | None = None
+        self._position = 0
+
+    def count_prior(self, key: str, scorers: Iterable[Any]) -> list[Any]:
+        """The scorers still to run on the item `key` (those without a final result in the
+        earlier attempts); the earlier results of the others are counted in the statistics."""
+        scorers = list(scorers)
+        todo = [s for s in scorers if not self.prior.done((key, label_of(s)))]
+        if len(todo) < len(scorers):
+            for scorer in scorers:
+                label = label_of(scorer)
+                found = self.prior.records.get((key, label))
+                if found is not None and found[0] != "failed":
+                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
+        return todo
+
+    def record_item(self, key: str, item: Item) -> None:
+        """Keep the item's data in the store (its position: the order items start in this attempt)."""
+        self._position += 1
+        if self.db is not None:
+            self.db.record_item(self.state.run_id, key, self._position, item)
+
+    def save(self, item: Item, key: str, label: str, result: ScoreResult) -> None:
+        """Keep one result: its cost, the out-file line, the store's row, the statistics."""
+        priced(result, self.prices)
+        data = result.to_json_dict()
+        status = result.status
+        if self._writer is not None:
+            self._writer.write(out_line(item["id"], data))
+        if self.db is not None:
+            self.db.record_result(self.state.run_id, key, label, data, status)
+        if (key, label) in self.prior.records:
+            self.rewrote = True
+        self.state.stats[label].add(status, result.score, result.agreement)
+        self.state.stats[label].warn(result.warnings)
+        self.state.judge_calls += result.usage.calls
+        self.state.usage.setdefault(label, Usage()).add(result.usage)
+        if result.model:
+            self.state.usage_by_model.setdefault(result.model, Usage()).add(result.usage)
+
+    async def item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
+        """An item finished in this attempt: counted, its cost told to the budget, reported,
+        and passed to ``on_item_complete``."""
+        self.state.done_items += 1
+        if self.budget is not None:
+            self.budget.finished(sum(r.cost_usd or 0.0 for r in results.values()))
+        self.reporter.item_done(self.state, item, results)
+        if self.on_item_complete is not None:
+            outcome = self.on_item_complete(item, results)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    def open(self) -> None:
+        """Open the out file for appending (created when missing)."""
+        if self.out is not None and self._writer is None:
+            self._writer = OutWriter(self.out)
+
+    def close(self) -> None:
+        """Close the out file (fsync'd)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

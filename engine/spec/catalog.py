@@ -1,0 +1,108 @@
+"""Where specs and templates come from.
+
+- A path (anything with a ``/`` or ending in ``.yaml``/``.yml``) loads that file.
+- A bare name loads ``scorer_specs/NAME.yaml`` under the current directory when it exists (a
+  local spec shadows a built-in of the same id), else the built-in spec.
+- A spec's templates resolve first from a ``prompts/`` folder beside the spec's own folder, then
+  from the built-in ``prompts/``.
+
+Built-ins live in ``scorer_specs/`` and ``prompts/`` at the project root in a checkout or an
+editable install, and in ``engine/_builtin/`` inside an installed wheel.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent.parent  # the engine package
+
+
+@lru_cache(maxsize=1)
+def builtin_root() -> Path:
+    """The folder holding the built-in ``scorer_specs/`` and ``prompts/``."""
+    wheel = _PACKAGE / "_builtin"
+    if (wheel / "scorer_specs").is_dir():
+        return wheel
+    return _PACKAGE.parent
+
+
+def builtin_specs_dir() -> Path:
+    return builtin_root() / "scorer_specs"
+
+
+def builtin_prompts_dir() -> Path:
+    return builtin_root() / "prompts"
+
+
+def is_path(name: str) -> bool:
+    return "/" in name or "\\" in name or name.endswith((".yaml", ".yml"))
+
+
+def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
+    """The spec file for a name or path. Raises `FileNotFoundError` naming what was tried and,
+    for a name, the nearest known ids."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or is_path(text):
+        path = Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(f"spec file not found: {text}")
+        return path
+    local = (cwd or Path.cwd()) / "scorer_specs" / f"{text}.yaml"
+    if local.is_file():
+        return local
+    builtin = builtin_specs_dir() / f"{text}.yaml"
+    if builtin.is_file():
+        return builtin
+    from ..core.errors import did_you_mean
+
+    hint = did_you_mean(text, [e.id for e in list_specs(cwd)])
+    raise FileNotFoundError(f"no scorer named {text!r}" + (f" ({hint})" if hint else ""))
+
+
+def prompt_dirs(spec_file: Path) -> list[Path]:
+    """Template search path for a spec: ``prompts/`` beside the spec's folder, then built-in."""
+    dirs = []
+    local = spec_file.resolve().parent.parent / "prompts"
+    if local.is_dir():
+        dirs.append(local)
+    builtin = builtin_prompts_dir().resolve()
+    if builtin not in dirs:
+        dirs.append(builtin)
+    return dirs
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A spec in the catalogue. abstract: a base for other specs (``abstract: true``), not run."""
+
+    id: str
+    path: Path
+    origin: str  # "builtin" | "local"
+    shadows_builtin: bool = False
+    abstract: bool = False
+
+
+_ABSTRACT = re.compile(r"^abstract:[ \t]*true[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def is_abstract(path: Path) -> bool:
+    """Whether the spec file says ``abstract: true`` at its top level (read as text: cheap)."""
+    try:
+        return _ABSTRACT.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
+
+
+def list_specs(cwd: Path | None = None) -> list[CatalogEntry]:
+    """Built-in and local specs, by id; a local spec replaces a built-in of the same id."""
+    entries: dict[str, CatalogEntry] = {}
+    for path in sorted(builtin_specs_dir().glob("*.yaml")):
+        entries[path.stem] = CatalogEntry(path.stem, path, "builtin", abstract=is_abstract(path))
+    local_dir = (cwd or Path.cwd()) / "scorer_specs"
+    if local_dir.is_dir() and local_dir.resolve() != builtin_specs_dir().resolve():
+        for path in sorted(local_dir.glob("*.yaml")):
+            entries[path.stem] = CatalogEntry(path.stem, path, "local", path.stem in entries, is_abstract(path))
+    return sorted(entries.values(), key=lambda e: e.id)

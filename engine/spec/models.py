@@ -1,0 +1,282 @@
+"""The spec format: what a spec author writes, as frozen pydantic models.
+
+These models are the format's single source of truth: `spec_json_schema()` publishes them as
+the JSON Schema editors use (``scorespec schema``), and `engine.spec.compile` turns a validated `Spec`
+into a runnable `engine.interpret.scorer.Scorer`. Field descriptions below are what editors show.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from ..core.direction import Direction
+
+FORMAT_VERSION = 1
+FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]*$"
+"""A field's name under `fields:` (a run field's, or one the scorer declares)."""
+
+MAX_SAMPLES = 50
+"""The most samples a stage may ask for."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FieldSpec(_Model):
+    """A field the scorer reads: a run field (input, output, ground_truth, context, system,
+    tool_calls) or one the scorer declares, with a `schema`."""
+
+    required: Union[bool, str] = Field(
+        False,
+        description="true, false, or an expression over `options` deciding per run "
+        "(e.g. `options.requireGroundTruth`). A required field the item does not give (null or "
+        "absent) fails the item before any judge call, and so does a required input, ground truth, "
+        "context or system prompt with no text; an empty output or an empty list of tool calls is "
+        "a real answer.",
+    )
+    description: str = Field("", description="What the field means for this scorer.")
+    schema_: dict[str, Any] | None = Field(
+        None, alias="schema",
+        description="A field the scorer declares (any name that is not a run field): the JSON Schema "
+        "(Draft 2020-12) its value must satisfy, checked per item. The item gives it by name; an option "
+        "of the same name gives a default. Not allowed on a run field.",
+    )
+
+
+class JudgeSpec(_Model):
+    """How the judge model is asked."""
+
+    instructions: str | None = Field(
+        None, description="Template file (under prompts/) rendered as the system message."
+    )
+    model: str | None = Field(
+        None,
+        description="Default model, `provider/model` (e.g. `openai/gpt-4o-mini`) or `local`. "
+        "Overridden by the caller's model and by SCORESPEC_MODEL.",
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(1024, ge=1, description="Upper bound on tokens generated per call.")
+    max_reasks: int = Field(
+        2, ge=0, le=10, description="Re-asks after an invalid answer or a failed check."
+    )
+
+
+def _after() -> Any:
+    return Field(None, description="In a spec that extends another: place this item right after the one with "
+                 "this id (default: last).")
+
+
+class Check(_Model):
+    """A condition on a judge's answer; when false the judge is re-asked with `message`."""
+
+    id: str | None = Field(None, description="A name, so a spec that extends this one can override the check.")
+    after: str | None = _after()
+    expect: str = Field(description="Expression that must be true (`answer` is this stage's answer).")
+    message: str = Field(description="Told to the judge when the check fails.")
+
+
+class PromptStage(_Model):
+    """A stage answered by the judge model."""
+
+    id: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="Stage name; later expressions use it.")
+    prompt: str = Field(description="Template file under prompts/, e.g. `faithfulness/verify.j2`.")
+    output_schema: dict[str, Any] = Field(
+        description="JSON Schema (Draft 2020-12, type object) the answer must satisfy. "
+        'A value written `{$expr: "…"}` is computed per item (e.g. minItems from a claim count).'
+    )
+    when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+    for_each: str | None = Field(
+        None, description="Expression giving a list: the judge is asked once per element, which the prompt, "
+        "schema, checks and result see as `each` (its 0-based position: `each_index`); the stage's result "
+        "is the list of the per-element results. One focused question at a time suits small judges.",
+    )
+    checks: list[Check] = Field(default_factory=list, description="Re-ask conditions.")
+    result: str | None = Field(
+        None, description="Expression mapping the answer (`answer`) to the stage's result."
+    )
+    temperature: float | None = Field(None, ge=0, le=2, description="Overrides judge.temperature.")
+    max_tokens: int | None = Field(None, ge=1, description="Overrides judge.max_tokens.")
+    samples: int | None = Field(
+        None, ge=1, le=MAX_SAMPLES,
+        description="Ask the judge this many times (with for_each: per element) and reduce the answers to one "
+        "with `reduce`; the stage records every sample and their agreement. Above 1 the samples are drawn at the "
+        "stage's or judge's temperature, or 0.7 when that is 0.",
+    )
+    reduce: str | None = Field(
+        None,
+        description="How samples become one answer: `majority` (the most common value of the answer's enum and "
+        "boolean fields; see `tie`), `mean` or `median` (of its number fields), or an expression over `samples` "
+        "(the list of answers) giving the answer. Default: majority when the answer has an enum or boolean "
+        "field, else mean when it has a number field.",
+    )
+    tie: Any = Field(
+        None,
+        description="With reduce: majority, the value a tie goes to, one of the voted field's enum values (e.g. "
+        "`unsure`); a mapping field → value when several fields vote. Default: the value the earliest of the "
+        "tied samples gave.",
+    )
+    probabilities: Union[bool, str] = Field(
+        False,
+        description="Ask the judge for the label probabilities of the answer's enum and boolean fields: true, "
+        "false, or an expression over `options` (e.g. `options.scoring == 'probability'`). Later expressions read "
+        "them as `answer_probs.STAGE` (`{field: {value: probability}}`; a list with for_each); a judge that "
+        "reports none falls back to the hard labels (1 for the value given) with a warning in the result.",
+    )
+    after: str | None = _after()
+
+
+class RuleStage(_Model):
+    """A stage computed by a registered function, without the judge."""
+
+    id: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="Stage name; later expressions use it.")
+    function: str = Field(description="A registered rule function (see `scorespec list`).")
+    args: dict[str, str] = Field(default_factory=dict, description="Argument name → expression.")
+    when: str | None = Field(None, description="Expression; the stage is skipped when false.")
+    after: str | None = _after()
+
+
+def _stage_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "rule" if "function" in value else "prompt"
+    return "rule" if isinstance(value, RuleStage) else "prompt"
+
+
+Stage = Annotated[
+    Union[Annotated[PromptStage, Tag("prompt")], Annotated[RuleStage, Tag("rule")]],
+    Discriminator(_stage_kind),
+]
+
+
+class NotScorable(_Model):
+    """When there is nothing to judge, the item gets no score and this reason."""
+
+    when: str = Field(description="Expression over run, options, vars and stage results.")
+    reason: str = Field(description="Template text (Jinja) explaining why.")
+
+
+class ScoreSpec(_Model):
+    """How the score is computed."""
+
+    not_scorable: NotScorable | None = None
+    let: dict[str, str] = Field(
+        default_factory=dict, description="Named expressions, evaluated in order; the formula uses them."
+    )
+    formula: str = Field(description="Expression giving the score in [0, scale].")
+    round: int | None = Field(
+        None, ge=0, le=12,
+        description="Decimal places; half away from zero on the shortest decimal form (0.575 → 0.58).",
+    )
+    scale: str = Field(
+        "options.scale", description="Expression giving the upper bound of the score."
+    )
+
+
+class ReasonCase(_Model):
+    """One way to explain the score; the first case whose `when` holds is used."""
+
+    id: str | None = Field(None, description="A name, so a spec that extends this one can override the case.")
+    after: str | None = _after()
+    when: str | None = Field(None, description="Expression; omitted means always.")
+    template: str | None = Field(None, description="Inline Jinja text rendered without the judge.")
+    prompt: str | None = Field(
+        None, description="Template file under prompts/; the judge answers {reason: string}."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ReasonCase":
+        if (self.template is None) == (self.prompt is None):
+            raise ValueError("give exactly one of 'template' or 'prompt'")
+        return self
+
+
+class Spec(_Model):
+    """A scorer, as data."""
+
+    format: Literal[1] = Field(description="The spec format's version (this engine reads 1).")
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="The scorer's id: the file's stem.")
+    extends: str | None = Field(
+        None, description="The spec this one builds on: a scorer id (`faithfulness`) or a path to a YAML file, "
+        "relative to this one. Mappings merge key by key (null removes a value), stages merge by id; "
+        "see the README.",
+    )
+    abstract: bool = Field(
+        False, description="A base for other specs, never run itself: name, description, version, stages and "
+        "score may be left to the specs that extend it. Not inherited.",
+    )
+    name: str | None = Field(None, description="Human-readable name (required unless abstract).")
+    description: str | None = Field(None, description="One sentence: what the score measures (required unless "
+                                    "abstract).")
+    version: Union[int, str, None] = Field(None, description="The scorer's own version; bump when behaviour "
+                                           "changes (required unless abstract).")
+    direction: Direction = Field(
+        "higher_is_better", description="Which scores are better: `higher_is_better` (the default) or "
+        "`lower_is_better` (e.g. hallucination). Summaries, eval thresholds (`LABEL=limit`: at least as good as "
+        "limit) and `scorespec compare` (wins, losses, better, worse) follow it.",
+    )
+    fields: dict[str, FieldSpec] = Field(
+        default_factory=dict,
+        description="The fields the scorer reads: run fields (input, output, ground_truth, context, system, "
+        "tool_calls; every run provides them all, empty when not given) and fields of its own, each "
+        "with a `schema` (read as run.NAME).",
+        json_schema_extra={"propertyNames": {"pattern": FIELD_NAME_PATTERN}},
+    )
+    options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Option name → JSON Schema with a `default`. User values are validated and "
+        "merged over the defaults.",
+    )
+    judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    vars: dict[str, str] = Field(
+        default_factory=dict,
+        description="Named expressions over run and options, evaluated before the stages.",
+    )
+    stages: list[Stage] | None = Field(None, min_length=1, description="Stages, run in order (required unless "
+                                       "abstract).")
+    score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract).")
+    reason: list[ReasonCase] = Field(
+        default_factory=list, description="How the score is explained; first matching case wins."
+    )
+
+
+CONCRETE_KEYS = ("name", "description", "version", "stages", "score")
+"""What a spec that is not abstract must give (itself or through the spec it extends)."""
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of the spec format, as published by `scorespec schema`."""
+    schema = Spec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "scorespec scorer spec"
+    # a spec that is neither abstract nor extends another must be complete
+    schema["if"] = {"anyOf": [{"required": ["abstract"], "properties": {"abstract": {"const": True}}},
+                              {"required": ["extends"]}]}
+    schema["else"] = {"required": list(CONCRETE_KEYS)}
+    _stage_patches(schema)
+    return schema
+
+
+def _stage_patches(schema: dict[str, Any]) -> None:
+    """Let a spec that extends another give a stage by its id and only the keys it changes (the
+    stages merge by id, and the merged spec is checked in full when it loads); a spec that extends
+    none gives every stage whole."""
+    defs = schema["$defs"]
+    for kind in ("PromptStage", "RuleStage"):
+        patch = copy.deepcopy(defs[kind])
+        patch["required"] = ["id"]
+        patch["title"] = f"{kind}Patch"
+        patch["description"] = f"In a spec that extends another: the keys of its {kind} with this id that change."
+        defs[f"{kind}Patch"] = patch
+    whole = schema["properties"]["stages"]
+    schema["properties"]["stages"] = {
+        **{k: v for k, v in whole.items() if k != "anyOf"},
+        "anyOf": [{"type": "array", "minItems": 1, "items": {"type": "object"}}, {"type": "null"}],
+    }
+    patches = {"type": "array", "minItems": 1,
+               "items": {"anyOf": [{"$ref": "#/$defs/PromptStagePatch"}, {"$ref": "#/$defs/RuleStagePatch"}]}}
+    schema["allOf"] = [{"if": {"required": ["extends"]},
+                        "then": {"properties": {"stages": {"anyOf": [patches, {"type": "null"}]}}},
+                        "else": {"properties": {"stages": {"anyOf": whole["anyOf"]}}}}]

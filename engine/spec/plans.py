@@ -1,0 +1,205 @@
+"""Typed plans: what `engine.spec.compile` emits and the interpreter runs.
+
+A plan is complete when it is built (frozen, every default resolved, the hash known): nothing
+at run time reads the spec as written. A stage is either a `PromptStagePlan` (the judge
+answers) or a `RuleStagePlan` (a registered function computes); a judge-written reason is a
+`PromptStagePlan` with id ``reason``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from ..core.direction import HIGHER_IS_BETTER, Direction
+from .expressions import Expression, Template
+from ..core.schemas import OptionValidator
+
+REASON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["reason"],
+    "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": 800}},
+    "additionalProperties": False,
+}
+"""What a judge-written reason must be."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckPlan:
+    """A condition on an answer (`expect`, over the stage's names and `answer`); while false
+    the judge is re-asked with `message`."""
+
+    expect: Expression
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingPlan:
+    """How a stage's judge answers are sampled and reduced to one (`engine.interpret.reduce`).
+
+    n: samples per question (1: asked once, as an unsampled stage). temperature: the
+    temperature samples are drawn at when n > 1 (above 0). method: ``majority`` (over the
+    answer's `fields` that vote: enum or boolean), ``mean`` / ``median`` (over its number
+    `fields`) or ``expression`` (`expression` over ``samples`` gives the answer). tie: with
+    majority, the value a tie goes to per voted field, in `fields` order (None: the earliest
+    tied sample's).
+    """
+
+    n: int
+    temperature: float
+    method: str
+    fields: tuple[str, ...] = ()
+    tie: tuple[Any, ...] | None = None
+    expression: Expression | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptStagePlan:
+    """A stage the judge answers.
+
+    schema: the output schema (JSON Schema, type object); where it was written ``{$expr: …}``
+    it holds a placeholder and `schema_exprs` gives (JSON pointer as a tuple, expression) to
+    compute per item (`schema_for`). temperature and max_tokens are resolved (the stage's, else
+    the judge block's); max_reasks bounds re-asks after an invalid answer or a failed check.
+    for_each: an expression giving a list (one call per element), or None. sampling: how the
+    stage is sampled (`SamplingPlan`; n = 1 when it is asked once), or None when its answer has
+    nothing a default reduction can use and the spec gives no `reduce` (it is then always asked
+    once, whatever a run's ``samples``). probabilities: whether to ask for the answer's label
+    probabilities (`engine.core.answer_probs`): a constant, or an expression evaluated per item.
+    """
+
+    id: str
+    template: Template
+    schema: Mapping[str, Any]
+    temperature: float
+    max_tokens: int
+    max_reasks: int
+    when: Expression | None = None
+    for_each: Expression | None = None
+    schema_exprs: tuple[tuple[tuple[Any, ...], Expression], ...] = ()
+    checks: tuple[CheckPlan, ...] = ()
+    result: Expression | None = None
+    sampling: SamplingPlan | None = None
+    probabilities: Union[bool, Expression] = False
+
+    @property
+    def samples(self) -> int:
+        """How many times each question of the stage is asked (1 when it is not sampled)."""
+        return self.sampling.n if self.sampling is not None else 1
+
+    def schema_for(self, namespace: dict[str, Any]) -> dict[str, Any]:
+        """The output schema for one item (or element): `$expr` values computed over
+        `namespace`; the shared schema itself when there are none (never mutate it)."""
+        if not self.schema_exprs:
+            return self.schema  # type: ignore[return-value]
+        schema = dict(self.schema)
+        for pointer, expression in self.schema_exprs:
+            node: Any = schema
+            for part in pointer[:-1]:  # copy only the containers on the way to each value
+                child = node[part]
+                node[part] = child = dict(child) if isinstance(child, dict) else list(child)
+                node = child
+            node[pointer[-1]] = expression(namespace)
+        return schema
+
+
+@dataclass(frozen=True, slots=True)
+class RuleStagePlan:
+    """A stage a registered rule function computes: ``function(**{name: expr(ns)})``."""
+
+    id: str
+    function: Callable[..., Any]
+    function_name: str
+    args: Mapping[str, Expression]
+    when: Expression | None = None
+
+
+StagePlan = Union[PromptStagePlan, RuleStagePlan]
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonPlan:
+    """One way to explain a score: a `template` rendered without the judge, or a `prompt`
+    stage whose answer is ``{reason: string}``. The first case whose `when` holds is used."""
+
+    when: Expression | None
+    template: Template | None = None
+    prompt: PromptStagePlan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePlan:
+    """How the score is computed: the not-scorable rule (when, reason template), the `let`
+    names in order, the formula, the scale expression and the decimal places (None: as is)."""
+
+    formula: Expression
+    scale: Expression
+    let: tuple[tuple[str, Expression], ...] = ()
+    not_scorable: tuple[Expression, Template] | None = None
+    round: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OptionsPlan:
+    """The spec's options: defaults (every option has one) and a validator per option, with
+    the schemas as written (the CLI reads them to parse values)."""
+
+    defaults: Mapping[str, Any]
+    validators: Mapping[str, OptionValidator]
+    schemas: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPlan:
+    """A field the spec declares (`fields.NAME.schema`): its JSON Schema, compiled, and whether
+    an option of the same name gives the value of an item that has none (`from_option`)."""
+
+    name: str
+    validator: OptionValidator
+    from_option: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerPlan:
+    """A compiled spec: everything the interpreter runs, nothing it must look up.
+
+    hash: sha256 of the spec source(s) and every template used (`engine.spec.document`). chain: this
+    spec's id and the ids of the specs it extends, nearest first. sources: (file, text) of every
+    spec file merged into this one, the spec's own first (with `templates`, the full text the
+    store keeps per run). direction: ``higher_is_better`` or ``lower_is_better`` (`engine.core.direction`).
+    required: run field → True, or an expression over `options` deciding per run. declared: the
+    fields the spec declares beyond the run fields, by name.
+    instructions: the system message template, or None. model: the spec's default judge model.
+    """
+
+    id: str
+    name: str
+    description: str
+    version: Union[int, str]
+    path: Path
+    hash: str
+    options: OptionsPlan
+    required: Mapping[str, Union[bool, Expression]]
+    vars: tuple[tuple[str, Expression], ...]
+    instructions: Template | None
+    model: str | None
+    stages: tuple[StagePlan, ...]
+    score: ScorePlan
+    reasons: tuple[ReasonPlan, ...]
+    templates: Mapping[str, str]
+    chain: tuple[str, ...] = ()
+    declared: Mapping[str, FieldPlan] = field(default_factory=dict)
+    sources: tuple[tuple[str, str], ...] = ()
+    direction: Direction = HIGHER_IS_BETTER
+
+    @property
+    def uses_judge(self) -> bool:
+        """Whether any stage or reason asks the judge."""
+        return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
+
+
+__all__ = ["CheckPlan", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "SamplingPlan",
+           "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]
