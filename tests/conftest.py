@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from ray_local import LocalRay
+from redis_server import RedisServer, redis_server_executable
 
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.embedded.llama import cache_dir
 from engine.testing.fake_openai import FakeOpenAIServer
-from ray_local import LocalRay
-from redis_server import RedisServer, redis_server_executable
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -9,21 +9,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import SPEC_FIXTURES
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
+from engine.bind.load import load_scorer
 from engine.cli.main import app
-from engine.spec.compile import compile_file
-from engine.run.datasets import iter_items, parse_fields, read_file
 from engine.core.errors import SpecError
-from engine.run.evals import run_evals
 from engine.core.messages import MessageError, read_tool_calls
 from engine.core.run_fields import run_namespace
 from engine.interpret.scorer import Scorer
-from engine.bind.load import load_scorer
+from engine.run.datasets import iter_items, parse_fields, read_file
+from engine.run.evals import run_evals
+from engine.spec.compile import compile_file
 from engine.testing import FakeJudge
-
-from conftest import SPEC_FIXTURES
 
 AGENT = SPEC_FIXTURES / "agent"
 RUBRIC = str(AGENT / "agent_rubric.yaml")          # judged: system, conversation, tool calls, rubric

@@ -16,9 +16,9 @@ import math
 import pytest
 
 from engine import load_scorer, run_evals
+from engine.bind.stack import RetryPolicy, make_judge
 from engine.core.answer_probs import Token, answer_probs, label_fields, probs_from_completion, with_hard_labels
 from engine.core.errors import SpecError
-from engine.bind.stack import RetryPolicy, make_judge
 from engine.testing import FakeJudge, WithProbs
 from engine.testing.fake_openai import FakeOpenAIServer, Tokens
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.errors import ScorerRunError
 from engine.bind.load import load_scorer
+from engine.core.errors import ScorerRunError
 from engine.testing import FakeJudge, assert_scores
 from engine.testing.fake_openai import FakeOpenAIServer
 

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval and calibrate)
-from engine.run.budget import Budget, UnpricedModelError, check_priced, spent_before
+from engine.bind.load import load_scorer
 from engine.cli.main import app
+from engine.run.budget import Budget, UnpricedModelError, check_priced, spent_before
 from engine.run.evals import run_evals
 from engine.run.prices import PriceTable, load_prices, parse_prices
-from engine.bind.load import load_scorer
 from engine.run.store import Store
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer

@@ -6,15 +6,14 @@ import math
 import os
 
 import pytest
+from conftest import TESTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.spec.compile import load_spec
-from engine.interpret.scorer import Scorer
 from engine.bind.load import load_scorer
+from engine.interpret.scorer import Scorer
+from engine.spec.compile import load_spec
 from engine.testing import FakeJudge
-
-from conftest import TESTS
 
 SNAPSHOTS = TESTS / "snapshots"
 UPDATE = os.environ.get("SCORESPEC_UPDATE_SNAPSHOTS") == "1"

@@ -10,9 +10,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+import engine.cli.eval  # noqa: F401 - registers the batch commands
 from engine import load_scorer
 from engine.analysis.calibration import LabelError, agreement, calibrate
-import engine.cli.eval  # noqa: F401 - registers the batch commands
 from engine.cli.main import app
 from engine.core.errors import ScorerRunError
 from engine.run.store import Store

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.bind.load import load_scorer
+from engine.interpret.scorer import round_half_away
 from engine.spec.compile import load_spec
 from engine.spec.expressions import Expression
-from engine.interpret.scorer import round_half_away
-from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 
 CONTEXT = ["The Riverside bridge opened in 1932.", "The bridge is 400 m long.", "The town has forty bridges.",

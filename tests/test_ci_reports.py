@@ -16,12 +16,12 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval and calibrate)
-from engine.report.ci import CIReport, Gate, ItemOutcome, comparison_report, parse_item_cutoffs
 from engine.cli.main import app
 from engine.core.direction import LOWER_IS_BETTER, better, direction_of
+from engine.report.ci import CIReport, Gate, ItemOutcome, comparison_report, parse_item_cutoffs
 from engine.report.junit import junit_xml, xml_safe
-from engine.run.summary import ScorerSummary, Threshold
 from engine.report.summary_md import md_cell, summary_markdown, worst_items
+from engine.run.summary import ScorerSummary, Threshold
 
 NUMERIC = str(Path(__file__).resolve().parent / "specs" / "numeric.yaml")  # score = the output as a number
 

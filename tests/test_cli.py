@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import SPEC_FIXTURES
 from typer.testing import CliRunner
 
 from engine.bind import stack as judge_module
-from engine.spec.catalog import builtin_specs_dir
 from engine.cli.main import app, parse_option_value
+from engine.spec.catalog import builtin_specs_dir
 from engine.spec.models import spec_json_schema
-
-from conftest import SPEC_FIXTURES
 
 BUILTIN_IDS = sorted(path.stem for path in builtin_specs_dir().glob("*.yaml"))
 

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval and calibrate)
-from engine.cli.main import app
 from engine.cli.cache import parse_age
+from engine.cli.main import app
 from engine.testing.fake_openai import FakeOpenAIServer
 
 ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}

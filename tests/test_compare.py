@@ -13,19 +13,18 @@ import math
 from decimal import Decimal
 
 import pytest
+from conftest import SPEC_FIXTURES
 from typer.testing import CliRunner
 
 import engine.cli.compare  # noqa: F401  (registers compare)
 import engine.cli.eval  # noqa: F401  (registers eval, show)
 from engine import compare, load_scorer, run_evals
-from engine.cli.main import app
 from engine.analysis.compare_stats import mcnemar, paired_difference
 from engine.analysis.comparison import Outcome, Version, build_comparison
+from engine.cli.main import app
 from engine.run.store import Store
 from engine.run.summary import Threshold
 from engine.testing import FakeJudge
-
-from conftest import SPEC_FIXTURES
 
 NUMERIC = SPEC_FIXTURES / "numeric.yaml"  # rule-only: the score is the output read as a number
 ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None}

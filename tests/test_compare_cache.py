@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 pytest.importorskip("engine.judge.cache.layer", reason="the judge-call cache is not in this tree yet")
 
+from test_compare import server_reply, twenty_items, write_jsonl  # noqa: E402
+
 import engine.cli.compare  # noqa: E402,F401  (registers compare)
 from engine.cli.main import app  # noqa: E402
-
-from test_compare import server_reply, twenty_items, write_jsonl  # noqa: E402
 
 # each item asks its own claims question (the #-word only tells items apart); the verdict
 # questions are the same for every item with the same claims: 20 + 2 distinct judge calls

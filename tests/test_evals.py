@@ -19,10 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval, runs, show)
+from engine.bind.load import load_scorer
+from engine.bind.stack import RetryPolicy, make_judge
 from engine.cli.main import app
 from engine.run.evals import RateLimiter, Threshold, arun_evals, run_evals
-from engine.bind.stack import RetryPolicy, make_judge
-from engine.bind.load import load_scorer
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
@@ -596,8 +596,9 @@ def test_run_evals_works_inside_a_running_event_loop():
 
 
 def test_limit_scores_only_the_first_items(tmp_path):
-    from engine.cli.main import app
     from typer.testing import CliRunner
+
+    from engine.cli.main import app
 
     data = tmp_path / "d.jsonl"
     data.write_text("".join(f'{{"id": {i}, "output": "a", "ground_truth": "a"}}\n' for i in range(5)))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.spec.compile import compile_file, validate_directory
 from engine.core.errors import SpecError
-from engine.spec.plans import PromptStagePlan
 from engine.interpret.scorer import Scorer
+from engine.spec.compile import compile_file, validate_directory
+from engine.spec.plans import PromptStagePlan
 from engine.testing import FakeJudge
 
 BASE = """

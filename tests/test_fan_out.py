@@ -10,10 +10,10 @@ import pytest
 
 from engine import load_scorer
 from engine.core.errors import ScorerRunError
-from engine.run.evals import run_evals
-from engine.judge.call import JudgeAnswer, JudgeCall
-from engine.run.reporting import EvalReporter
 from engine.core.result import Usage
+from engine.judge.call import JudgeAnswer, JudgeCall
+from engine.run.evals import run_evals
+from engine.run.reporting import EvalReporter
 from engine.testing import FakeJudge
 
 

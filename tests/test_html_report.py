@@ -13,17 +13,16 @@ import re
 from pathlib import Path
 
 import pytest
+from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_REASON, calibrate_run, eval_run
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands, report among them
 from engine.analysis.calibration import roc_points
 from engine.cli.main import app
-from engine.report.html import render_report, report_json
 from engine.report.charts import DISTINCT_BARS, histogram_bins, scatter_points
 from engine.report.data import ReportError, load_run, run_from_out_file, usage_totals
+from engine.report.html import render_report, report_json
 from engine.run.store import Store
-
-from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_REASON, calibrate_run, eval_run
 
 # the paired statistics of `scorespec compare` (interval, test), when this scorespec has them
 HAS_STATS = importlib.util.find_spec("engine.analysis.compare_stats") is not None
@@ -251,10 +250,10 @@ def test_comparison_difference_is_exact(tmp_path):
 
 
 def test_a_compare_run_sets_each_version_against_the_first(store):
+    from report_runs import faithfulness_judge, items
+
     from engine import load_scorer
     from engine.run.evals import run_evals
-
-    from report_runs import faithfulness_judge, items
 
     versions = [load_scorer("faithfulness", judge=faithfulness_judge(), label="faithfulness"),
                 load_scorer("faithfulness", judge=faithfulness_judge(strict=True), label="faithfulness@draft")]

@@ -14,12 +14,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from engine.report.html import write_report
-from engine.report.data import load_run
-from engine.run.store import Store
-
 from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_OUTPUT, HOSTILE_REASON, eval_run
+
+from engine.report.data import load_run
+from engine.report.html import write_report
+from engine.run.store import Store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ITEMS = 120  # three pages of 50

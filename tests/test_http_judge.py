@@ -6,13 +6,12 @@ import json
 import time
 
 import pytest
-
-from engine.spec.compile import compile_file
-from engine.interpret.scorer import Scorer
-from engine.bind.load import load_scorer
-from engine.testing.fake_openai import Fault
-
 from conftest import SPEC_FIXTURES, fast_judge, verdicts
+
+from engine.bind.load import load_scorer
+from engine.interpret.scorer import Scorer
+from engine.spec.compile import compile_file
+from engine.testing.fake_openai import Fault
 
 CLAIMS = {"claims": ["A", "B"]}
 REASON = {"reason": "Two claims, one supported."}

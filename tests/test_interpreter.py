@@ -7,16 +7,15 @@ import json
 import math
 
 import pytest
+from conftest import SPEC_FIXTURES, verdicts
 
 import engine
 from engine import functions
-from engine.spec.compile import compile_file
+from engine.bind.load import load_scorer, load_scorer_keywords
 from engine.core.errors import ScorerRunError
 from engine.interpret.scorer import OptionError, Scorer, normalize_answer, round_half_away
-from engine.bind.load import load_scorer, load_scorer_keywords
+from engine.spec.compile import compile_file
 from engine.testing import FakeJudge
-
-from conftest import SPEC_FIXTURES, verdicts
 
 REASON = {"reason": "Because of the verdicts."}
 JINJA_TEXT = "{{ 7*7 }} {% for x in range(3) %}x{% endfor %} {#"

@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from conftest import ROOT, SPEC_FIXTURES, USER_MODEL_CACHE
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine import run_evals
-from engine.embedded import llama as local
 from engine.cli.main import app
+from engine.embedded import llama as local
 from engine.run.store import Store, default_store_path
-
-from conftest import ROOT, SPEC_FIXTURES, USER_MODEL_CACHE
 
 NUMERIC = str(SPEC_FIXTURES / "numeric.yaml")  # rule-only: score = the output read as a number
 

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.judge.contract import AnswerContract
-from engine.spec.compile import load_spec
-from engine.run.evals import run_evals
+from engine.bind.load import load_scorer
 from engine.bind.stack import RateLimiter, RetryPolicy, make_judge, with_rate_limit
+from engine.core.result import Usage
 from engine.judge.cache.base import CachedAnswer, JudgeCacheWarning
 from engine.judge.cache.layer import CachedJudge, open_cache
 from engine.judge.cache.sqlite_backend import SQLiteJudgeCache
 from engine.judge.call import JudgeAnswer, JudgeCall
+from engine.judge.contract import AnswerContract
 from engine.judge.identity import provider_identity
 from engine.judge.rate_limit import RateLimitedJudge
-from engine.core.result import Usage
-from engine.bind.load import load_scorer
+from engine.run.evals import run_evals
+from engine.spec.compile import load_spec
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,12 +11,12 @@ import asyncio
 
 import pytest
 
-from engine.judge.cache import lease as judge_cache_lease
-from engine.judge.contract import AnswerContract
-from engine.core.errors import ScorerRunError
 from engine.bind.stack import RetryPolicy, make_judge
+from engine.core.errors import ScorerRunError
+from engine.judge.cache import lease as judge_cache_lease
 from engine.judge.cache.redis_backend import RedisJudgeCache
 from engine.judge.call import JudgeCall
+from engine.judge.contract import AnswerContract
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
 SCHEMA = {"type": "object", "required": ["note"], "properties": {"note": {"type": "string"}}}

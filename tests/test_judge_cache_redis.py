@@ -16,12 +16,11 @@ import time
 import warnings
 
 import pytest
+from conftest import require_redis
 
 from engine.judge.cache.base import CachedAnswer, JudgeCache, JudgeCacheWarning
 from engine.judge.cache.layer import open_cache
 from engine.judge.cache.redis_backend import DEFAULT_PREFIX, RedisJudgeCache, masked_url
-from conftest import require_redis
-
 
 
 @pytest.fixture(autouse=True)

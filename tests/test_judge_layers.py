@@ -6,31 +6,38 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import pytest
+from conftest import SPEC_FIXTURES, fast_judge
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands on `app`
-from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
+from engine.bind.load import load_scorer
+from engine.bind.stack import (
+    InstructorJudge,
+    RateLimitedJudge,
+    RateLimiter,
+    RetryingJudge,
+    RetryPolicy,
+    layered,
+    make_judge,
+    with_rate_limit,
+)
 from engine.cli.main import app
-from engine.spec.compile import compile_file
 from engine.core.errors import ScorerRunError
-from engine.run.evals import run_evals
-from engine.spec.expressions import Expression
-from engine.bind.stack import (InstructorJudge, RateLimitedJudge, RateLimiter, RetryingJudge, RetryPolicy, layered,
-                          make_judge, with_rate_limit)
-from engine.judge.call import JudgeAnswer, JudgeCall, TransportFailure
-from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
-from engine.judge.provider import _retry_after
 from engine.core.result import Usage
 from engine.interpret.scorer import Scorer
-from engine.bind.load import load_scorer
+from engine.judge.call import JudgeAnswer, JudgeCall, TransportFailure
+from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
+from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
+from engine.judge.provider import _retry_after
+from engine.run.evals import run_evals
+from engine.spec.compile import compile_file
+from engine.spec.expressions import Expression
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
-
-from conftest import SPEC_FIXTURES, fast_judge
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["verdict"]}

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.judge.contract import AnswerContract
 from engine.judge.call import JudgeCall
+from engine.judge.contract import AnswerContract
 from engine.judge.identity import provider_identity, schema_as_sent
 from engine.judge.weights import SIDECAR_NAME, weights_sha256
 

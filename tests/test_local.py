@@ -19,8 +19,8 @@ from typing import Literal
 
 import pytest
 
-from engine.embedded import llama as local
 from engine.embedded import files as model_files
+from engine.embedded import llama as local
 from engine.embedded.gguf import special_token_text, trained_context
 from engine.embedded.llama import LocalJudgeError, LocalModelInfo
 from engine.embedded.settings import LocalSettings

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from engine import load_scorer
-from engine.spec.compile import compile_text
 from engine.core.errors import SpecError
+from engine.spec.compile import compile_text
 from engine.testing import FakeJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,8 @@ def test_result_json_carries_its_status():
 
 
 def test_an_embedded_judge_gets_as_many_items_in_flight_as_its_slots_by_default(monkeypatch):
-    from engine.run.evals import default_concurrency
     from engine.embedded.settings import DEFAULT_SLOTS
+    from engine.run.evals import default_concurrency
 
     monkeypatch.delenv("SCORESPEC_LOCAL_SLOTS", raising=False)
     assert default_concurrency([load_scorer("faithfulness", model="local"), load_scorer("textual_difference")]) \

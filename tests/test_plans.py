@@ -6,14 +6,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
+from engine.core.errors import ERROR_KINDS, ScorerRunError, SpecError
+from engine.core.result import ItemError
 from engine.spec.compile import compile_file, load_spec
 from engine.spec.document import parse_document
-from engine.core.errors import ERROR_KINDS, ScorerRunError, SpecError
 from engine.spec.plans import PromptStagePlan, RuleStagePlan
-from engine.core.result import ItemError
-
-from conftest import ROOT
 
 RATING_SPEC = """
 format: 1

@@ -11,18 +11,16 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
-from engine.cli.main import app
-from engine.run.evals import run_evals
-from engine.bind.stack import RetryPolicy, make_judge
-from engine.run.prices import (SHIPPED_PRICES, PriceTable, PriceTableError, cost_of, load_prices, parse_prices,
-                           usd_text)
-from engine.core.result import Usage
 from engine.bind.load import load_scorer
-
-from conftest import ROOT
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.cli.main import app
+from engine.core.result import Usage
+from engine.run.evals import run_evals
+from engine.run.prices import SHIPPED_PRICES, PriceTable, PriceTableError, cost_of, load_prices, parse_prices, usd_text
 
 TABLE = """\
 taken: "2025-01-31"

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ROOT, require_redis
-from engine.run.evals import run_evals
+from ray_local import processes_naming
+
+from engine.bind.load import load_scorer
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.ray.cluster import RayOptions
-from engine.bind.load import load_scorer
+from engine.run.evals import run_evals
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.faults import FaultInjector
-from ray_local import processes_naming
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 

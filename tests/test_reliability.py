@@ -6,9 +6,9 @@ with SIGKILL at seeded moments, resumed, compared with an uninterrupted run."""
 from __future__ import annotations
 
 import pytest
+from reliability.run import RATES, fault_eval, sigkill_trials
 
 from engine.testing.faults import KINDS
-from reliability.run import RATES, fault_eval, sigkill_trials
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from engine import functions
 from engine.cli.main import app
-from engine.spec.compile import compile_file
 from engine.core.errors import SpecError
 from engine.functions.rule_function import rule_function
 from engine.interpret.scorer import Scorer
+from engine.spec.compile import compile_file
 
 SPEC = """
     format: 1

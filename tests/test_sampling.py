@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.spec.compile import compile_file
-from engine.core.errors import SpecError
-from engine.run.evals import run_evals
-from engine.bind.stack import RetryPolicy, make_judge
-from engine.interpret.reduce import agreeing_share, central, majority
-from engine.spec.sampling import DEFAULT_SAMPLE_TEMPERATURE
-from engine.interpret.scorer import Scorer
 from engine.bind.load import load_scorer
+from engine.bind.stack import RetryPolicy, make_judge
+from engine.core.errors import SpecError
+from engine.interpret.reduce import agreeing_share, central, majority
+from engine.interpret.scorer import Scorer
+from engine.run.evals import run_evals
+from engine.spec.compile import compile_file
+from engine.spec.sampling import DEFAULT_SAMPLE_TEMPERATURE
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer
 

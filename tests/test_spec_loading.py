@@ -14,22 +14,21 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from conftest import ROOT, SPEC_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import engine
-from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
 from engine.cli.main import app
-from engine.spec.compile import compile_file, compile_text, load_spec, validate_directory
 from engine.core.errors import SpecError
-from engine.spec.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
 from engine.interpret.scorer import Scorer
+from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
+from engine.spec.compile import compile_file, compile_text, load_spec, validate_directory
+from engine.spec.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
 from engine.spec.models import spec_json_schema
-from engine.testing import FakeJudge
 from engine.spec.yamlload import load_yaml
-
-from conftest import ROOT, SPEC_FIXTURES
+from engine.testing import FakeJudge
 
 BROKEN = SPEC_FIXTURES / "broken"
 UPDATE = os.environ.get("SCORESPEC_UPDATE_SNAPSHOTS") == "1"

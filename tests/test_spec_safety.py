@@ -11,16 +11,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.spec.compile import compile_file, compile_text
 from engine.core.errors import SpecError
-from engine.spec.expressions import MAX_SIZE, Expression, Template, TemplateSyntaxError
 from engine.interpret.scorer import Scorer
+from engine.spec.compile import compile_file, compile_text
+from engine.spec.expressions import MAX_SIZE, Expression, Template, TemplateSyntaxError
 from engine.spec.yamlload import MAX_NODES
-
-from conftest import ROOT
 
 # Sandbox escapes and blow-ups, as a spec author could write them. Each is refused at load.
 ESCAPES = {

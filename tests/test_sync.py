@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from engine import calibrate, load_scorer, run_evals
-from engine.run.datasets import DatasetError
 from engine.core.sync import run_sync
+from engine.run.datasets import DatasetError
 from engine.testing import FakeJudge
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.functions.agent_steps import MAX_CALLS
 from engine.functions import lookup
+from engine.functions.agent_steps import MAX_CALLS
 
 
 def calls(*names: str, **errors: object) -> list[dict]:

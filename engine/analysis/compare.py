@@ -19,10 +19,18 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .comparison import (DEFAULT_TOP, Comparison, HumanLabels, Outcome, Version, as_label_set, build_comparison,
-                         outcome_of)
-from ..run.datasets import item_key, iter_items, label_value, parse_fields
 from ..core.direction import HIGHER_IS_BETTER, direction_of
+from ..run.datasets import item_key, iter_items, label_value, parse_fields
+from .comparison import (
+    DEFAULT_TOP,
+    Comparison,
+    HumanLabels,
+    Outcome,
+    Version,
+    as_label_set,
+    build_comparison,
+    outcome_of,
+)
 
 __all__ = ["acompare", "compare", "run_reference"]
 

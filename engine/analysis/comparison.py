@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
 from ..core.direction import HIGHER_IS_BETTER, Direction
 from ..run.summary import ScorerSummary
+from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
 
 __all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison",
            "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison",

@@ -14,12 +14,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .stack import make_judge
+from ..interpret.scorer import Scorer
 from ..judge.model import is_local
 from ..judge.recipe import JudgeRecipe, cache_setting, judge_recipe
 from ..spec.plans import PromptStagePlan, ScorerPlan
-from ..interpret.scorer import Scorer
 from ..spec.snapshot import compile_kept
+from .stack import make_judge
 
 __all__ = ["ScorerRecipe", "scorer_recipe"]
 

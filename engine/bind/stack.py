@@ -17,16 +17,16 @@ satisfy travels with each call (`engine.judge.contract`); model strings and thei
 
 from __future__ import annotations
 
-from ..judge.contract import AnswerContract, AnswerInvalid
-from ..judge.cache.layer import CacheSetting, CachedJudge, open_cache
+from ..embedded.judge import make_local_judge
+from ..judge.cache.layer import CachedJudge, CacheSetting, open_cache
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
 from ..judge.clients import hosted_judge, parse_mode
+from ..judge.contract import AnswerContract, AnswerInvalid
 from ..judge.model import DEFAULT_MODEL, LOCAL_PREFIXES, ModelError, check_model, is_local, resolve_model
 from ..judge.provider import InstructorJudge
-from ..judge.recipe import JudgeRecipe
 from ..judge.rate_limit import RateLimitedJudge, RateLimiter
+from ..judge.recipe import JudgeRecipe
 from ..judge.retries import RetryingJudge, RetryPolicy
-from ..embedded.judge import make_local_judge
 
 # a local model has no transport to fail; a small budget for transient binding errors
 LOCAL_RETRY = RetryPolicy(max_retries=1, base_s=0.1)

@@ -17,11 +17,11 @@ from typing import Any, Optional
 
 import typer
 
-from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
-from .html import REPORT_HELP, check_report_dependencies, write_run_report
 from .app import MODEL_HELP, app, fail
 from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, command_cache
+from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
 from .eval import MAX_COST_HELP, PRICES_HELP, SAMPLES_HELP
+from .html import REPORT_HELP, check_report_dependencies, write_run_report
 
 __all__ = ["compare_cmd", "print_comparison"]
 
@@ -81,10 +81,10 @@ def compare_cmd(
     items that moved most, and with labels each version's agreement and McNemar's test."""
     import asyncio
 
-    from .eval import EXIT_INTERRUPTED, _load_scorers, _open_store
-    from .output import ConsoleReporter, err_console, out_console
     from ..analysis.compare import acompare
     from ..run.datasets import DatasetError
+    from .eval import EXIT_INTERRUPTED, _load_scorers, _open_store
+    from .output import ConsoleReporter, err_console, out_console
 
     names = list(versions or [])
     if report_file is not None:
@@ -168,8 +168,8 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
     from rich.markup import escape
     from rich.table import Table
 
-    from .output import fmt
     from ..core.direction import words
+    from .output import fmt
 
     _say(console, f"compare · baseline {comparison.baseline} · {words(comparison.direction)} · run "
          f"{', '.join(comparison.run_ids) or '—'} · {comparison.items} item(s), {comparison.common} scored by every "
@@ -249,8 +249,8 @@ def _print_labels(console: Any, c: Any, baseline: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .output import fmt
     from ..analysis.compare_stats import p_text
+    from .output import fmt
 
     lab = c.labels
     head = f"  human labels ({lab.kind}) on {lab.n} item(s) both scored"

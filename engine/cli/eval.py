@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
 from .app import EXIT_BUDGET, MODEL_HELP, app, fail, parse_options
 from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_line, command_cache
+from .ci_files import ITEM_CUTOFF_HELP, JUNIT_HELP, SUMMARY_MD_HELP, item_cutoffs_or_exit, write_reports_or_exit
 from .html import REPORT_HELP, check_report_dependencies, write_run_report
 
 if TYPE_CHECKING:
@@ -56,12 +56,12 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli.app.parse_options`);
     `samples` for every prompt stage that can be sampled (a note names the others). Exits with a
     message on bad input."""
-    from ..spec.compile import load_spec
-    from ..core.errors import SpecError
-    from ..run.evals import scorer_reference
     from ..bind.stack import make_judge
-    from ..judge.model import ModelError
+    from ..core.errors import SpecError
     from ..interpret.scorer import OptionError, Scorer, check_label
+    from ..judge.model import ModelError
+    from ..run.evals import scorer_reference
+    from ..spec.compile import load_spec
 
     compiled_list, labels = [], []
     for name in names:
@@ -148,9 +148,9 @@ def eval_cmd(
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
     import asyncio
 
-    from .output import ConsoleReporter, err_console, out_console, print_summary
     from ..run.datasets import DatasetError
     from ..run.evals import arun_evals, parse_thresholds
+    from .output import ConsoleReporter, err_console, out_console, print_summary
 
     names = list(scorer_args or []) + list(scorer_opts)
     if report_file is not None:
@@ -233,8 +233,8 @@ def eval_cmd(
             fail(str(exc))
         report = None
         if junit or summary_md or cutoffs:
-            from ..report.ci import eval_report
             from ..core.direction import direction_of
+            from ..report.ci import eval_report
 
             report = eval_report(summary, db.results(summary.run_id), cutoffs=cutoffs,
                                  directions={s.label: direction_of(s) for s in scorers})
@@ -481,8 +481,8 @@ def calibrate_cmd(
     import asyncio
 
     from ..analysis.calibration import acalibrate
-    from .output import ConsoleReporter, calibration_table, calibration_usage_lines, err_console, fmt, out_console
     from ..run.datasets import DatasetError
+    from .output import ConsoleReporter, calibration_table, calibration_usage_lines, err_console, fmt, out_console
 
     if not data.is_file():
         fail(f"--data {data}: no such file")

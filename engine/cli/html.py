@@ -47,9 +47,9 @@ def write_run_report(path: Path, db: Any, run_id: str, other_id: Optional[str] =
 
 
 def _write(path: Path, run: Any, other: Any) -> None:
-    from .output import err_console
-    from ..report.html import write_report
     from ..report.charts import ReportDependencyError
+    from ..report.html import write_report
+    from .output import err_console
 
     try:
         size = write_report(path, run, other)

@@ -16,8 +16,7 @@ from typing import Any, Optional
 
 import typer
 
-from .app import (EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, MODEL_HELP, app, fail, parse_option_value,
-                      parse_options)
+from .app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, MODEL_HELP, app, fail, parse_option_value, parse_options
 from .app import stderr_console as _stderr
 from .app import stdout_console as _stdout
 from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_app, command_cache
@@ -43,12 +42,11 @@ def list_cmd(show_functions: bool = typer.Option(False, "--functions", help="Lis
     from rich.markup import escape
     from rich.table import Table
 
-    from ..spec.catalog import list_specs
-    from ..spec.compile import compile_file
+    from ..core.direction import short
     from ..core.errors import SpecError
     from ..functions import names
-
-    from ..core.direction import short
+    from ..spec.catalog import list_specs
+    from ..spec.compile import compile_file
 
     groups: dict[str, list[tuple[str, ...]]] = {"LLM": [], "rule": [], "base": [], "?": []}
     entries = list_specs()
@@ -140,11 +138,11 @@ def _relative(path: Path) -> Path:
 
 def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None,
           cache: Any = None, refresh: bool = False) -> Any:
-    from ..spec.compile import load_spec
-    from ..core.errors import SpecError
     from ..bind.stack import make_judge
-    from ..judge.model import ModelError
+    from ..core.errors import SpecError
     from ..interpret.scorer import OptionError, Scorer
+    from ..judge.model import ModelError
+    from ..spec.compile import load_spec
 
     try:
         compiled = load_spec(spec)
@@ -330,9 +328,9 @@ def render_cmd(
 
 
 def _print_resolved(spec: str) -> None:
+    from ..core.errors import SpecError
     from ..spec.catalog import resolve_spec
     from ..spec.compile import compile_document
-    from ..core.errors import SpecError
     from ..spec.inherit import load_document
     from ..spec.resolved import render_resolved
 

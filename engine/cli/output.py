@@ -8,10 +8,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.result import ScoreResult
 from ..run.datasets import DatasetProblem, Item
 from ..run.reporting import EvalReporter, RunState
 from ..run.summary import EvalSummary, ScorerSummary
-from ..core.result import ScoreResult
 
 
 def _console(stderr: bool) -> Any:

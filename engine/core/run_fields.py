@@ -29,8 +29,17 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from .messages import (MessageError, assistant_text, content_text, is_messages, last_user_text, read_messages, read_tool_calls,
-                       system_text, tool_calls_of)
+from .messages import (
+    MessageError,
+    assistant_text,
+    content_text,
+    is_messages,
+    last_user_text,
+    read_messages,
+    read_tool_calls,
+    system_text,
+    tool_calls_of,
+)
 
 RunField = Literal["input", "output", "ground_truth", "context", "system", "tool_calls"]
 RUN_FIELDS: tuple[RunField, ...] = ("input", "output", "ground_truth", "context", "system", "tool_calls")

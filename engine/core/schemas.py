@@ -8,8 +8,8 @@ jsonschema-rs decides (fast, and already what validates judge answers); the pure
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs

@@ -47,10 +47,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import LocalJudgeError
+from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 from .gguf import read_gguf_metadata, special_token_text, trained_context
 from .jobs import claim_threads
 from .settings import LocalSettings, available_cpus, local_settings, split_options
-from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 
 # LocalJudgeError, LOCAL_MODELS, LocalModelInfo, PIP_HINT, cache_dir, join_parts,
 # resolve_model_path and read_gguf_metadata are re-exported: users and tests import them from here.

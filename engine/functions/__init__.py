@@ -19,15 +19,22 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import did_you_mean
-from .rule_function import RuleFunction, rule_function
 from .checks import equals, includes, json_schema, json_valid, matches
 from .completeness import completeness
 from .keywords import keyword_coverage
+from .rule_function import RuleFunction, rule_function
 from .similarity import content_similarity
 from .text import TEXTUAL_DIFFERENCE
 from .tone import tone_consistency
-from .tools import (called_tool, did_not_call, max_tool_calls, no_tool_errors, tool_call_accuracy, tool_order,
-                    used_no_tools)
+from .tools import (
+    called_tool,
+    did_not_call,
+    max_tool_calls,
+    no_tool_errors,
+    tool_call_accuracy,
+    tool_order,
+    used_no_tools,
+)
 from .trajectory import trajectory
 
 _REGISTRY: dict[str, RuleFunction] = {}

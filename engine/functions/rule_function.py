@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.schemas import answer_keys, OptionValidator, schema_error
+from ..core.schemas import OptionValidator, answer_keys, schema_error
 
 _MESSAGE_CHARS = 300  # a schema problem quoting a 1 MB value is cut to this
 

@@ -20,24 +20,24 @@ from collections.abc import Generator, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from ..judge.contract import AnswerContract, normalize_answer
 from ..core.answer_probs import label_fields, mean_probs, with_hard_labels
-from .declared_fields import FieldValueError, missing_reason
-from .declared_fields import resolve as resolve_declared
 from ..core.errors import ScorerRunError, did_you_mean
-from ..spec.expressions import prepare
-from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
-from .fan_out import drive as drive_fan_out
-from ..judge.call import Judge, JudgeAnswer, JudgeCall
-from ..judge.model import check_model, resolve_model
 from ..core.messages import MessageError
-from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
-from .reduce import Reduced, agreeing_share, reduce_samples
 from ..core.result import ItemError, NotScorableInfo, ScoreResult, StageRecord, Usage
 from ..core.run_fields import empty_reason, run_namespace
-from ..spec.sampling import with_samples
 from ..core.sync import run_sync
+from ..judge.call import Judge, JudgeAnswer, JudgeCall
+from ..judge.contract import AnswerContract, normalize_answer
+from ..judge.model import check_model, resolve_model
 from ..judge.window import configured_window
+from ..spec.expressions import prepare
+from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
+from ..spec.sampling import with_samples
+from .declared_fields import FieldValueError, missing_reason
+from .declared_fields import resolve as resolve_declared
+from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
+from .fan_out import drive as drive_fan_out
+from .reduce import Reduced, agreeing_share, reduce_samples
 
 SCALE_TOLERANCE = 1e-9
 

@@ -16,9 +16,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .contract import AnswerContract
 from ..core.errors import ScorerRunError
 from ..core.result import Usage
+from .contract import AnswerContract
 
 
 @dataclass(frozen=True)

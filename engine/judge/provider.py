@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from .contract import AnswerContract, AnswerInvalid, no_valid_answer
 from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
 from ..core.errors import ScorerRunError
-from .call import JudgeAnswer, JudgeCall, TransportFailure
-from .redaction import kept_secrets, redact, register_secrets
 from ..core.result import Usage
+from .call import JudgeAnswer, JudgeCall, TransportFailure
+from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
 
 # instructor logs every failed attempt at ERROR level; the engine reports failures itself

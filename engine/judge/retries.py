@@ -18,8 +18,8 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from ..core.errors import ScorerRunError
-from .call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
 from ..core.result import Usage
+from .call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
 
 
 @dataclass

@@ -31,16 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..bind.recipe import ScorerRecipe
+from ..core.result import ScoreResult
 from ..run.datasets import Item, item_key
 from ..run.item_scoring import ItemScoring, label_of
 from ..run.outfile import OutWriter, out_line
 from ..run.prices import PriceTable
+from ..run.runner import rate_limited
+from ..run.sink import priced
 from .datasource import RECORD_COLUMN, decode_record, encode_record
 from .shards import KILLED_MARK, shard_path
-from ..core.result import ScoreResult
-from ..run.sink import priced
-from ..run.runner import rate_limited
-from ..bind.recipe import ScorerRecipe
 
 __all__ = ["ActorJob", "OUTPUT_COLUMN", "ScoringActor"]
 

@@ -31,18 +31,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..bind.recipe import scorer_recipe
 from ..run.datasets import DatasetError, DatasetProblem, item_key
 from ..run.prices import PriceTable
+from ..run.reporting import EvalReporter, RunState
+from ..run.resume import PriorResults
+from ..run.sink import ResultSink
+from ..run.store import Store
 from .actor import OUTPUT_COLUMN, ActorJob, ScoringActor
 from .cluster import PUMP_THREAD, RayOptions, RayRunError, ray_session
 from .datasource import READ_CPUS, dataset_of, decode_record, is_location, location_of
 from .rate_limit import start_bucket
 from .shards import recover, remove_shards, shard_folder
-from ..run.reporting import EvalReporter, RunState
-from ..run.sink import ResultSink
-from ..run.resume import PriorResults
-from ..bind.recipe import scorer_recipe
-from ..run.store import Store
 
 __all__ = ["OutputPump", "RayRunner", "SHIP_BY_REFERENCE"]
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..run.outfile import LineKey, OutWriter, iter_out_lines
 from ..core.result import result_status
+from ..run.outfile import LineKey, OutWriter, iter_out_lines
 from ..run.resume import PriorResults
 from ..run.store import Store
 

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..run.datasets import item_key
 from ..core.direction import HIGHER_IS_BETTER, better
 from ..core.result import ScoreResult, result_status
+from ..run.datasets import item_key
 from ..run.summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary
 
 OUTCOME_KINDS = ("passed", "failure", "error", "skipped")

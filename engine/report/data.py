@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.result import Usage, result_status
 from ..run.datasets import item_key
 from ..run.outfile import iter_out_lines
-from ..core.result import Usage, result_status
 from ..run.summary import ScorerStats, ScorerSummary, Threshold
 
 __all__ = ["ReportError", "ReportRun", "LabelSpec", "load_run", "run_from_store", "run_from_out_file",

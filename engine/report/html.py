@@ -42,9 +42,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..core.result import result_status
 from ..run.datasets import item_key
 from .data import ReportRun, label_summary, spread, usage_totals
-from ..core.result import result_status
 
 __all__ = ["render_report", "write_report", "report_json"]
 

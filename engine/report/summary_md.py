@@ -19,8 +19,8 @@ import os
 import re
 from pathlib import Path
 
-from .ci import CIReport, ItemOutcome
 from ..core.direction import worst_first_key
+from .ci import CIReport, ItemOutcome
 
 CELL_CHARS = 300
 DEFAULT_TOP = 5

@@ -20,8 +20,8 @@ import asyncio
 import math
 from collections.abc import Iterable, Mapping
 
-from .prices import PriceTable, usd_text
 from ..core.result import Usage
+from .prices import PriceTable, usd_text
 
 __all__ = ["Budget", "UnpricedModelError", "check_max_cost", "check_priced", "spent_before"]
 

@@ -37,18 +37,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .datasets import DatasetProblem, Item, data_len, iter_items, parse_fields
-from .budget import Budget, check_max_cost, check_priced, spent_before
 from ..core.direction import direction_of
+from ..core.result import ScoreResult
+from ..core.sync import run_sync
 from ..judge.rate_limit import RateLimiter
+from .budget import Budget, check_max_cost, check_priced, spent_before
+from .datasets import DatasetProblem, Item, data_len, iter_items, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
-from ..core.result import ScoreResult
 from .resume import find_prior, tidy_out_file
 from .runner import Runner, declared_names, label_of, uses_judge
 from .store import Store
 from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
-from ..core.sync import run_sync
 
 MAX_PROBLEMS_KEPT = 100
 DEFAULT_CONCURRENCY = 8
@@ -78,8 +78,8 @@ def resolve_scorers(scorers: Any) -> list[Any]:
     Each is known in the run by its label (`label_of`: its id unless given), so one spec may run
     twice under two labels. Raises `ValueError` for no scorer or a label given twice, and what
     `load_scorer` raises."""
-    from ..interpret.scorer import Scorer
     from ..bind.load import load_scorer
+    from ..interpret.scorer import Scorer
 
     if isinstance(scorers, (str, Scorer)):
         scorers = [scorers]
@@ -105,8 +105,8 @@ def default_concurrency(scorers: list[Any]) -> int:
     """8, or when every scorer that uses a judge runs on an embedded model, the most slots among
     those models (`engine.embedded.settings`: as many items in flight as sequences the model decodes
     at once; more would only interleave items, so that none finishes until the end)."""
-    from ..judge.model import is_local
     from ..embedded.settings import local_settings
+    from ..judge.model import is_local
 
     models = [str(getattr(s, "model", "") or "") for s in scorers if uses_judge(s)]
     if models and all(is_local(m) for m in models):

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .datasets import Item, coerce_context
 from ..core.result import ItemError, ScoreResult
 from ..core.run_fields import RUN_FIELDS
+from .datasets import Item, coerce_context
 
 __all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields", "label_of", "uses_judge"]
 

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .datasets import item_key
 from ..core.result import json_text
+from .datasets import item_key
 
 FSYNC_INTERVAL_S = 0.5
 _TAIL_CHUNK = 64 * 1024

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .datasets import DatasetProblem, Item
 from ..core.result import ScoreResult, Usage
+from .datasets import DatasetProblem, Item
 from .summary import EvalSummary, ScorerStats
 
 PROGRESS_EVERY_S = 5.0

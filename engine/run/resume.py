@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.result import result_status
 from .datasets import item_key
 from .outfile import LineKey, compact_out_file, iter_out_lines, line_key, read_lines, repair_last_line
-from ..core.result import result_status
 from .store import Store
 
 

@@ -36,13 +36,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..judge.rate_limit import RateLimiter
 from .datasets import Item, item_key
 from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
-from ..judge.rate_limit import RateLimiter
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState
-from .sink import ResultSink
 from .resume import PriorResults
+from .sink import ResultSink
 from .store import Store
 
 SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches

@@ -23,12 +23,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core.result import ScoreResult, Usage
 from .datasets import Item
 from .item_scoring import label_of
 from .outfile import OutWriter, out_line
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState
-from ..core.result import ScoreResult, Usage
 from .resume import PriorResults
 from .store import Store
 

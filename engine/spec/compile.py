@@ -18,21 +18,30 @@ from typing import Any, Union
 from jinja2 import TemplateSyntaxError
 
 from .. import functions
+from ..core.answer_probs import label_fields
+from ..core.errors import Problem, SpecError, did_you_mean
+from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
+from ..core.schemas import OptionValidator, answer_keys, schema_error
 from .catalog import prompt_dirs, resolve_spec
 from .document import Document, parse_document
-from ..core.errors import Problem, SpecError, did_you_mean
-from .inherit import load_document, resolve_extends
 from .expressions import Expression, Template
-from .plans import (REASON_SCHEMA, CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
-                    ScorerPlan, StagePlan)
-from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
-from ..core.answer_probs import label_fields
-from .sampling import is_expression, sampling_plan
-from ..core.schemas import OptionValidator, schema_error
-from .schema_keywords import misspelled
-from ..core.schemas import answer_keys
-from .scope import Scope
+from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
+from .plans import (
+    REASON_SCHEMA,
+    CheckPlan,
+    FieldPlan,
+    OptionsPlan,
+    PromptStagePlan,
+    ReasonPlan,
+    RuleStagePlan,
+    ScorePlan,
+    ScorerPlan,
+    StagePlan,
+)
+from .sampling import is_expression, sampling_plan
+from .schema_keywords import misspelled
+from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs"}

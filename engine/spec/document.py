@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .catalog import prompt_dirs
 from ..core.errors import Problem, SpecError
+from .catalog import prompt_dirs
 from .yamlload import load_yaml
 
 

@@ -37,8 +37,8 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.parser import Parser
-from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 from jinja2.runtime import LoopContext
+from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace, consume
 
 MAX_SIZE = 1_000_000  # characters or items one operation may build (a 1 MB output still fits)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import Problem, SpecError
 from .catalog import builtin_prompts_dir, builtin_specs_dir, is_path, prompt_dirs, resolve_spec
 from .document import Document, Position, read_document
-from ..core.errors import Problem, SpecError
 
 KEYED_LISTS = {"stages": True, "checks": False, "reason": False}
 """Lists merged by item id; True where items always have ids (else a child list without ids

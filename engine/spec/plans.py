@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from ..core.direction import HIGHER_IS_BETTER, Direction
-from .expressions import Expression, Template
 from ..core.schemas import OptionValidator
+from .expressions import Expression, Template
 
 REASON_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -25,11 +25,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .document import Document
 from ..core.errors import did_you_mean
+from .document import Document
 from .expressions import Expression
-from .plans import PromptStagePlan, SamplingPlan, ScorerPlan
 from .models import JudgeSpec, PromptStage
+from .plans import PromptStagePlan, SamplingPlan, ScorerPlan
 
 DEFAULT_SAMPLE_TEMPERATURE = 0.7
 """The temperature samples are drawn at when the stage and the judge block say 0 (or nothing)."""

@@ -12,8 +12,8 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .document import Document
 from ..core.errors import did_you_mean
+from .document import Document
 from .models import CONCRETE_KEYS, PromptStage, RuleStage, Spec
 
 

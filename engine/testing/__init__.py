@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..judge.contract import AnswerInvalid, no_valid_answer
-from ..judge.call import JudgeAnswer, JudgeCall
 from ..core.result import Usage
+from ..judge.call import JudgeAnswer, JudgeCall
+from ..judge.contract import AnswerInvalid, no_valid_answer
 from .assertions import assert_scores
 
 Reply = Any  # a JSON value, a `WithProbs`, a callable (JudgeCall) -> either, or an Exception to raise

@@ -87,9 +87,9 @@ def items(n: int) -> list[dict]:
 
 
 async def one_level(base_url: str, n: int, concurrency: int, profile: bool = False) -> dict:
-    from engine.run.evals import arun_evals
-    from engine.bind.stack import RetryPolicy, make_judge
     from engine.bind.load import load_scorer
+    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.run.evals import arun_evals
 
     judge = make_judge("openai/test-model", base_url=base_url, api_key="test",
                        retry=RetryPolicy(max_retries=2, base_s=0.01))
@@ -125,9 +125,9 @@ async def warm_rerun(n: int, concurrency: int) -> dict:
     SQLite file: run once to fill it, then again through a new judge and cache object, as a new
     process would. The fake server runs in this process here, to count the requests the re-run
     makes (it should make none). Returns the first run's requests and seconds, and the re-run's."""
-    from engine.run.evals import arun_evals
-    from engine.bind.stack import RetryPolicy, make_judge
     from engine.bind.load import load_scorer
+    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.run.evals import arun_evals
     from engine.testing.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(reply, latency_s=LATENCY_S) as server, tempfile.TemporaryDirectory() as tmp:
@@ -157,10 +157,10 @@ def cached_item_us(n: int) -> float:
     (each hit: key, lookup, checksum, the answer validated again against its stage)."""
     from bench_engine import FAITHFULNESS, InstantJudge
 
+    from engine.bind.load import load_scorer
     from engine.judge.cache.layer import CachedJudge
     from engine.judge.cache.sqlite_backend import SQLiteJudgeCache
     from engine.judge.identity import provider_identity
-    from engine.bind.load import load_scorer
 
     instant = InstantJudge(FAITHFULNESS)
     instant.cache_identity = provider_identity("bench/instant", mode="tool_call")  # cached like a hosted judge
@@ -226,8 +226,8 @@ def print_profile(profiler, calls: int) -> None:
 
 def rss_child(n: int, load_only: bool) -> None:
     """Child process: a textual_difference eval over `n` generated items; prints peak RSS (KiB)."""
-    from engine.run.evals import run_evals
     from engine.bind.load import load_scorer
+    from engine.run.evals import run_evals
 
     scorer = load_scorer("textual_difference")
     with tempfile.TemporaryDirectory() as tmp:

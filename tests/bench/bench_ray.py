@@ -45,8 +45,8 @@ def _timing_reporter() -> Any:
 
 
 def _scorer(base_url: str) -> Any:
-    from engine.bind.stack import RetryPolicy, make_judge
     from engine.bind.load import load_scorer
+    from engine.bind.stack import RetryPolicy, make_judge
 
     judge = make_judge("openai/test-model", base_url=base_url, api_key="test",
                        retry=RetryPolicy(max_retries=2, base_s=0.01))
@@ -55,8 +55,8 @@ def _scorer(base_url: str) -> Any:
 
 def one_run(base_url: str, data: Path, actors: int, concurrency: int, executor: str) -> dict:
     """One eval of the items in `data`: items/s over the whole run and once the first item is in."""
-    from engine.run.evals import run_evals
     from engine.ray.cluster import RayOptions
+    from engine.run.evals import run_evals
 
     with tempfile.TemporaryDirectory() as tmp:
         reporter = _timing_reporter()

@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_engine  # noqa: E402  (puts this checkout's engine first on sys.path)
 import bench_eval  # noqa: E402
-import bench_ray  # noqa: E402
 import bench_local  # noqa: E402
+import bench_ray  # noqa: E402
 import bench_textual  # noqa: E402
 import reference  # noqa: E402
 

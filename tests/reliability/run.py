@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.run.evals import run_evals  # noqa: E402
-from engine.bind.stack import RetryPolicy, make_judge  # noqa: E402
 from engine.bind.load import load_scorer
+from engine.bind.stack import RetryPolicy, make_judge  # noqa: E402
+from engine.run.evals import run_evals  # noqa: E402
 from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.testing.faults import FaultInjector  # noqa: E402
 

@@ -41,10 +41,10 @@ import weakref
 from typing import Any
 
 from ...core.errors import ScorerRunError
+from ...core.result import Usage
+from ..call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
 from .base import CachedAnswer, JudgeCache, JudgeCacheWarning
 from .lease import claim_or_wait, takes_leases
-from ..call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
-from ...core.result import Usage
 
 __all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache",
            "without_cache"]
@@ -104,7 +104,7 @@ def open_cache(setting: CacheSetting) -> JudgeCache | None:
 
 
 def _open_url(url: str) -> JudgeCache:
-    from .redis_backend import RedisJudgeCache, URL_SCHEMES, masked_url
+    from .redis_backend import URL_SCHEMES, RedisJudgeCache, masked_url
 
     scheme = url.split("://", 1)[0].lower() if _URL.match(url) else ""
     if scheme not in URL_SCHEMES:

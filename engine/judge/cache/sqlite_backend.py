@@ -68,6 +68,21 @@ class _Unusable(Exception):
     """The file opens but is not a judge cache this version can use."""
 
 
+def _header(db: sqlite3.Connection) -> tuple[int, int]:
+    """The file's application id and its number of schema objects, read in one snapshot (two
+    statements outside a transaction could straddle another process creating the cache)."""
+    in_transaction = db.in_transaction
+    if not in_transaction:
+        db.execute("BEGIN")
+    try:
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    finally:
+        if not in_transaction:
+            db.execute("COMMIT")
+    return app_id, tables
+
+
 class SQLiteJudgeCache:
     """The judge-call cache in the SQLite file `path` (created with its folder on first use).
 
@@ -133,22 +148,24 @@ class SQLiteJudgeCache:
         db = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None,
                              check_same_thread=False)
         try:
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]  # reads the header
+            app_id, tables = _header(db)
             if app_id == 0 and tables == 0:  # a new (or empty) file: make it a judge cache
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only takes effect before the first table
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        db.execute(statement)
-                    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    app_id, tables = _header(db)  # again under the write lock: another process may have made it
+                    if app_id == 0 and tables == 0:
+                        for statement in filter(str.strip, _SCHEMA.split(";")):
+                            db.execute(statement)
+                        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                        app_id = APPLICATION_ID
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
-            elif app_id != APPLICATION_ID:
+            if app_id != APPLICATION_ID:
                 raise _Unusable("is not a scorespec judge cache (another program's SQLite database; "
                                 "left untouched)")
             version = db.execute("PRAGMA user_version").fetchone()[0]
