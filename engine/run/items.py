@@ -203,7 +203,8 @@ def plain_value(value: Any, depth: int = 0) -> Any:
 
 def label_value(item: Mapping[str, Any], label_field: str) -> Any:
     """The item's value at `label_field` (dots reach into nested objects: ``meta.label``), or
-    None when it has none there; where calibrate and compare read an item's human label."""
+    None when it has none there (a missing key, or a value on the way that is not an object):
+    where calibrate, compare and the HTML report read an item's human label."""
     value: Any = item
     for part in label_field.split("."):
         if not isinstance(value, Mapping) or part not in value:
@@ -218,6 +219,7 @@ def item_key(item_id: Any) -> str:
 
 
 def print_problem(problem: DatasetProblem) -> None:
+    """Write `problem` to stderr as ``FILE:LINE: message`` (the default `on_problem`)."""
     print(problem.render(), file=sys.stderr)
 
 
