@@ -148,8 +148,8 @@ def eval_cmd(
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
     import asyncio
 
-    from ..run.datasets import DatasetError
     from ..run.evals import arun_evals, parse_thresholds
+    from ..run.items import DatasetError
     from .output import ConsoleReporter, err_console, out_console, print_summary
 
     names = list(scorer_args or []) + list(scorer_opts)
@@ -200,7 +200,7 @@ def eval_cmd(
                                 samples)
         cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
         try:
-            from ..run.datasets import parse_fields
+            from ..run.items import parse_fields
             from ..run.runner import declared_names
 
             parse_fields(field, declared_names(scorers))  # a run field, or one a scorer declares
@@ -481,7 +481,7 @@ def calibrate_cmd(
     import asyncio
 
     from ..analysis.calibration import acalibrate
-    from ..run.datasets import DatasetError
+    from ..run.items import DatasetError
     from .output import ConsoleReporter, calibration_table, calibration_usage_lines, err_console, fmt, out_console
 
     if not data.is_file():

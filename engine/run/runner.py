@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.rate_limit import RateLimiter
-from .datasets import Item, item_key
 from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
+from .items import Item, item_key
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState
 from .resume import PriorResults
