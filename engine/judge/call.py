@@ -12,6 +12,7 @@ timeouts, resets); the retry layer repeats it and counts the retries.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -90,6 +91,14 @@ class TransportFailure(ScorerRunError):
         self.retry_after = retry_after
 
 
+class MissingCredentials(Exception):
+    """A provider judge cannot be set up: its provider's client was given no credentials (no
+    API key, and none in the provider's environment variable, e.g. ``OPENAI_API_KEY``) or no
+    endpoint it needs. Raised when the judge is built, from the provider client's own error type
+    (`engine.judge.clients.hosted_judge`); every item that needs the judge fails with kind
+    ``auth``."""
+
+
 class JudgeLayer:
     """A judge wrapping another (`inner`) with the same interface; subclasses override `ask`.
     `model` is the inner judge's; `aclose` closes the inner judge; `provider` is the innermost
@@ -114,8 +123,16 @@ class JudgeLayer:
             judge = judge.inner
         return judge
 
+    def over(self, inner: Judge) -> "JudgeLayer":
+        """This layer (same settings and state) over another judge; this one is unchanged. How a
+        judge's layers are put together again around new ones (`engine.bind.stack.compose`)."""
+        twin = copy.copy(self)
+        twin.inner = inner
+        twin.model = getattr(inner, "model", "")
+        return twin
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
 
 
-__all__ = ["JudgeCall", "JudgeAnswer", "Judge", "JudgeLayer", "TransportFailure"]
+__all__ = ["JudgeCall", "JudgeAnswer", "Judge", "JudgeLayer", "MissingCredentials", "TransportFailure"]
