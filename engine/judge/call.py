@@ -1,13 +1,12 @@
 """The judge's interface: a call, its answer, and the one method every judge and layer has.
 
 A judge answers a `JudgeCall` with a `JudgeAnswer` through ``async ask(call)``, or raises
-`ScorerRunError`. The judge `engine.bind.stack.make_judge` builds is a stack of layers with that same
-interface, each wrapping the next (`JudgeLayer`):
-
-    judge-call cache  →  rate limit  →  transport retries  →  provider (instructor)
-
-A provider judge raises `TransportFailure` for a try that may succeed when repeated (429, 5xx,
-timeouts, resets); the retry layer repeats it and counts the retries.
+`ScorerRunError`. The judge `engine.bind.stack.make_judge` builds is a provider judge under layers
+with that same interface, each wrapping the next (`JudgeLayer`), in the order
+`engine.bind.stack.LAYERS` declares. A provider judge that cannot even be set up (no API key)
+raises `MissingCredentials`; one that is set up raises `TransportFailure` for a try that may
+succeed when repeated (429, 5xx, timeouts, resets); the retry layer repeats it and counts the
+retries.
 """
 
 from __future__ import annotations
