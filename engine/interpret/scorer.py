@@ -101,8 +101,8 @@ def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
 
 def _no_judge(model: str) -> Judge:
     """The judge factory of a scorer built without a judge or a factory: none can be built here."""
-    raise LookupError(f"no judge is bound to this scorer (model {model!r}): load it with engine.load_scorer, or "
-                      "bind a plan with engine.bind.stack.bind, which build its judge")
+    raise LookupError(f"no judge is bound to this scorer (model {model!r}): load it with engine.load_scorer or "
+                      "engine.bind.stack.bind, which give a scorer its judge")
 
 
 class _RenderStop(Exception):
