@@ -23,6 +23,7 @@ with each call (`engine.judge.contract`); model strings and their checks are in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -254,8 +255,6 @@ def _cache_wraps(store: Any, refresh: bool) -> tuple[Wrap, ...]:
 
 
 def _replace(stack: JudgeStack, **layers: tuple[Wrap, ...]) -> JudgeStack:
-    import dataclasses
-
     return dataclasses.replace(stack, **layers)
 
 
