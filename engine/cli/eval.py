@@ -56,10 +56,11 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli.app.parse_options`);
     `samples` for every prompt stage that can be sampled (a note names the others). Exits with a
     message on bad input."""
-    from ..bind.stack import make_judge
+    from ..bind.stack import bind
     from ..core.errors import SpecError
-    from ..interpret.scorer import OptionError, Scorer, check_label
+    from ..interpret.scorer import OptionError, check_label
     from ..judge.model import ModelError
+    from ..judge.settings import JudgeSettings
     from ..run.evals import scorer_reference
     from ..spec.compile import load_spec
 
@@ -79,13 +80,11 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
         fail(f"scorer label {twice[0]!r} is given twice: give each version its own label, e.g. "
              f"{twice[0]}@draft=my_specs/{twice[0]}.yaml")
     by_label = parse_options(options, compiled_list, labels)
-    factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
-        if base_url or cache is not None else None
+    settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
     scorers = []
     for compiled, label in zip(compiled_list, labels):
         try:
-            scorers.append(Scorer(compiled, model=model, options=by_label[label], judge_factory=factory, label=label,
-                                  samples=samples))
+            scorers.append(bind(compiled, settings, options=by_label[label], label=label, samples=samples))
         except (OptionError, ModelError) as exc:
             fail(str(exc))
         if samples is not None and samples > 1 and scorers[-1].unsampled:

@@ -205,9 +205,11 @@ async def arun_evals(
         assert price_table is not None
         check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
     if cache is not None:
-        from ..judge.cache.layer import scorers_with_cache
+        from ..bind.stack import rebind
+        from ..judge.cache.layer import open_cache
 
-        scorer_list = scorers_with_cache(scorer_list, cache, refresh=refresh)
+        one_cache = open_cache(cache)  # one cache object for every scorer
+        scorer_list = [rebind(s, cache=one_cache, refresh=refresh) for s in scorer_list]
     concurrency = default_concurrency(scorer_list) if concurrency is None else concurrency
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
