@@ -177,6 +177,7 @@ async def arun_evals(
     scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
     labels = [label_of(s) for s in scorer_list]
     limits = _thresholds(settings.thresholds, scorer_list)
+    cutoffs = _item_cutoffs(settings.item_cutoffs, scorer_list)
     fields = settings.fields
     field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
@@ -201,7 +202,8 @@ async def arun_evals(
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
                          config=_run_config(config, settings, concurrency, limits, stats, scorer_list))
             _record_specs(db, scorer_list)
-        return await _attempt(attempt, state, db, reporter, out_path, prior, limits, price_table, scorer_list, budget)
+        return await _attempt(attempt, state, db, reporter, out_path, prior, (limits, cutoffs), price_table,
+                              scorer_list, budget)
     finally:
         if own_store and db is not None:
             db.close()
@@ -229,8 +231,9 @@ def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], P
 
 
 async def _attempt(attempt: Callable[[], Awaitable[bool]], state: RunState, db: Store | None,
-                   reporter: EvalReporter, out_path: Path | None, prior: Any, limits: Mapping[str, Threshold],
-                   price_table: PriceTable | None, scorer_list: list[Any], budget: Budget | None) -> EvalSummary:
+                   reporter: EvalReporter, out_path: Path | None, prior: Any,
+                   gates: tuple[Mapping[str, Threshold], Mapping[str, float]], price_table: PriceTable | None,
+                   scorer_list: list[Any], budget: Budget | None) -> EvalSummary:
     """Run the prepared attempt, then summarise it and close the store's run (finished, stopped
     by the budget, or interrupted when it raised)."""
     reporter.start(state)
@@ -239,7 +242,7 @@ async def _attempt(attempt: Callable[[], Awaitable[bool]], state: RunState, db: 
         rewrote = await attempt()
         tidy_out_file(out_path, prior, rewrote)
         models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
-        summary = _summary(state, limits, price_table, models, budget)
+        summary = _summary(state, gates, price_table, models, budget)
     finally:
         if db is not None:
             status = "interrupted" if summary is None else "stopped" if summary.stopped else "finished"
@@ -260,6 +263,20 @@ def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: l
         raise ValueError(f"threshold for {', '.join(map(repr, unknown))}, which is not among the scorers "
                          f"({', '.join(by_label)})")
     return {label: t.for_direction(direction_of(by_label[label])) for label, t in limits.items()}
+
+
+def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> dict[str, float]:
+    """Item cut-offs by label, each given by a scorer's label or id (the label winning). Raises
+    `ValueError` for a name that is neither."""
+    if not cutoffs:
+        return {}
+    by_label = {label_of(s): s for s in scorers}
+    unknown = [name for name in cutoffs if name not in by_label and name not in {s.id for s in scorers}]
+    if unknown:
+        raise ValueError(f"--item-cutoff for {', '.join(map(repr, unknown))}, which is not among the scorers "
+                         f"({', '.join(by_label)})")
+    return {label: float(cutoffs[label] if label in cutoffs else cutoffs[s.id]) for label, s in by_label.items()
+            if label in cutoffs or s.id in cutoffs}
 
 
 def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurrency: int,
@@ -335,11 +352,15 @@ def _price_table(prices: Any, max_cost: float | None) -> PriceTable | None:
     return load_prices(None if prices is None or prices is True else prices)
 
 
-def _summary(state: RunState, limits: Mapping[str, Threshold], prices: PriceTable | None,
-             models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
+def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str, float]],
+             prices: PriceTable | None, models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
+    """The run's summary and its verdict (`verdict_of`), `gates` being the thresholds and the
+    item cut-offs by label."""
+    limits, cutoffs = gates
     summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
+    misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label)) for label in state.labels)
     summary = EvalSummary(
-        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped),
+        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped, misses),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,
         problems=list(state.problems), out=state.out, store=state.store,
         seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage,

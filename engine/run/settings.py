@@ -55,7 +55,8 @@ class RunSettings:
     judge-call cache every scorer's judge uses (True, a path, a ``redis://`` URL, a `JudgeCache`,
     False for none; None: as each scorer was built). refresh: with `cache`, ask every call again.
     out: the JSONL out file. resume: continue the run of `out` (or of `run_id`). run_id: the id
-    of a new run, or of the run to resume.
+    of a new run, or of the run to resume. item_cutoffs: ``{label or scorer id: score}``: an item
+    scored worse than its scorer's cut-off (by the direction) makes the verdict ``below_threshold``.
 
     Values are checked where the run uses them (`engine.run.evals.arun_evals` lists the errors).
     """
@@ -75,6 +76,7 @@ class RunSettings:
     out: str | os.PathLike[str] | None = None
     resume: bool = False
     run_id: str | None = None
+    item_cutoffs: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("thresholds", "fields"):
