@@ -44,7 +44,8 @@ from ..run.datasets import DatasetProblem, item_key, iter_items, label_value, pa
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
 
-__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
+           "roc_points"]
 
 DEFAULT_TOP = 5
 

@@ -124,7 +124,8 @@ def compare(versions: Sequence[Any] | None = None, data: Any = None, settings: C
 
 
 async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str], settings: CompareSettings,
-                        run: RunSettings, hooks: dict[str, Any], user_callback: Callable[..., Any] | None) -> Comparison:
+                        run: RunSettings, hooks: dict[str, Any],
+                        user_callback: Callable[..., Any] | None) -> Comparison:
     from ..run.evals import arun_evals, resolve_scorers
     from ..run.resume import stored_results
     from ..run.runner import label_of

@@ -147,16 +147,13 @@ async def arun_evals(
     or async callable taking an item's ``input`` and returning its ``output``.
     on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each item's
     scorers finished, with the results made in this attempt; an exception from it stops the run
-    (every completed result is already saved). progress: an `EvalReporter` (the terminal's is the
-    CLI's console reporter), or True for plain progress lines on stderr
-    (`engine.run.reporting.StderrReporter`). store: a `Store`, a path, None for the default store
+    (every completed result is already saved). progress: an `EvalReporter`, or True for plain
+    progress lines on stderr (`engine.run.reporting.StderrReporter`). store: a `Store`, a path, None for the default store
     (``$SCORESPEC_STORE`` or ``.scorespec/store.sqlite``), or False for none. config: extra data
     recorded with the run in the store (the CLI records how to load its scorers again); the
     settings are recorded whole beside it (``config["settings"]``).
 
-    A threshold is met by a mean at least as good as its limit (by the scorer's direction) or
-    inside its (min, max) range. On resume, what earlier attempts spent counts against `max_cost`.
-    On Ray (``executor="ray"`` through `engine.api`) `concurrency` is per actor, `rate_limit` holds
+    On resume, what earlier attempts spent counts against `max_cost`. On Ray (``executor="ray"`` through `engine.api`) `concurrency` is per actor, `rate_limit` holds
     for the cluster, and every scorer must come from a spec and its judge from a model string.
 
     Returns an `EvalSummary`. Raises `TypeError` for a keyword that is no setting; `ValueError`
@@ -280,7 +277,8 @@ def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> di
 
 
 def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurrency: int,
-                limits: Mapping[str, Threshold], stats: Mapping[str, ScorerStats], scorers: list[Any]) -> dict[str, Any]:
+                limits: Mapping[str, Threshold], stats: Mapping[str, ScorerStats],
+                scorers: list[Any]) -> dict[str, Any]:
     """What the store records with a run: the caller's `config`, the settings whole
     (`RunSettings.to_json_dict`), the concurrency used, the thresholds, and per label the
     scorer's id, spec hash (its text: `Store.spec`), direction and scale (None when unknown)."""
@@ -381,6 +379,6 @@ def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kw
     return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
 
 
-__all__ = ["run_evals", "arun_evals", "RunSettings", "resolve_scorers", "check_labels", "scorer_reference", "default_concurrency", "new_run_id", "EvalSummary",
-           "ScorerSummary", "ScorerStats", "Threshold", "parse_thresholds", "verdict_of",
-           "EvalReporter", "RunState", "VERDICT_EXIT"]
+__all__ = ["run_evals", "arun_evals", "RunSettings", "resolve_scorers", "check_labels", "scorer_reference",
+           "default_concurrency", "new_run_id", "EvalSummary", "ScorerSummary", "ScorerStats", "Threshold",
+           "parse_thresholds", "verdict_of", "EvalReporter", "RunState", "VERDICT_EXIT"]
