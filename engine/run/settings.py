@@ -108,7 +108,7 @@ class RunSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "executor":
-                value = self.executor_name
+                value = value if value is None or isinstance(value, str) else self.executor_name
             elif f.name == "ray":
                 value = _ray_json(value)
             elif isinstance(value, os.PathLike) or f.name == "prices" and isinstance(value, str):
