@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .core.sync import run_sync
 
 if TYPE_CHECKING:
-    from .analysis.calibration import Calibration
+    from .analysis.calibration import Calibration, CalibrationSettings
+    from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
     from .run.settings import RunSettings
     from .run.summary import EvalSummary
@@ -57,29 +58,29 @@ def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kw
     return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
 
 
-async def acalibrate(scorer: Any, data: Any, settings: Any = None, run: RunSettings | None = None,
-                     **kwargs: Any) -> Calibration:
+async def acalibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None,
+                     run: RunSettings | None = None, **kwargs: Any) -> Calibration:
     """`engine.analysis.calibration.acalibrate`, the executor resolved (see the module docstring)."""
     from .analysis.calibration import acalibrate as calibrate_
 
     return await calibrate_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
 
 
-def calibrate(scorer: Any, data: Any, settings: Any = None, run: RunSettings | None = None,
-              **kwargs: Any) -> Calibration:
+def calibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None,
+              run: RunSettings | None = None, **kwargs: Any) -> Calibration:
     """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
     return run_sync(acalibrate(scorer, data, settings, run, **kwargs), thread_name="scorespec-calibrate")
 
 
-async def acompare(versions: Any = None, data: Any = None, settings: Any = None, run: RunSettings | None = None,
-                   **kwargs: Any) -> Comparison:
+async def acompare(versions: Any = None, data: Any = None, settings: CompareSettings | None = None,
+                   run: RunSettings | None = None, **kwargs: Any) -> Comparison:
     """`engine.analysis.compare.acompare`, the executor resolved (see the module docstring)."""
     from .analysis.compare import acompare as compare_
 
     return await compare_(versions, data, settings, resolved_settings(run, kwargs), **kwargs)
 
 
-def compare(versions: Any = None, data: Any = None, settings: Any = None, run: RunSettings | None = None,
-            **kwargs: Any) -> Comparison:
+def compare(versions: Any = None, data: Any = None, settings: CompareSettings | None = None,
+            run: RunSettings | None = None, **kwargs: Any) -> Comparison:
     """Synchronous `acompare` (same arguments; works inside a running event loop too)."""
     return run_sync(acompare(versions, data, settings, run, **kwargs), thread_name="scorespec-compare")
