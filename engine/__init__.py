@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below give, for type checkers and IDEs
-    from .analysis.calibration import Calibration
+    from .analysis.calibration import Calibration, CalibrationSettings
+    from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
     from .api import arun_evals, calibrate, compare, run_evals
     from .bind.load import load_scorer
@@ -42,8 +43,10 @@ _EXPORTS = {
     "spec_json_schema": "spec.models",
     "calibrate": "api",
     "Calibration": "analysis.calibration",
+    "CalibrationSettings": "analysis.calibration",
     "compare": "api",
     "Comparison": "analysis.comparison",
+    "CompareSettings": "analysis.compare",
 }
 
 
