@@ -2,12 +2,27 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, run_evals, calibrate, compare, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, run_evals, RunSettings, calibrate, compare, SpecError, ScoreResult
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy exports below give, for type checkers and IDEs
+    from .analysis.calibration import Calibration, CalibrationSettings
+    from .analysis.compare import CompareSettings
+    from .analysis.comparison import Comparison
+    from .api import arun_evals, calibrate, compare, run_evals
+    from .bind.load import load_scorer
+    from .core.errors import ErrorKind, Problem, SpecError
+    from .core.result import ScoreResult
+    from .interpret.scorer import OptionError, Scorer
+    from .run.settings import RunSettings
+    from .run.summary import EvalSummary
+    from .spec.compile import load_spec
+    from .spec.models import spec_json_schema
+    from .spec.plans import ScorerPlan
 
 __version__ = "0.1.0"
 
@@ -21,13 +36,17 @@ _EXPORTS = {
     "SpecError": "core.errors",
     "Problem": "core.errors",
     "ScoreResult": "core.result",
-    "run_evals": "run.evals",
-    "EvalSummary": "run.evals",
+    "run_evals": "api",
+    "arun_evals": "api",
+    "RunSettings": "run.settings",
+    "EvalSummary": "run.summary",
     "spec_json_schema": "spec.models",
-    "calibrate": "analysis.calibration",
+    "calibrate": "api",
     "Calibration": "analysis.calibration",
-    "compare": "analysis.compare",
+    "CalibrationSettings": "analysis.calibration",
+    "compare": "api",
     "Comparison": "analysis.comparison",
+    "CompareSettings": "analysis.compare",
 }
 
 

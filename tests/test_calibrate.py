@@ -224,6 +224,7 @@ def test_calibrations_command_lists_stored_figures(tmp_path):
 
 def test_calibrate_is_exported_from_engine():
     import engine
+    import engine.api
 
-    assert engine.calibrate is calibrate
+    assert engine.calibrate is engine.api.calibrate  # the facade: the executor resolved, then `calibrate`
     assert engine.Calibration.__name__ == "Calibration"

@@ -22,7 +22,8 @@ import engine.cli.eval  # noqa: F401  (registers eval, runs, show)
 from engine.bind.load import load_scorer
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.cli.main import app
-from engine.run.evals import RateLimiter, Threshold, arun_evals, run_evals
+from engine.judge.rate_limit import RateLimiter
+from engine.run.evals import Threshold, arun_evals, run_evals
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
@@ -343,7 +344,7 @@ def test_rate_limiter_lets_a_burst_through_then_spaces_requests(virtual_clock):
 
 
 def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypatch):
-    import engine.run.evals
+    import engine.run.executor
 
     taken = []
 
@@ -352,7 +353,7 @@ def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypa
             taken.append(self.rate)
             await super().acquire()
 
-    monkeypatch.setattr(engine.run.evals, "RateLimiter", CountingLimiter)
+    monkeypatch.setattr(engine.run.executor, "RateLimiter", CountingLimiter)
     judge = SlowJudge({"preprocess": {"claims": ["a"]}}, delay_s=0)
     claims = load_scorer(CLAIMS, judge=judge)
     run_evals(numeric_items(*["x"] * 15), [claims], concurrency=15, rate_limit=1000, store=False)

@@ -21,10 +21,10 @@ import pytest
 from conftest import ROOT, require_redis
 from ray_local import processes_naming
 
+from engine.api import run_evals
 from engine.bind.load import load_scorer
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.ray.cluster import RayOptions
-from engine.run.evals import run_evals
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.faults import FaultInjector
 

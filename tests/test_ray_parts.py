@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.api import run_evals
 from engine.bind.load import load_scorer
 from engine.bind.recipe import scorer_recipe
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.judge.recipe import JudgeRecipe, cache_setting, judge_recipe
 from engine.ray.cluster import RayOptions, _loopback, this_engine
 from engine.ray.shards import recover, shard_folder
-from engine.run.evals import run_evals
 from engine.run.items import DatasetError
 from engine.run.outfile import OutWriter, out_line
 from engine.run.readers import format_of, read_file, read_stream

@@ -33,6 +33,7 @@ hash, model, figures as JSON) so two versions of a prompt can be compared later.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,8 +43,10 @@ from typing import Any
 from ..run.datasets import iter_items
 from ..run.items import DatasetProblem, item_key, label_value, parse_fields
 from ..run.resume import stored_results
+from ..run.settings import RunSettings
 
-__all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
+           "roc_points"]
 
 DEFAULT_TOP = 5
 
@@ -236,95 +239,140 @@ def _matches(label: Any, wanted: set[str]) -> bool:
     return str(label) in wanted
 
 
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """What a calibration compares the scores with. label_field: the item's key holding the
+    human label (dots reach into nested objects). positive / negative: label values (compared as
+    text) of the two classes; with `negative`, items whose label is in neither are left out
+    (counted in `left_out`); without `positive`, labels are graded numbers. threshold: the score
+    cut-off on the scorer's scale (default scale / 2). not_scorable_score: the score given to not
+    scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0)."""
+
+    label_field: str = "label"
+    positive: tuple[Any, ...] | None = None
+    negative: tuple[Any, ...] | None = None
+    threshold: float | None = None
+    not_scorable_score: float | None = None
+    top: int = DEFAULT_TOP
+
+    def __post_init__(self) -> None:
+        for name in ("positive", "negative"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+
 async def acalibrate(
     scorer: Any,
     data: Any,
+    settings: CalibrationSettings | None = None,
+    run: RunSettings | None = None,
     *,
-    label_field: str = "label",
-    positive: Iterable[Any] | None = None,
-    negative: Iterable[Any] | None = None,
-    threshold: float | None = None,
-    not_scorable_score: float | None = None,
-    top: int = DEFAULT_TOP,
-    limit: int | None = None,
-    fields: Mapping[str, str] | Iterable[str] | None = None,
-    **eval_options: Any,
+    store: Any = None,
+    progress: Any = False,
+    on_item_complete: Any = None,
+    config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> Calibration:
     """Run `scorer` (a `Scorer` or spec id) over the labelled items of `data` and measure its
-    agreement with the labels; see the module docstring. `eval_options` go to
-    `engine.run.evals.arun_evals` (concurrency, out, resume, run_id, store, progress, rate_limit).
+    agreement with the labels; see the module docstring.
 
-    positive / negative: label values (compared as text) of the two classes; with `negative`,
-    items whose label is in neither are left out (counted in `left_out`). label_field: the
-    item's key holding the label (dots reach into nested objects). threshold: on the scorer's
-    scale (default scale / 2). not_scorable_score: the score given to not scorable items (default:
-    left out of the figures). limit: use only the first `limit` labelled items. top: how many
-    disagreements to list.
+    settings: the labels (`CalibrationSettings`); run: the batch run's settings
+    (`engine.run.settings.RunSettings`: concurrency, out, resume, run_id, rate_limit, samples,
+    prices, max_cost, …; its `limit` takes the first `limit` labelled items, its `fields` map the
+    data's columns). Keyword arguments named as a field of either are laid over it (e.g.
+    ``positive=["faithful"], concurrency=4``). store, progress, on_item_complete, config: as
+    `engine.run.evals.arun_evals` takes them; the figures are stored with the run unless
+    ``store=False``.
 
-    Raises `LabelError` when no item has a usable label, and what `arun_evals` raises.
+    Raises `LabelError` when no item has a usable label, `TypeError` for an unknown keyword, and
+    what `arun_evals` raises.
     """
     from ..core.direction import direction_of
     from ..run.evals import arun_evals, resolve_scorers
     from ..run.runner import declared_names, label_of
 
+    settings = _calibration_settings(settings, kwargs)
+    run = RunSettings.build(run, **kwargs)
     (resolved,) = resolve_scorers([scorer])
     run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
-    scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
-    wanted_pos = {str(v) for v in positive} if positive is not None else None
-    wanted_neg = {str(v) for v in negative} if negative is not None else None
+    wanted_pos = {str(v) for v in settings.positive} if settings.positive is not None else None
+    wanted_neg = {str(v) for v in settings.negative} if settings.negative is not None else None
     if wanted_neg is not None and wanted_pos is None:
         raise LabelError("--negative needs --positive too")
+    fields = run.fields
     field_map = parse_fields(fields, declared_names([resolved])) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
-
-    found = _labelled_items(data, field_map, label_field, wanted_pos, wanted_neg, limit)
-    items, labels, problems = found.items, found.labels, found.problems
-    unlabelled, other_labels = found.unlabelled, found.other_labels
-
+    found = _labelled_items(data, field_map, settings.label_field, wanted_pos, wanted_neg, run.limit)
     results: dict[str, dict[str, Any]] = {}
-    user_callback = eval_options.pop("on_item_complete", None)
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
         if run_label in done:
             results[item_key(item["id"])] = {"id": item["id"], **done[run_label].to_json_dict()}
-        if user_callback is not None:
-            outcome = user_callback(item, done)
+        if on_item_complete is not None:
+            outcome = on_item_complete(item, done)
             if inspect.isawaitable(outcome):
                 await outcome
 
-    summary = await arun_evals(items, [resolved], on_item_complete=collect, **eval_options)
+    summary = await arun_evals(found.items, [resolved], dataclasses.replace(run, fields=None, limit=None),
+                               on_item_complete=collect, progress=progress, store=store, config=config)
     if summary.resumed:  # the results of the run's earlier attempts
         for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
                                         label=run_label).items():
             results.setdefault(key, line)
+    report = _report(resolved, run_label, direction_of(resolved), settings, found, summary, wanted_pos)
+    _figures_into(report, resolved, settings, found, results, summary, wanted_pos)
+    _store_figures(report, store)
+    return report
+
+
+def _calibration_settings(settings: CalibrationSettings | None, kwargs: dict[str, Any]) -> CalibrationSettings:
+    """`settings` with the calibration settings among `kwargs` laid over it (taken out of `kwargs`)."""
+    names = {f.name for f in dataclasses.fields(CalibrationSettings)}
+    given = {name: kwargs.pop(name) for name in list(kwargs) if name in names}
+    base = settings if settings is not None else CalibrationSettings()
+    return dataclasses.replace(base, **given) if given else base
+
+
+def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: _Labelled,
+            summary: Any, wanted_pos: set[str] | None) -> Calibration:
+    """The calibration's counts and run facts, before its figures."""
+    usage = summary.usage.get(resolved.id)
     report = Calibration(scorer=resolved.id, kind="binary" if wanted_pos is not None else "graded",
-                         label=run_label, direction=direction_of(resolved),
-                         labelled=len(items), left_out=unlabelled + sum(other_labels.values()),
-                         unlabelled=unlabelled, other_labels=other_labels, run_id=summary.run_id,
-                         not_scorable_score=not_scorable_score, seconds=summary.seconds,
-                         judge_calls=summary.usage[resolved.id].calls if resolved.id in summary.usage else 0,
-                         cache_hits=summary.usage[resolved.id].cache_hits if resolved.id in summary.usage else 0,
+                         label=run_label, direction=direction,
+                         labelled=len(found.items), left_out=found.unlabelled + sum(found.other_labels.values()),
+                         unlabelled=found.unlabelled, other_labels=found.other_labels, run_id=summary.run_id,
+                         not_scorable_score=settings.not_scorable_score, seconds=summary.seconds,
+                         judge_calls=usage.calls if usage is not None else 0,
+                         cache_hits=usage.cache_hits if usage is not None else 0,
                          positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
-    report.label_field = label_field
-    if problems:
-        report.notes.append(f"{len(problems)} record(s) of the data could not be read (first: {problems[0]})")
-    scores, truth, kept = _tally(report, labels, results, not_scorable_score, unscored_ok=bool(summary.stopped))
+    report.label_field = settings.label_field
+    if found.problems:
+        report.notes.append(f"{len(found.problems)} record(s) of the data could not be read (first: "
+                            f"{found.problems[0]})")
+    return report
+
+
+def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: _Labelled,
+                  results: Mapping[str, dict[str, Any]], summary: Any, wanted_pos: set[str] | None) -> None:
+    """The agreement figures, notes and disagreements of the scored items, into `report`."""
+    scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
+    scores, truth, kept = _tally(report, found.labels, results, settings.not_scorable_score,
+                                 unscored_ok=bool(summary.stopped))
     report.used = len(scores)
-    _usage_into(report, summary, run_label)
+    _usage_into(report, summary, report.label or report.scorer)
     if report.failed:
         report.notes.append(f"{report.failed} failed item(s) are not in the figures (resume the run to retry them)")
-    if report.not_scorable and not_scorable_score is None:
+    if report.not_scorable and settings.not_scorable_score is None:
         report.notes.append(f"{report.not_scorable} not scorable item(s) are not in the figures")
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=settings.threshold, scale=scale)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
         setattr(report, key, value)
-    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, top)
-    _store_figures(report, eval_options)
-    return report
+    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
 
 
 def _usage_into(report: Calibration, summary: Any, label: str) -> None:
@@ -429,10 +477,9 @@ def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], 
     return [row for row in rows[:top] if row.gap > 0]
 
 
-def _store_figures(report: Calibration, eval_options: Mapping[str, Any]) -> None:
+def _store_figures(report: Calibration, store: Any) -> None:
     from ..run.store import Store
 
-    store = eval_options.get("store")
     if store is False:
         return
     if isinstance(store, Store):
@@ -443,9 +490,9 @@ def _store_figures(report: Calibration, eval_options: Mapping[str, Any]) -> None
         db.record_calibration(report.run_id, report.scorer, report.spec_hash, report.model, report.to_json_dict())
 
 
-def calibrate(scorer: Any, data: Any, **kwargs: Any) -> Calibration:
+def calibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None, run: RunSettings | None = None,
+              **kwargs: Any) -> Calibration:
     """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
     from ..core.sync import run_sync
 
-    return run_sync(acalibrate(scorer, data, **kwargs), thread_name="scorespec-calibrate")
-
+    return run_sync(acalibrate(scorer, data, settings, run, **kwargs), thread_name="scorespec-calibrate")

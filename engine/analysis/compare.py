@@ -15,13 +15,16 @@ The first version is the baseline. Human labels (``label_field``, and ``positive
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, direction_of
 from ..run.datasets import iter_items
 from ..run.items import item_key, label_value, parse_fields
+from ..run.settings import RunSettings
 from .comparison import (
     DEFAULT_TOP,
     Comparison,
@@ -33,68 +36,97 @@ from .comparison import (
     outcome_of,
 )
 
-__all__ = ["acompare", "compare", "run_reference"]
+__all__ = ["CompareSettings", "acompare", "compare", "run_reference"]
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What a comparison reads and how it reports. runs: stored runs to compare instead of
+    running versions, each ``RUN`` (every label of the run) or ``RUN/LABEL`` (a unique prefix of
+    a run id is enough). label_field: the items' human label (dots reach inside; None: no
+    labels); positive / negative: label values of the two classes (compared as text; without
+    `positive`, labels are graded numbers); cutoff: the score at or above which a decision is
+    positive (default half the baseline's scale). top: how many movers to list (≥ 0). seed: the
+    bootstrap's random seed."""
+
+    runs: tuple[str, ...] | None = None
+    label_field: str | None = None
+    positive: tuple[Any, ...] | None = None
+    negative: tuple[Any, ...] | None = None
+    cutoff: float | None = None
+    top: int = DEFAULT_TOP
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("runs", "positive", "negative"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple([value] if isinstance(value, str) else value))
 
 
 async def acompare(
     versions: Sequence[Any] | None = None,
     data: Any = None,
+    settings: CompareSettings | None = None,
+    run: RunSettings | None = None,
     *,
-    runs: Sequence[str] | None = None,
-    label_field: str | None = None,
-    positive: Iterable[Any] | None = None,
-    negative: Iterable[Any] | None = None,
-    cutoff: float | None = None,
-    top: int = DEFAULT_TOP,
-    seed: int = 0,
     store: Any = None,
-    fields: Mapping[str, str] | Iterable[str] | None = None,
-    **eval_options: Any,
+    progress: Any = False,
+    on_item_complete: Callable[..., Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> Comparison:
     """Compare versions of a scorer; the first is the baseline. Returns a `Comparison`.
 
     versions: `Scorer` objects or references (``SPEC`` or ``LABEL=SPEC``, as `engine.run.evals.
     resolve_scorers` takes them), each with its own label; with `data` (a path, a list of dicts
-    or a DataFrame, as `run_evals` takes it) they run in one batch run, `eval_options` going to
-    `engine.run.evals.arun_evals` (concurrency, out, resume, run_id, rate_limit, progress,
-    on_item_complete, config). runs: instead, stored runs, each ``RUN`` (every label of the run)
-    or ``RUN/LABEL`` (a unique prefix of a run id is enough), read from `store` (a `Store`, a path,
-    or None for the default store); `data`, when given, then only supplies human labels.
-    label_field: the items' human label (dots reach inside); positive / negative: label values
-    of the two classes (compared as text; without `positive`, labels are graded numbers);
-    cutoff: the score at or above which a decision is positive (default half the baseline's
-    scale). top: how many movers to list. seed: the bootstrap's random seed.
+    or a DataFrame, as `run_evals` takes it) they run in one batch run with the settings `run`
+    (`engine.run.settings.RunSettings`: concurrency, out, resume, run_id, rate_limit, fields,
+    samples, prices, max_cost, …) and `progress`, `on_item_complete`, `config` as
+    `engine.run.evals.arun_evals` takes them. settings: what to compare and how
+    (`CompareSettings`: with its `runs`, stored runs are read from `store` — a `Store`, a path,
+    or None for the default store — and `data`, when given, only supplies human labels).
+    Keyword arguments named as a field of either settings object are laid over it (e.g.
+    ``runs=["RUN_A", "RUN_B"]``, ``label_field="label"``, ``concurrency=8``).
 
     Raises `ValueError` for fewer than two versions, versions that disagree on direction,
     missing data, a run or label that does not exist; `engine.analysis.calibration.LabelError` (a
-    `ValueError`) for a graded label that is not a number; and what `arun_evals` raises.
+    `ValueError`) for a graded label that is not a number; `TypeError` for an unknown keyword;
+    and what `arun_evals` raises.
     """
-    if negative is not None and positive is None:
+    names = {f.name for f in dataclasses.fields(CompareSettings)}
+    given = {name: kwargs.pop(name) for name in list(kwargs) if name in names}
+    settings = dataclasses.replace(settings or CompareSettings(), **given)
+    run = RunSettings.build(run, **kwargs)
+    if settings.negative is not None and settings.positive is None:
         raise ValueError("negative label values need positive ones too")
+    fields = run.fields
     field_map = parse_fields(fields) if fields is not None and not isinstance(fields, Mapping) else dict(fields or {})
-    if runs:
+    if settings.runs:
         if versions:
             raise ValueError("give versions to run or runs to read, not both")
-        return _from_runs(list(runs), data, field_map, store, label_field, positive, negative, cutoff, top, seed)
+        return _from_runs(list(settings.runs), data, field_map, store, settings)
     if data is None:
         raise ValueError("give data to run the versions on (or runs=[...] to compare finished runs)")
-    return await _run_versions(list(versions or []), data, field_map, store, label_field, positive, negative,
-                               cutoff, top, seed, eval_options)
+    hooks = {"store": store, "progress": progress, "config": config}
+    return await _run_versions(list(versions or []), data, field_map, settings,
+                               dataclasses.replace(run, fields=field_map), hooks, on_item_complete)
 
 
-def compare(versions: Sequence[Any] | None = None, data: Any = None, **kwargs: Any) -> Comparison:
+def compare(versions: Sequence[Any] | None = None, data: Any = None, settings: CompareSettings | None = None,
+            run: RunSettings | None = None, **kwargs: Any) -> Comparison:
     """Synchronous `acompare` (same arguments; works inside a running event loop too)."""
     from ..core.sync import run_sync
 
-    return run_sync(acompare(versions, data, **kwargs), thread_name="scorespec-compare")
+    return run_sync(acompare(versions, data, settings, run, **kwargs), thread_name="scorespec-compare")
 
 
 # --- running the versions ---------------------------------------------------------------------
 
 
-async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str], store: Any,
-                        label_field: str | None, positive: Any, negative: Any, cutoff: float | None, top: int,
-                        seed: int, eval_options: dict[str, Any]) -> Comparison:
+async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str], settings: CompareSettings,
+                        run: RunSettings, hooks: dict[str, Any],
+                        user_callback: Callable[..., Any] | None) -> Comparison:
     from ..run.evals import arun_evals, resolve_scorers
     from ..run.resume import stored_results
     from ..run.runner import label_of
@@ -107,9 +139,8 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
     _check_directions(infos)
     if not isinstance(data, (str, os.PathLike, list, tuple)) and not _is_dataframe(data):
         data = list(data)  # read twice: the run, then the item order and the human labels
-    order, human = _order_and_labels(iter_items(data, field_map, lambda problem: None), label_field)
+    order, human = _order_and_labels(iter_items(data, field_map, lambda problem: None), settings.label_field)
     outcomes: dict[str, dict[str, Outcome]] = {info.label: {} for info in infos}
-    user_callback: Callable[..., Any] | None = eval_options.pop("on_item_complete", None)
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
         for label, result in done.items():
@@ -121,8 +152,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
             if inspect.isawaitable(outcome):
                 await outcome
 
-    summary = await arun_evals(data, scorers, on_item_complete=collect, store=store, fields=field_map,
-                               **eval_options)
+    summary = await arun_evals(data, scorers, run, on_item_complete=collect, **hooks)
     if summary.resumed:  # the results of the run's earlier attempts
         for info in infos:
             for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
@@ -130,8 +160,8 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
                 outcomes[info.label].setdefault(key, outcome_of(line))
     for info in infos:
         info.run_id = summary.run_id
-    comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(
-        human, label_field, positive, negative, cutoff), top=top, seed=seed)
+    comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(human, settings),
+                                  top=settings.top, seed=settings.seed)
     comparison.run_ids = [summary.run_id]
     comparison.dataset_problems = summary.dataset_problems
     comparison.problems = list(summary.problems)
@@ -180,11 +210,10 @@ def _ordered(outcomes: Mapping[str, Mapping[str, Outcome]], order: Sequence[str]
             for label, found in outcomes.items()}
 
 
-def _human_labels(human: Mapping[str, Any], label_field: str | None, positive: Any, negative: Any,
-                  cutoff: float | None) -> HumanLabels | None:
-    if label_field is None:
+def _human_labels(human: Mapping[str, Any], settings: CompareSettings) -> HumanLabels | None:
+    if settings.label_field is None:
         return None
-    return HumanLabels(human, as_label_set(positive), as_label_set(negative), cutoff)
+    return HumanLabels(human, as_label_set(settings.positive), as_label_set(settings.negative), settings.cutoff)
 
 
 # --- reading finished runs --------------------------------------------------------------------
@@ -196,9 +225,11 @@ def run_reference(text: str) -> tuple[str, str | None]:
     return (run, label) if sep and label else (run, None)
 
 
-def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any, label_field: str | None,
-               positive: Any, negative: Any, cutoff: float | None, top: int, seed: int) -> Comparison:
+def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any,
+               settings: CompareSettings) -> Comparison:
     from ..run.store import Store
+
+    label_field = settings.label_field
 
     db = store if isinstance(store, Store) else Store(None if store in (None, True) else store)
     try:
@@ -242,8 +273,8 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
                 for key, item in items:
                     if label_field is not None:
                         human.setdefault(key, label_value(item, label_field))
-        comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(
-            human, label_field, positive, negative, cutoff), top=top, seed=seed)
+        comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(human, settings),
+                                      top=settings.top, seed=settings.seed)
         comparison.run_ids = list(dict.fromkeys(run["run_id"] for run, _ in picked))
         comparison.notes.extend(notes)
         return comparison

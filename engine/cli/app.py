@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is saved
 
 #: The --model option's help, shared by the judging commands.
 MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "

@@ -13,15 +13,42 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import MODEL_HELP, app, fail
-from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, command_cache
-from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP, write_reports_or_exit
-from .eval import MAX_COST_HELP, PRICES_HELP, SAMPLES_HELP
-from .html import REPORT_HELP, check_report_dependencies, write_run_report
+from .app import app, fail
+from .cache import command_cache
+from .ci_files import write_reports_or_exit
+from .html import check_report_dependencies, write_run_report
+from .options import (
+    AsJson,
+    BaseUrl,
+    Cache,
+    Concurrency,
+    Cutoff,
+    Fields,
+    Junit,
+    LabelField,
+    MaxCost,
+    Model,
+    Negative,
+    NoCache,
+    Options,
+    Out,
+    Positive,
+    Prices,
+    Quiet,
+    RateLimit,
+    Refresh,
+    Report,
+    Resume,
+    RunId,
+    Samples,
+    StorePath,
+    SummaryMd,
+    Top,
+)
 
 __all__ = ["compare_cmd", "print_comparison"]
 
@@ -30,124 +57,146 @@ SHOWN_CHANGES = 20  # status changes listed on the terminal (--json lists all)
 
 @app.command("compare")
 def compare_cmd(
-    versions: Optional[list[str]] = typer.Argument(None, metavar="VERSION...", help="Scorer ids or spec files, the "
-                                                   "first the baseline; LABEL=SPEC names a version (e.g. faithfulness "
-                                                   "faithfulness@draft=my_specs/faith.yaml). With --runs: RUN or "
-                                                   "RUN/LABEL."),
-    runs: bool = typer.Option(False, "--runs", help="Compare finished runs (the arguments are run ids, RUN/LABEL to "
-                              "pick one label of a run) instead of running versions."),
-    data: Optional[Path] = typer.Option(None, "--data", help="JSONL, CSV or JSON-array file of items (with --runs: "
-                                        "only for human labels)."),
-    field: list[str] = typer.Option([], "--field", help="name=column: read a run field from another column."),
-    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="Scorer runs (judge requests) at "
-                                              "once [default: 8; 1 on an embedded model]."),
-    rate_limit: Optional[float] = typer.Option(None, "--rate-limit", help="Judge requests per second, at most."),
-    option: list[str] = typer.Option([], "--option", help="LABEL.key=value (one version), ID.key=value (every "
-                                     "version of spec ID) or key=value (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="JSONL file receiving one line per item and version."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run of --out (or of --run-id)."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="The run's id (to resume a run without --out)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="SQLite store (default $SCORESPEC_STORE or "
-                                         ".scorespec/store.sqlite)."),
-    label_field: Optional[str] = typer.Option(None, "--label-field", help="The items' human label (dots reach "
-                                              "inside) [default with --positive: label]."),
-    positive: list[str] = typer.Option([], "--positive", help="A label value of the class that should score high "
-                                       "(repeatable). Without it, labels are graded numbers."),
-    negative: list[str] = typer.Option([], "--negative", help="A label value of the other class (repeatable); "
-                                       "default: every other label."),
-    cutoff: Optional[float] = typer.Option(None, "--cutoff", help="A decision is positive when score ≥ this "
-                                           "[default: half the scale]."),
-    top: int = typer.Option(5, "--top", min=0, help="List the N items whose score moved most."),
-    seed: int = typer.Option(0, "--seed", help="The bootstrap's random seed."),
-    fail_if_worse: Optional[float] = typer.Option(None, "--fail-if-worse", min=0, metavar="DELTA", help="Exit 1 "
-                                                  "when a version is worse than the baseline by more than DELTA "
-                                                  "(by direction) with its 95% interval excluding zero."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no per-item lines (for CI)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON on stdout."),
-    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
-    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
-    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help=JUNIT_HELP),
-    summary_md: Optional[Path] = typer.Option(None, "--summary-md", metavar="FILE", help=SUMMARY_MD_HELP),
-    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help=REPORT_HELP),
-    samples: Optional[int] = typer.Option(None, "--samples", min=1, max=50, help=SAMPLES_HELP),
-    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", metavar="USD", help=MAX_COST_HELP),
+    versions: Annotated[Optional[list[str]], typer.Argument(
+        metavar="VERSION...", help="Scorer ids or spec files, the first the baseline; LABEL=SPEC names a version "
+        "(e.g. faithfulness faithfulness@draft=my_specs/faith.yaml). With --runs: RUN or RUN/LABEL.")] = None,
+    runs: Annotated[bool, typer.Option(
+        "--runs", help="Compare finished runs (the arguments are run ids, RUN/LABEL to pick one label of a run) "
+        "instead of running versions.")] = False,
+    data: Annotated[Optional[Path], typer.Option("--data", help="JSONL, CSV or JSON-array file of items (with "
+                                                                "--runs: only for human labels).")] = None,
+    field: Fields = [],
+    model: Model = None,
+    base_url: BaseUrl = None,
+    concurrency: Concurrency = None,
+    rate_limit: RateLimit = None,
+    option: Options = [],
+    out: Out = None,
+    resume: Resume = False,
+    run_id: RunId = None,
+    store: StorePath = None,
+    label_field: LabelField = None,
+    positive: Positive = [],
+    negative: Negative = [],
+    cutoff: Cutoff = None,
+    top: Top = 5,
+    seed: Annotated[int, typer.Option("--seed", help="The bootstrap's random seed.")] = 0,
+    fail_if_worse: Annotated[Optional[float], typer.Option(
+        "--fail-if-worse", min=0, metavar="DELTA", help="Exit 1 when a version is worse than the baseline by more "
+        "than DELTA (by direction) with its 95% interval excluding zero.")] = None,
+    quiet: Quiet = False,
+    as_json: AsJson = False,
+    cache: Cache = None,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    junit: Junit = None,
+    summary_md: SummaryMd = None,
+    report_file: Report = None,
+    samples: Samples = None,
+    prices: Prices = None,
+    max_cost: MaxCost = None,
 ) -> None:
     """Compare versions of a scorer, the first the baseline: counts and means, the paired
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
     items that moved most, and with labels each version's agreement and McNemar's test."""
-    import asyncio
-
-    from ..analysis.compare import acompare
-    from ..run.items import DatasetError
-    from .eval import EXIT_INTERRUPTED, _load_scorers, _open_store
-    from .output import ConsoleReporter, err_console, out_console
+    from ..analysis.compare import CompareSettings
+    from ..run.settings import RunSettings
+    from .runs import open_store
 
     names = list(versions or [])
     if report_file is not None:
         check_report_dependencies()
-    if positive and label_field is None:
-        label_field = "label"
     if negative and not positive:
         fail("--negative needs --positive too")
     if data is not None and not data.is_file():
         fail(f"--data {data}: no such file")
-    labels = dict(label_field=label_field, positive=positive or None, negative=negative or None, cutoff=cutoff,
-                  top=top, seed=seed, fields=field)
-    db = _open_store(store)
+    settings = CompareSettings(runs=tuple(names) if runs else None, top=top, seed=seed, cutoff=cutoff,
+                               label_field="label" if positive and label_field is None else label_field,
+                               positive=positive or None, negative=negative or None)
+    run = RunSettings(concurrency=concurrency, rate_limit=rate_limit, fields=field or None, samples=samples,
+                      prices=prices, max_cost=max_cost, out=out, resume=resume, run_id=run_id)
+    db = open_store(store)
     try:
-        if runs:
-            if len(names) < 1:
-                fail("give the runs to compare: scorespec compare --runs RUN_A RUN_B (see `scorespec runs`)")
-            call = acompare(runs=names, data=data, store=db, **labels)
-        else:
-            if len(names) < 2:
-                fail("give at least two versions, the first the baseline (e.g. scorespec compare faithfulness "
-                     "faithfulness@draft=my_specs/faith.yaml --data items.jsonl), or --runs RUN_A RUN_B")
-            if data is None:
-                fail("--data FILE is required (or compare finished runs with --runs)")
-            if resume and out is None and run_id is None:
-                fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
-            scorers = _load_scorers(names, model, base_url, option, command_cache(cache, no_cache, refresh), refresh,
-                                    samples)
-            run_options = dict(concurrency=concurrency, rate_limit=rate_limit, out=out, resume=resume, run_id=run_id,
-                               prices=prices, max_cost=max_cost,
-                               progress=ConsoleReporter(quiet=quiet, per_item=False),
-                               config={"cli": {"command": "compare", "scorers": names, "data": str(data.resolve()),
-                                               "fields": field, "options": option, "model": model,
-                                               "base_url": base_url}})
-            call = acompare(scorers, data, store=db, **labels, **run_options)
-        try:
-            comparison = asyncio.run(call)
-        except KeyboardInterrupt:
-            err_console().print("interrupted: every completed result is saved; run the same command with --resume "
-                                "to continue", markup=False)
-            raise typer.Exit(EXIT_INTERRUPTED)
-        except (ValueError, FileExistsError, DatasetError) as exc:
-            fail(str(exc))
-        print_comparison(comparison, err_console() if as_json else out_console(), fail_if_worse)
-        if as_json:
-            sys.stdout.write(json.dumps(comparison.to_json_dict(), ensure_ascii=False) + "\n")
-        exit_code = comparison.exit_code(fail_if_worse)
-        if junit or summary_md:
-            from ..report.ci import comparison_report
-
-            lines = [line for run in comparison.run_ids for line in db.results(run)]
-            report = comparison_report(comparison.headline, fail_if_worse is None or not comparison.worse(fail_if_worse),
-                                       comparison.summaries(), lines, run_id=",".join(comparison.run_ids),
-                                       directions={v.label: v.direction for v in comparison.versions.values()},
-                                       seconds=comparison.seconds)
-            write_reports_or_exit(report, junit, summary_md)
-            exit_code = max(exit_code, report.exit_code)
-        if report_file is not None:  # a run of the versions, or the first finished run set against the second
-            ids = comparison.run_ids
-            write_run_report(report_file, db, ids[0], other_id=ids[1] if len(ids) > 1 else None)
+        call = _comparison_call(names, data, settings, run, db, quiet,
+                                (model, base_url, option, command_cache(cache, no_cache, refresh), refresh))
+        comparison = _compared(call)
+        exit_code = _print_and_write(comparison, db, as_json, fail_if_worse, (junit, summary_md, report_file))
     finally:
         db.close()
     raise typer.Exit(exit_code)
+
+
+def _comparison_call(names: list[str], data: Optional[Path], settings: Any, run: Any, db: Any, quiet: bool,
+                     loading: tuple[Any, ...]) -> Any:
+    """The `acompare` coroutine: of finished runs, or of the versions loaded (`loading`: model,
+    base URL, --option values, cache, refresh) and run over `data`; exits (2) on bad arguments."""
+    from ..analysis.compare import acompare
+    from .loading import _load_scorers
+    from .output import ConsoleReporter
+
+    if settings.runs is not None:
+        if len(names) < 1:
+            fail("give the runs to compare: scorespec compare --runs RUN_A RUN_B (see `scorespec runs`)")
+        return acompare(None, data, settings, run, store=db)
+    if len(names) < 2:
+        fail("give at least two versions, the first the baseline (e.g. scorespec compare faithfulness "
+             "faithfulness@draft=my_specs/faith.yaml --data items.jsonl), or --runs RUN_A RUN_B")
+    if data is None:
+        fail("--data FILE is required (or compare finished runs with --runs)")
+    if run.resume and run.out is None and run.run_id is None:
+        fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
+    model, base_url, option, cache, refresh = loading
+    scorers = _load_scorers(names, model, base_url, option, cache, refresh, run.samples)
+    choice = {"command": "compare", "scorers": names, "data": str(data.resolve()), "options": option,
+              "model": model, "base_url": base_url}
+    return acompare(scorers, data, settings, run, store=db, progress=ConsoleReporter(quiet=quiet, per_item=False),
+                    config={"cli": choice})
+
+
+def _compared(call: Any) -> Any:
+    """Run the comparison; exits with a message on bad input, 130 when interrupted."""
+    import asyncio
+
+    from ..run.items import DatasetError
+    from .app import EXIT_INTERRUPTED
+    from .output import err_console
+
+    try:
+        return asyncio.run(call)
+    except KeyboardInterrupt:
+        err_console().print("interrupted: every completed result is saved; run the same command with --resume "
+                            "to continue", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    except (ValueError, FileExistsError, DatasetError) as exc:
+        fail(str(exc))
+
+
+def _print_and_write(comparison: Any, db: Any, as_json: bool, fail_if_worse: Optional[float],
+                     files: tuple[Optional[Path], Optional[Path], Optional[Path]]) -> int:
+    """Print the comparison (as JSON on stdout with --json), write the CI files (``--junit``,
+    ``--summary-md``) and the HTML report; the exit code."""
+    from .output import err_console, out_console
+
+    junit, summary_md, report_file = files
+    print_comparison(comparison, err_console() if as_json else out_console(), fail_if_worse)
+    if as_json:
+        sys.stdout.write(json.dumps(comparison.to_json_dict(), ensure_ascii=False) + "\n")
+    exit_code = comparison.exit_code(fail_if_worse)
+    if junit or summary_md:
+        from ..report.ci import comparison_report
+
+        lines = [line for run in comparison.run_ids for line in db.results(run)]
+        gate = fail_if_worse is None or not comparison.worse(fail_if_worse)
+        report = comparison_report(comparison.headline, gate, comparison.summaries(), lines,
+                                   run_id=",".join(comparison.run_ids),
+                                   directions={v.label: v.direction for v in comparison.versions.values()},
+                                   seconds=comparison.seconds)
+        write_reports_or_exit(report, junit, summary_md)
+        exit_code = max(exit_code, report.exit_code)
+    if report_file is not None:  # a run of the versions, or the first finished run set against the second
+        ids = comparison.run_ids
+        write_run_report(report_file, db, ids[0], other_id=ids[1] if len(ids) > 1 else None)
+    return exit_code
 
 
 # --- the terminal report -----------------------------------------------------------------------

@@ -16,10 +16,11 @@ from typing import Any, Optional
 
 import typer
 
-from .app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, MODEL_HELP, app, fail, parse_option_value, parse_options
+from .app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, app, fail, parse_option_value, parse_options
 from .app import stderr_console as _stderr
 from .app import stdout_console as _stdout
-from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP, cache_app, command_cache
+from .cache import cache_app, command_cache
+from .options import BaseUrl, Cache, Model, NoCache, Options, Refresh
 
 app.add_typer(cache_app, name="cache")
 
@@ -198,14 +199,13 @@ def run_cmd(
     messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
     tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
     field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
-    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="An OpenAI-compatible server's URL."),
-    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value, typed by the option's schema "
-                                     "(repeatable)."),
+    model: Model = None,
+    base_url: BaseUrl = None,
+    option: Options = [],
     as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
-    cache: Optional[str] = typer.Option(None, "--cache", metavar="PATH|URL", help=CACHE_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
-    refresh: bool = typer.Option(False, "--refresh", help=REFRESH_HELP),
+    cache: Cache = None,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
     scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
@@ -295,7 +295,7 @@ def render_cmd(
     messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
     tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
     field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
-    option: list[str] = typer.Option([], "--option", help="key=value or ID.key=value (repeatable)."),
+    option: Options = [],
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
     resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "
                                   "with the file and line that wrote it, instead of prompts."),

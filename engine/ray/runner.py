@@ -1,7 +1,8 @@
 """The driver of a run on Ray: the data read by Ray Data, scored by a pool of actors, kept here.
 
-`RayRunner` is the Ray executor's counterpart of `engine.run.runner.Runner` (`engine.run.evals` picks
-one by its ``executor`` argument); the run around it — scorers, thresholds, the store's run,
+`RayExecutor` is the Ray executor (`engine.run.executor.Executor`), the counterpart of
+`engine.run.executor.LocalExecutor`; `with_ray_executor` turns the settings' ``executor="ray"`` into
+one (`engine.api` and the CLI call it). `RayRunner` does one attempt; the run around it — scorers, thresholds, the store's run,
 resuming, the summary, exit codes — is the same. One attempt:
 
 1. Each scorer becomes a recipe (`engine.bind.recipe`): spec text and hash, options, judge.
@@ -25,17 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..bind.recipe import scorer_recipe
+from ..run.executor import Attempt
 from ..run.items import DatasetError, DatasetProblem, item_key
 from ..run.prices import PriceTable
 from ..run.reporting import EvalReporter, RunState
 from ..run.resume import PriorResults
+from ..run.settings import RunSettings
 from ..run.sink import ResultSink
 from ..run.store import Store
 from .actor import OUTPUT_COLUMN, ActorJob, ScoringActor
@@ -44,10 +48,60 @@ from .datasource import READ_CPUS, dataset_of, decode_record, is_location, locat
 from .rate_limit import start_bucket
 from .shards import recover, remove_shards, shard_folder
 
-__all__ = ["OutputPump", "RayRunner", "SHIP_BY_REFERENCE"]
+__all__ = ["OutputPump", "RayExecutor", "RayRunner", "SHIP_BY_REFERENCE", "ray_options", "with_ray_executor"]
 
 #: Done (item, label) pairs past this many go to the actors through Ray's object store.
 SHIP_BY_REFERENCE = 1000
+
+
+class RayExecutor:
+    """Items read by Ray Data and scored by a pool of Ray actors (`engine.run.executor.Executor`);
+    `options`: how the run uses Ray (`RayOptions`)."""
+
+    name = "ray"
+
+    def __init__(self, options: RayOptions | None = None):
+        self.options = options if options is not None else RayOptions()
+
+    def check(self, settings: RunSettings) -> None:
+        if settings.max_cost is not None:
+            raise ValueError("max_cost is not available on the Ray executor yet (its budget would need every actor)")
+
+    def prepare(self, attempt: Attempt) -> Callable[[], Awaitable[bool]]:
+        async def run() -> bool:
+            runner = RayRunner(attempt.scorers, attempt.state, attempt.prior, attempt.out, attempt.db,
+                               attempt.reporter, attempt.target, attempt.on_item_complete, attempt.concurrency,
+                               attempt.rate_limit, prices=attempt.prices, data=attempt.data, fields=attempt.fields,
+                               limit=attempt.limit, options=self.options, on_problem=attempt.on_problem)
+            await runner.run()
+            return runner.rewrote
+
+        return run
+
+
+def ray_options(ray: Any) -> RayOptions:
+    """`RayOptions` from the settings' ``ray``: None (the defaults), a `RayOptions`, or a mapping
+    of its fields. Raises `ValueError` for an unknown field, a value out of range, another type."""
+    if ray is None:
+        return RayOptions()
+    if isinstance(ray, RayOptions):
+        return ray
+    if isinstance(ray, Mapping):
+        try:
+            return RayOptions(**ray)
+        except TypeError as exc:  # an unknown field
+            raise ValueError(f"ray settings: {exc}") from None
+    raise ValueError(f"ray: expected RayOptions or a mapping of its fields, not {type(ray).__name__}")
+
+
+def with_ray_executor(settings: RunSettings) -> RunSettings:
+    """`settings` with ``executor="ray"`` replaced by a `RayExecutor` of its ``ray`` settings
+    (other settings as they are). Raises `ValueError` for ray settings that cannot be used, or
+    max_cost (the Ray executor has no budget yet)."""
+    if settings.executor != "ray":
+        return settings
+    RayExecutor().check(settings)
+    return dataclasses.replace(settings, executor=RayExecutor(ray_options(settings.ray)))
 
 
 class RayRunner:

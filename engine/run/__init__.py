@@ -3,8 +3,9 @@
 Data into items (`datasets`; files by format in `readers`, the item shape, field mapping, ids and
 problems in `items`), the entry points (`evals`), the concurrent runner (`runner`,
 `item_scoring`), where results go (`sink`, `outfile`, `store`, `store_schema`, `resume`), the
-summary and verdict (`summary`), cost and budget (`prices`, `budget`) and the hooks a run reports
-progress to (`reporting`).
+summary and verdict (`summary`), cost and budget (`prices`, `budget`), the hooks a run reports
+progress to (`reporting`), its settings (`settings`: `RunSettings`) and where its items are scored
+(`executor`: the `Executor` protocol, implemented here for this process and by `engine.ray`).
 
 May import: `engine.core`, `engine.functions`, `engine.spec`, `engine.judge`, `engine.embedded`,
 `engine.interpret`, `engine.bind`.

@@ -22,17 +22,19 @@ of one scorer; results, the out file, the store, summaries and thresholds use th
 - `engine.run.prices` and `engine.run.budget`: what each result, scorer and model cost, and a budget the
   run stops before passing (verdict ``budget_reached``, exit code 3; ``resume`` continues it,
   counting what its earlier attempts spent);
-- `engine.ray.runner`: with ``executor="ray"``, the items are read by Ray Data and scored by a
-  pool of Ray actors instead of `engine.run.runner`; everything else here is the same.
+- `engine.run.settings`: the settings (`RunSettings`), recorded whole with the run;
+- `engine.run.executor`: where items are scored (`Executor`): this process by default; with
+  ``executor="ray"`` (resolved by `engine.api`, which sits above this package) the items are read
+  by Ray Data and scored by a pool of Ray actors (`engine.ray.runner.RayExecutor`); everything
+  else here is the same.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -40,14 +42,15 @@ from typing import Any
 from ..core.direction import direction_of
 from ..core.result import ScoreResult
 from ..core.sync import run_sync
-from ..judge.rate_limit import RateLimiter
 from .budget import Budget, check_max_cost, check_priced, spent_before
-from .datasets import data_len, iter_items
+from .datasets import data_len
+from .executor import Attempt, executor_of
 from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import find_prior, tidy_out_file
-from .runner import Runner, declared_names, label_of, uses_judge
+from .runner import declared_names, label_of, uses_judge
+from .settings import RunSettings
 from .store import Store
 from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
 
@@ -92,14 +95,18 @@ def resolve_scorers(scorers: Any) -> list[Any]:
         resolved.append(scorer)
     if not resolved:
         raise ValueError("give at least one scorer")
-    seen: set[str] = set()
-    for scorer in resolved:
-        label = label_of(scorer)
-        if label in seen:
-            raise ValueError(f"scorer label {label!r} is given twice; each label may appear once per run (give "
-                             "two versions of a scorer different labels: load_scorer(..., label=...))")
-        seen.add(label)
+    check_labels(label_of(scorer) for scorer in resolved)
     return resolved
+
+
+def check_labels(labels: Iterable[str]) -> None:
+    """Raises `ValueError` naming the first label given twice (each label may appear once per run)."""
+    seen: set[str] = set()
+    for label in labels:
+        if label in seen:
+            raise ValueError(f"scorer label {label!r} is given twice: give each version its own label, e.g. "
+                             f"{label}@draft=my_specs/{label}.yaml (or load_scorer(..., label=...))")
+        seen.add(label)
 
 
 def default_concurrency(scorers: list[Any]) -> int:
@@ -121,155 +128,130 @@ def default_concurrency(scorers: list[Any]) -> int:
 async def arun_evals(
     data: Any,
     scorers: Any,
+    settings: RunSettings | None = None,
     *,
     target: Callable[[Any], Any] | None = None,
-    concurrency: int | None = None,
     on_item_complete: Callable[[Item, dict[str, ScoreResult]], Any] | None = None,
-    thresholds: Mapping[str, Any] | Iterable[str] | None = None,
-    out: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    run_id: str | None = None,
-    rate_limit: float | None = None,
-    store: Store | str | os.PathLike[str] | bool | None = None,
     progress: bool | EvalReporter = False,
-    fields: Mapping[str, str] | Iterable[str] | None = None,
+    store: Store | str | os.PathLike[str] | bool | None = None,
     config: Mapping[str, Any] | None = None,
-    cache: Any = None,
-    refresh: bool = False,
-    samples: int | None = None,
-    prices: PriceTable | str | os.PathLike[str] | bool | None = None,
-    max_cost: float | None = None,
-    limit: int | None = None,
-    executor: str = "local",
-    ray: Any = None,
+    **kwargs: Any,
 ) -> EvalSummary:
     """Score every item of `data` with every scorer; see the module docstring.
 
     data: a JSONL / CSV / JSON-array path, a list (or iterable) of dicts, or a pandas DataFrame
     (`engine.run.datasets`). scorers: `Scorer` objects or spec ids (see `resolve_scorers`; results,
-    statistics and thresholds are keyed by each scorer's label, its id unless given). target: an optional sync or
-    async callable taking an item's ``input`` and returning its ``output``. concurrency: at
-    most this many scorer runs at once (≥ 1); by default 8, or 1 when every judge is an
-    embedded model (it answers one call at a time, so items then finish one after another).
-    on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each
-    item's scorers finished, with the results made in this attempt; an exception from it stops
-    the run (every completed result is already saved). thresholds: ``{label: limit | (min,
-    max)}`` (a limit: a mean at least as good as it, by the scorer's direction; a pair: a range).
-    out: the JSONL file results are appended to. resume: continue the run of `out` (or of
-    `run_id` in the store). run_id: the id of a new run (default: a fresh one). rate_limit:
-    judge requests per second. store: a `Store`, a path, None for the default store
-    (``$SCORESPEC_STORE`` or ``.scorespec/store.sqlite``), or False for none. progress: an
-    `EvalReporter` (the terminal's is `engine.cli.output.ConsoleReporter`), or True for plain
-    progress lines on stderr (`engine.run.reporting.StderrReporter`). fields: a field mapping
-    ``{"output": "answer"}`` or ``["output=answer"]`` (a run field, or a field a scorer declares).
-    config: extra data recorded with the run in the store (the CLI records its arguments to
-    resume from). cache: the judge-call cache for every scorer's judge
-    (`engine.judge.cache.layer.open_cache`: True for the default cache, a file path, a
-    ``redis://`` URL, a `JudgeCache`; False takes the scorers' cache off); None leaves each
-    scorer's judge as it was built (`load_scorer(..., cache=...)`). refresh: with `cache`, ask
-    every call again and overwrite its entry. samples: ask every prompt stage that can be sampled
-    this many times (`engine.interpret.scorer.Scorer.with_samples`; None: as each spec says). prices: the
-    price table the results' cost comes from (`engine.run.prices`): a `PriceTable`, a file laid over
-    the shipped table, None for the default (``$SCORESPEC_PRICES``, else ``prices.yaml`` in the
-    cache folder, over the shipped table), or False for no cost. max_cost: a budget in US
-    dollars: the run stops before an item that would pass it (`engine.run.budget`; verdict
-    ``budget_reached``); on resume, what the run's earlier attempts spent counts too. limit:
-    score only the first `limit` readable items of the data (≥ 1; None: all).
-    executor: ``"local"`` (this process) or ``"ray"`` (a Ray cluster, `engine.ray.runner`: the
-    data read by Ray Data — a path or URL, or items in memory — and scored by a pool of actors;
-    `concurrency` is then per actor and `rate_limit` holds for the whole cluster; every scorer
-    must come from a spec and its judge from a model string). ray: the Ray settings, an
-    `engine.ray.cluster.RayOptions` or a mapping of its fields (address, actors, cpus_per_actor,
-    batch_size, …); None: the defaults.
+    statistics and thresholds are keyed by each scorer's label, its id unless given). settings: a
+    `RunSettings` (concurrency, thresholds, out, resume, run_id, rate_limit, fields, samples,
+    prices, max_cost, limit, executor, ray, cache, refresh: see `engine.run.settings`); keyword
+    arguments named as its fields are laid over it (`RunSettings.build`). target: an optional sync
+    or async callable taking an item's ``input`` and returning its ``output``.
+    on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each item's
+    scorers finished, with the results made in this attempt; an exception from it stops the run
+    (every completed result is already saved). progress: an `EvalReporter`, or True for plain
+    progress lines on stderr (`engine.run.reporting.StderrReporter`). store: a `Store`, a path, None for the default store
+    (``$SCORESPEC_STORE`` or ``.scorespec/store.sqlite``), or False for none. config: extra data
+    recorded with the run in the store (the CLI records how to load its scorers again); the
+    settings are recorded whole beside it (``config["settings"]``).
 
-    Returns an `EvalSummary`. Raises `ValueError` for bad arguments (a label given twice, a
-    threshold for an unknown label, concurrency < 1, resuming a run that does not exist, samples
-    outside 1..50, a max_cost that is not a positive number, an unknown executor, ray settings
-    without the Ray executor, max_cost on Ray, a scorer a Ray actor cannot build),
-    `engine.ray.cluster.RayMissing` (an `ImportError`) for the Ray executor without Ray installed,
-    ``ConnectionError`` for a Ray cluster that cannot be joined, `engine.run.budget.UnpricedModelError`
-    (a `ValueError`) when `max_cost` is given and a judge model has no price,
-    `engine.run.prices.PriceTableError` (a `ValueError`) for a price table that cannot be used,
-    `FileExistsError` when `out` already holds results and `resume` is False,
+    On resume, what earlier attempts spent counts against `max_cost`. On Ray (``executor="ray"`` through `engine.api`) `concurrency` is per actor, `rate_limit` holds
+    for the cluster, and every scorer must come from a spec and its judge from a model string.
+
+    Returns an `EvalSummary`. Raises `TypeError` for a keyword that is no setting; `ValueError`
+    for bad arguments (a label given twice, a threshold for an unknown label, concurrency < 1,
+    resuming a run that does not exist, samples outside 1..50, a max_cost that is not a positive
+    number, an unknown executor, ray settings without the Ray executor, max_cost on Ray, a scorer
+    a Ray actor cannot build), `engine.ray.cluster.RayMissing` (an `ImportError`) for the Ray
+    executor without Ray installed, ``ConnectionError`` for a Ray cluster that cannot be joined,
+    `engine.run.budget.UnpricedModelError` (a `ValueError`) when `max_cost` is given and a judge
+    model has no price, `engine.run.prices.PriceTableError` (a `ValueError`) for a price table that
+    cannot be used, `FileExistsError` when `out` already holds results and `resume` is False,
     `engine.run.items.DatasetError` for an unreadable file.
     """
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be ≥ 1, not {limit}")
-    ray_options = _ray_options(executor, ray, max_cost)
-    scorer_list = resolve_scorers(scorers)
-    if samples is not None:
-        scorer_list = [s.with_samples(samples) if hasattr(s, "with_samples") else s for s in scorer_list]
-    price_table = _price_table(prices, max_cost)
-    if max_cost is not None:
-        check_max_cost(max_cost)
-        assert price_table is not None
-        check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
-    if cache is not None:
-        from ..bind.stack import rebind
-        from ..judge.cache.layer import open_cache
-
-        one_cache = open_cache(cache)  # one cache object for every scorer
-        scorer_list = [rebind(s, cache=one_cache, refresh=refresh) for s in scorer_list]
-    concurrency = default_concurrency(scorer_list) if concurrency is None else concurrency
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
+    settings = RunSettings.build(settings, **kwargs)
+    if settings.limit is not None and settings.limit < 1:
+        raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
+    executor = executor_of(settings)
+    scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
     labels = [label_of(s) for s in scorer_list]
-    limits = _thresholds(thresholds, scorer_list)
+    limits = _thresholds(settings.thresholds, scorer_list)
+    cutoffs = _item_cutoffs(settings.item_cutoffs, scorer_list)
+    fields = settings.fields
     field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
-    out_path = Path(out).resolve() if out is not None else None
+    out_path = Path(settings.out).resolve() if settings.out is not None else None
     try:
-        prior = find_prior(out_path, run_id, db, resume=resume, note=reporter.note)
+        prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
-        total = data_len(data)
+        total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
-        on_problem = _problem_counter(state, reporter)
-        items: Iterator[Item] = iter(())
-        if ray_options is None:
-            items = _items(data, field_map, on_problem)
-            if limit is not None:  # the first `limit` readable items, in the data's order
-                items = itertools.islice(items, limit)
+        budget = None
+        if settings.max_cost is not None and price_table is not None:
+            usd, items_before = spent_before(prior.spent, price_table)
+            budget = Budget(settings.max_cost, spent_before=usd, items_before=items_before)
+        attempt = executor.prepare(Attempt(
+            scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
+            settings.rate_limit, price_table, budget, data, field_map, limit, _problem_counter(state, reporter)))
         if db is not None:
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
-                         config=_run_config(config, concurrency, limits, stats, scorer_list))
+                         config=_run_config(config, settings, concurrency, limits, stats, scorer_list))
             _record_specs(db, scorer_list)
-        budget = None
-        if max_cost is not None and price_table is not None:
-            usd, items_before = spent_before(prior.spent, price_table)
-            budget = Budget(max_cost, spent_before=usd, items_before=items_before)
-        runner: Any
-        if ray_options is None:
-            runner = Runner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
-                            RateLimiter(rate_limit) if rate_limit else None, prices=price_table, budget=budget)
-        else:
-            from ..ray.runner import RayRunner
-
-            runner = RayRunner(scorer_list, state, prior, out_path, db, reporter, target, on_item_complete,
-                               concurrency, rate_limit, prices=price_table, data=data, fields=field_map,
-                               limit=limit, options=ray_options, on_problem=on_problem)
-        reporter.start(state)
-        summary: EvalSummary | None = None
-        try:
-            await (runner.run(items) if ray_options is None else runner.run())
-            tidy_out_file(out_path, prior, runner.rewrote)
-            models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
-            summary = _summary(state, limits, price_table, models, budget)
-        finally:
-            if db is not None:
-                status = "interrupted" if summary is None else "stopped" if summary.stopped else "finished"
-                db.finish_run(state.run_id, status=status,
-                              summary=None if summary is None else summary.to_json_dict(),
-                              verdict=None if summary is None else summary.verdict)
-            reporter.finish(state, summary)
-        assert summary is not None
-        return summary
+        return await _attempt(attempt, state, db, reporter, out_path, prior, (limits, cutoffs), price_table,
+                              scorer_list, budget)
     finally:
         if own_store and db is not None:
             db.close()
+
+
+def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], PriceTable | None, int]:
+    """The run's scorers (resolved, sampled as `settings.samples` says, under the run's cache),
+    its price table (checked against the budget) and its concurrency."""
+    scorer_list = resolve_scorers(scorers)
+    if settings.samples is not None:
+        scorer_list = [s.with_samples(settings.samples) if hasattr(s, "with_samples") else s for s in scorer_list]
+    price_table = _price_table(settings.prices, settings.max_cost)
+    if settings.max_cost is not None:
+        check_max_cost(settings.max_cost)
+        assert price_table is not None
+        check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
+    if settings.cache is not None:
+        from ..bind.stack import rebind
+        from ..judge.cache.layer import open_cache
+
+        one_cache = open_cache(settings.cache)  # one cache object for every scorer
+        scorer_list = [rebind(s, cache=one_cache, refresh=settings.refresh) for s in scorer_list]
+    concurrency = default_concurrency(scorer_list) if settings.concurrency is None else settings.concurrency
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")
+    return scorer_list, price_table, concurrency
+
+
+async def _attempt(attempt: Callable[[], Awaitable[bool]], state: RunState, db: Store | None,
+                   reporter: EvalReporter, out_path: Path | None, prior: Any,
+                   gates: tuple[Mapping[str, Threshold], Mapping[str, float]], price_table: PriceTable | None,
+                   scorer_list: list[Any], budget: Budget | None) -> EvalSummary:
+    """Run the prepared attempt, then summarise it and close the store's run (finished, stopped
+    by the budget, or interrupted when it raised)."""
+    reporter.start(state)
+    summary: EvalSummary | None = None
+    try:
+        rewrote = await attempt()
+        tidy_out_file(out_path, prior, rewrote)
+        models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
+        summary = _summary(state, gates, price_table, models, budget)
+    finally:
+        if db is not None:
+            status = "interrupted" if summary is None else "stopped" if summary.stopped else "finished"
+            db.finish_run(state.run_id, status=status,
+                          summary=None if summary is None else summary.to_json_dict(),
+                          verdict=None if summary is None else summary.verdict)
+        reporter.finish(state, summary)
+    assert summary is not None
+    return summary
 
 
 def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: list[Any]) -> dict[str, Threshold]:
@@ -283,13 +265,28 @@ def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: l
     return {label: t.for_direction(direction_of(by_label[label])) for label, t in limits.items()}
 
 
-def _run_config(config: Mapping[str, Any] | None, concurrency: int, limits: Mapping[str, Threshold],
-                stats: Mapping[str, ScorerStats], scorers: list[Any]) -> dict[str, Any]:
-    """What the store records with a run: the caller's `config`, the concurrency, the
-    thresholds, and per label the scorer's id, spec hash (its text: `Store.spec`), direction
-    and scale (None when unknown)."""
+def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> dict[str, float]:
+    """Item cut-offs by label, each given by a scorer's label or id (the label winning). Raises
+    `ValueError` for a name that is neither."""
+    if not cutoffs:
+        return {}
+    by_label = {label_of(s): s for s in scorers}
+    unknown = [name for name in cutoffs if name not in by_label and name not in {s.id for s in scorers}]
+    if unknown:
+        raise ValueError(f"--item-cutoff for {', '.join(map(repr, unknown))}, which is not among the scorers "
+                         f"({', '.join(by_label)})")
+    return {label: float(cutoffs[label] if label in cutoffs else cutoffs[s.id]) for label, s in by_label.items()
+            if label in cutoffs or s.id in cutoffs}
+
+
+def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurrency: int,
+                limits: Mapping[str, Threshold], stats: Mapping[str, ScorerStats],
+                scorers: list[Any]) -> dict[str, Any]:
+    """What the store records with a run: the caller's `config`, the settings whole
+    (`RunSettings.to_json_dict`), the concurrency used, the thresholds, and per label the
+    scorer's id, spec hash (its text: `Store.spec`), direction and scale (None when unknown)."""
     scales = {label_of(s): _scale(s) for s in scorers}
-    return {**(config or {}), "concurrency": concurrency,
+    return {**(config or {}), "settings": settings.to_json_dict(), "concurrency": concurrency,
             "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
             "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash, "direction": s.direction,
                                "scale": scales.get(label)} for label, s in stats.items()}}
@@ -345,39 +342,6 @@ def _problem_counter(state: RunState, reporter: EvalReporter) -> Callable[[Datas
     return on_problem
 
 
-def _ray_options(executor: str, ray: Any, max_cost: float | None) -> Any:
-    """The Ray settings for executor ``"ray"`` (`engine.ray.cluster.RayOptions`), None for
-    ``"local"``; raises `ValueError` (see `arun_evals`)."""
-    if executor not in ("local", "ray"):
-        raise ValueError(f"executor must be 'local' or 'ray', not {executor!r}")
-    if executor == "local":
-        if ray is not None:
-            raise ValueError("ray settings are for executor='ray'")
-        return None
-    if max_cost is not None:
-        raise ValueError("max_cost is not available on the Ray executor yet (its budget would need every actor)")
-    from ..ray.cluster import RayOptions
-
-    if ray is None:
-        return RayOptions()
-    if isinstance(ray, RayOptions):
-        return ray
-    if isinstance(ray, Mapping):
-        try:
-            return RayOptions(**ray)
-        except TypeError as exc:  # an unknown field
-            raise ValueError(f"ray settings: {exc}") from None
-    raise ValueError(f"ray: expected RayOptions or a mapping of its fields, not {type(ray).__name__}")
-
-
-def _items(data: Any, field_map: dict[str, str], on_problem: Callable[[DatasetProblem], None]) -> Iterator[Item]:
-    """The dataset's items, unreadable records told to `on_problem`. A file unusable as a whole
-    fails here, before the run is recorded."""
-    items = iter_items(data, field_map, on_problem)
-    first = next(items, None)
-    return itertools.chain([first], items) if first is not None else items
-
-
 def _price_table(prices: Any, max_cost: float | None) -> PriceTable | None:
     """The run's price table (see `arun_evals`); raises ValueError for prices=False with a budget."""
     if prices is False:
@@ -389,11 +353,15 @@ def _price_table(prices: Any, max_cost: float | None) -> PriceTable | None:
     return load_prices(None if prices is None or prices is True else prices)
 
 
-def _summary(state: RunState, limits: Mapping[str, Threshold], prices: PriceTable | None,
-             models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
+def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str, float]],
+             prices: PriceTable | None, models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
+    """The run's summary and its verdict (`verdict_of`), `gates` being the thresholds and the
+    item cut-offs by label."""
+    limits, cutoffs = gates
     summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
+    misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label)) for label in state.labels)
     summary = EvalSummary(
-        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped),
+        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped, misses),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,
         problems=list(state.problems), out=state.out, store=state.store,
         seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage,
@@ -408,12 +376,12 @@ def _summary(state: RunState, limits: Mapping[str, Threshold], prices: PriceTabl
     return summary
 
 
-def run_evals(data: Any, scorers: Any, **kwargs: Any) -> EvalSummary:
+def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kwargs: Any) -> EvalSummary:
     """Synchronous `arun_evals` (same arguments). Inside a running event loop (a notebook) the
     run happens on a private loop in a worker thread."""
-    return run_sync(arun_evals(data, scorers, **kwargs), thread_name="scorespec-run-evals")
+    return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
 
 
-__all__ = ["run_evals", "arun_evals", "resolve_scorers", "scorer_reference", "default_concurrency", "new_run_id", "EvalSummary",
-           "ScorerSummary", "ScorerStats", "Threshold", "parse_thresholds", "verdict_of", "RateLimiter",
-           "EvalReporter", "RunState", "VERDICT_EXIT"]
+__all__ = ["run_evals", "arun_evals", "RunSettings", "resolve_scorers", "check_labels", "scorer_reference",
+           "default_concurrency", "new_run_id", "EvalSummary", "ScorerSummary", "ScorerStats", "Threshold",
+           "parse_thresholds", "verdict_of", "EvalReporter", "RunState", "VERDICT_EXIT"]

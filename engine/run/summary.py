@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..core.direction import HIGHER_IS_BETTER, Direction
+from ..core.direction import HIGHER_IS_BETTER, Direction, better
 from ..core.result import Usage
 
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2, "budget_reached": 3}
@@ -160,6 +160,12 @@ class ScorerStats:
         else:
             self.failed += 1
 
+    def cutoff_misses(self, cutoff: float | None) -> int:
+        """How many scores are worse than the item cut-off `cutoff` (by the direction; None: 0)."""
+        if cutoff is None:
+            return 0
+        return sum(1 for score in self.scores if better(cutoff, score, self.direction))
+
     @property
     def running_mean(self) -> float | None:
         """A cheap mean for progress displays (the summary's mean is exact)."""
@@ -287,12 +293,16 @@ class EvalSummary:
 
 
 def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, items: int,
-               stopped: str | None = None) -> str:
+               stopped: str | None = None, cutoff_misses: int = 0) -> str:
+    """The run's verdict, decided here only: ``budget_reached`` when the budget stopped it,
+    ``errors`` for a failed result, an unreadable record or no item, ``below_threshold`` for a
+    mean that misses its threshold or (`cutoff_misses` > 0) an item worse than its item cut-off,
+    else ``passed``."""
     if stopped:
         return "budget_reached"
     if dataset_problems or items == 0 or any(s.failed for s in scorers.values()):
         return "errors"
-    if any(s.threshold_met is False for s in scorers.values()):
+    if cutoff_misses or any(s.threshold_met is False for s in scorers.values()):
         return "below_threshold"
     return "passed"
 

@@ -1,0 +1,86 @@
+"""The public entry points of a batch run, above every layer: `run_evals` / `arun_evals`,
+`calibrate` / `acalibrate`, `compare` / `acompare`.
+
+Each is the function of its package (`engine.run.evals`, `engine.analysis.calibration`,
+`engine.analysis.compare`) with the run's executor resolved first: ``executor="ray"`` (with
+``ray=`` its settings, `engine.ray.cluster.RayOptions` or a mapping of its fields) becomes an
+`engine.ray.runner.RayExecutor`, which the run package does not import. Arguments, results and
+errors are those of the package's function; the Ray executor also raises
+`engine.ray.cluster.RayMissing` (an `ImportError`) without Ray installed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .core.sync import run_sync
+
+if TYPE_CHECKING:
+    from .analysis.calibration import Calibration, CalibrationSettings
+    from .analysis.compare import CompareSettings
+    from .analysis.comparison import Comparison
+    from .run.settings import RunSettings
+    from .run.summary import EvalSummary
+
+__all__ = ["run_evals", "arun_evals", "calibrate", "acalibrate", "compare", "acompare", "resolved_settings"]
+
+
+def resolved_settings(settings: RunSettings | None, kwargs: dict[str, Any]) -> RunSettings | None:
+    """`settings` with the run settings among `kwargs` laid over it (taken out of `kwargs`), the
+    executor ``"ray"`` resolved to an `engine.ray.runner.RayExecutor`; None when neither gives a
+    setting. Raises `ValueError` for Ray settings that cannot be used."""
+    from dataclasses import fields
+
+    from .run.settings import RunSettings
+
+    names = {f.name for f in fields(RunSettings)}
+    given = {name: kwargs.pop(name) for name in list(kwargs) if name in names}
+    if settings is None and not given:
+        return None
+    built = RunSettings.build(settings, **given)
+    if built.executor == "ray":
+        from .ray.runner import with_ray_executor
+
+        built = with_ray_executor(built)
+    return built
+
+
+async def arun_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kwargs: Any) -> EvalSummary:
+    """`engine.run.evals.arun_evals`, the executor resolved (see the module docstring)."""
+    from .run.evals import arun_evals as run
+
+    return await run(data, scorers, resolved_settings(settings, kwargs), **kwargs)
+
+
+def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kwargs: Any) -> EvalSummary:
+    """Synchronous `arun_evals` (same arguments; inside a running event loop the run happens on a
+    private loop in a worker thread)."""
+    return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
+
+
+async def acalibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None,
+                     run: RunSettings | None = None, **kwargs: Any) -> Calibration:
+    """`engine.analysis.calibration.acalibrate`, the executor resolved (see the module docstring)."""
+    from .analysis.calibration import acalibrate as calibrate_
+
+    return await calibrate_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
+
+
+def calibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None,
+              run: RunSettings | None = None, **kwargs: Any) -> Calibration:
+    """Synchronous `acalibrate` (same arguments; works inside a running event loop too)."""
+    return run_sync(acalibrate(scorer, data, settings, run, **kwargs), thread_name="scorespec-calibrate")
+
+
+async def acompare(versions: Any = None, data: Any = None, settings: CompareSettings | None = None,
+                   run: RunSettings | None = None, **kwargs: Any) -> Comparison:
+    """`engine.analysis.compare.acompare`, the executor resolved (see the module docstring)."""
+    from .analysis.compare import acompare as compare_
+
+    return await compare_(versions, data, settings, resolved_settings(run, kwargs), **kwargs)
+
+
+def compare(versions: Any = None, data: Any = None, settings: CompareSettings | None = None,
+            run: RunSettings | None = None, **kwargs: Any) -> Comparison:
+    """Synchronous `acompare` (same arguments; works inside a running event loop too)."""
+    return run_sync(acompare(versions, data, settings, run, **kwargs), thread_name="scorespec-compare")

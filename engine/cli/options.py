@@ -1,0 +1,93 @@
+"""The options the judging commands share, each declared once (`typing.Annotated` types).
+
+``eval``, ``calibrate``, ``compare`` and ``run`` declare a shared option by its type here, e.g.
+``concurrency: Concurrency = None``: one flag name, one help text, one range for every command.
+The help texts are module constants, so others (the README, tests) can name them. Importing this
+module imports only typer and `engine.cli.app` / `engine.cli.cache` / `engine.cli.ci_files` /
+`engine.cli.html` (all light), so ``scorespec --help`` stays quick.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import MODEL_HELP
+from .cache import CACHE_HELP, NO_CACHE_HELP, REFRESH_HELP
+from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP
+from .html import REPORT_HELP
+
+__all__ = [
+    "ACTORS_HELP", "CONCURRENCY_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP", "MAX_COST_HELP", "PRICES_HELP",
+    "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
+    "AsJson", "BaseUrl", "Cache", "Concurrency", "Cutoff", "Fields", "Junit", "LabelField", "Limit", "MaxCost",
+    "Model", "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh",
+    "Report", "Resume", "RunId", "Samples", "StorePath", "SummaryMd", "Top",
+]
+
+SAMPLES_HELP = ("Ask every prompt stage N times and reduce the answers (the stage's reduce: majority vote, mean, "
+                "median…), without editing the spec; stages whose answer nothing can reduce are asked once.")
+PRICES_HELP = ("A price table (YAML, US dollars per million tokens) used before the shipped one [default: "
+               "$SCORESPEC_PRICES, else prices.yaml in the cache folder].")
+MAX_COST_HELP = ("A budget in US dollars: stop before the next item would pass it (exit 3; --resume continues, "
+                 "counting what was spent). Every judge model needs a price.")
+EXECUTOR_HELP = ("Where items are scored: local (this process) or ray (a pool of Ray actors; needs scorespec[ray]: "
+                 "starts a local Ray unless --ray-address is given).")
+RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, or the head's HOST:PORT)."
+ACTORS_HELP = "With --executor ray: scoring actors, each with --concurrency judge requests in flight [default: 2]."
+CPUS_PER_ACTOR_HELP = "With --executor ray: CPUs each actor reserves, fractions allowed [default: 0.5]."
+CONCURRENCY_HELP = ("Scorer runs (judge requests) at once [default: 8; 1 on an embedded model]; per actor with "
+                    "--executor ray.")
+STORE_HELP = "SQLite store (default $SCORESPEC_STORE or .scorespec/store.sqlite)."
+
+# --- the judge and the scorers -----------------------------------------------------------------
+Model = Annotated[Optional[str], typer.Option("--model", help=MODEL_HELP)]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="An OpenAI-compatible server's URL.")]
+Options = Annotated[list[str], typer.Option(
+    "--option", help="A scorer option, typed by the option's schema (repeatable): key=value when one spec runs, "
+    "ID.key=value (every version of spec ID) or LABEL.key=value (one version).")]
+Samples = Annotated[Optional[int], typer.Option("--samples", min=1, max=50, help=SAMPLES_HELP)]
+Cache = Annotated[Optional[str], typer.Option("--cache", metavar="PATH|URL", help=CACHE_HELP)]
+NoCache = Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)]
+Refresh = Annotated[bool, typer.Option("--refresh", help=REFRESH_HELP)]
+
+# --- the batch run -----------------------------------------------------------------------------
+Fields = Annotated[list[str], typer.Option(
+    "--field", help="name=column: read a run field, or a field a scorer declares, from another column (e.g. "
+    "output=answer, context=passages, tool_calls=calls; repeatable).")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)]
+RateLimit = Annotated[Optional[float], typer.Option(
+    "--rate-limit", help="Judge requests per second, at most (on Ray: across the whole cluster).")]
+Out = Annotated[Optional[Path], typer.Option("--out", help="JSONL file receiving one line per item and scorer.")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue the run of --out (or of --run-id, where the "
+                                                         "command has it).")]
+RunId = Annotated[Optional[str], typer.Option("--run-id", help="The run's id (to resume a run without --out).")]
+Limit = Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N items of the data.")]
+StorePath = Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP)]
+Prices = Annotated[Optional[Path], typer.Option("--prices", help=PRICES_HELP)]
+MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", help=MAX_COST_HELP)]
+
+# --- human labels (calibrate, compare) ---------------------------------------------------------
+LabelField = Annotated[Optional[str], typer.Option(
+    "--label-field", help="The items' human label (dots reach inside) [default: label; compare: label with "
+    "--positive, else no labels].")]
+Positive = Annotated[list[str], typer.Option(
+    "--positive", help="A label value of the class that should score high (repeatable). Without it, labels are "
+    "graded numbers.")]
+Negative = Annotated[list[str], typer.Option(
+    "--negative", help="A label value of the other class (repeatable); items with other labels are left out. "
+    "Default: every other label.")]
+Cutoff = Annotated[Optional[float], typer.Option(
+    "--cutoff", help="A decision is positive when score ≥ this [default: half the scale].")]
+Top = Annotated[int, typer.Option("--top", min=0, help="List the N items that disagree with their label "
+                                                       "(calibrate) or whose score moved (compare) most.")]
+
+# --- what is printed and written ---------------------------------------------------------------
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar, no per-item lines (for CI).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result (summary, figures or comparison) as JSON "
+                                                     "on stdout.")]
+Junit = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help=JUNIT_HELP)]
+SummaryMd = Annotated[Optional[Path], typer.Option("--summary-md", metavar="FILE", help=SUMMARY_MD_HELP)]
+Report = Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help=REPORT_HELP)]

@@ -1,0 +1,169 @@
+"""How a batch run runs: `RunSettings`, one frozen object instead of a long keyword list.
+
+`engine.run.evals.arun_evals`, `engine.analysis.calibration.acalibrate` and
+`engine.analysis.compare.acompare` take one (their keyword arguments build it:
+`RunSettings.build`). A run records its settings whole in the store (``config["settings"]``,
+`RunSettings.to_json_dict`) and ``--resume`` reads them back whole (`RunSettings.from_stored`,
+which also reads the CLI's argument list that runs recorded before, ``config["cli"]``).
+
+The executor is chosen through the `Executor` protocol (`engine.run.executor`): ``"local"``
+(this process, the default) or an object implementing it, such as
+`engine.ray.runner.RayExecutor`; the facade `engine.api` turns ``executor="ray"`` into one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunSettings", "RESUMED_FIELDS"]
+
+#: The settings a resumed run takes from the stored run when the resuming call does not give them
+#: (the others — concurrency, rate limit, budget, limit, cache — belong to each attempt).
+RESUMED_FIELDS = ("fields", "thresholds", "samples", "prices", "executor", "ray")
+
+#: The Ray settings the CLI recorded one by one before settings were stored whole.
+_OLD_RAY_KEYS = {"ray_address": "address", "actors": "actors", "cpus_per_actor": "cpus_per_actor"}
+
+
+def _frozen(value: Any) -> Any:
+    """A list given for a setting kept as a tuple (the settings are immutable)."""
+    if isinstance(value, Mapping) or value is None or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, Iterable):
+        return tuple(value)
+    return value
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of one batch run (every field optional).
+
+    concurrency: scorer runs at once (≥ 1; None: 8, or the slots of an embedded model; per actor
+    on Ray). rate_limit: judge requests per second (None: no limit). thresholds: ``{label: limit |
+    (min, max)}`` or ``["LABEL=limit", "LABEL=min:max"]`` (`engine.run.summary.parse_thresholds`).
+    fields: ``{"output": "answer"}`` or ``["output=answer"]``. samples: ask every prompt stage that
+    can be sampled this many times (1..50; None: as each spec says). prices: a `PriceTable`, a
+    price file, None for the default table, False for no cost. max_cost: a budget in US dollars
+    (> 0). limit: score only the first `limit` readable items (≥ 1). executor: None or ``"local"``
+    (this process), ``"ray"`` (resolved by `engine.api`), or an `engine.run.executor.Executor`.
+    ray: the Ray settings (`engine.ray.cluster.RayOptions` or a mapping of its fields). cache: the
+    judge-call cache every scorer's judge uses (True, a path, a ``redis://`` URL, a `JudgeCache`,
+    False for none; None: as each scorer was built). refresh: with `cache`, ask every call again.
+    out: the JSONL out file. resume: continue the run of `out` (or of `run_id`). run_id: the id
+    of a new run, or of the run to resume. item_cutoffs: ``{label or scorer id: score}``: an item
+    scored worse than its scorer's cut-off (by the direction) makes the verdict ``below_threshold``.
+
+    Values are checked where the run uses them (`engine.run.evals.arun_evals` lists the errors).
+    """
+
+    concurrency: int | None = None
+    rate_limit: float | None = None
+    thresholds: Mapping[str, Any] | tuple[str, ...] | None = None
+    fields: Mapping[str, str] | tuple[str, ...] | None = None
+    samples: int | None = None
+    prices: Any = None
+    max_cost: float | None = None
+    limit: int | None = None
+    executor: Any = None
+    ray: Any = None
+    cache: Any = field(default=None, compare=False)
+    refresh: bool = False
+    out: str | os.PathLike[str] | None = None
+    resume: bool = False
+    run_id: str | None = None
+    item_cutoffs: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("thresholds", "fields"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+    @classmethod
+    def build(cls, settings: RunSettings | None = None, **changes: Any) -> RunSettings:
+        """`settings` (default: the defaults) with `changes` laid over it. Raises `TypeError`
+        for a keyword that is no setting, as a function would for an unknown argument."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+        base = settings if settings is not None else cls()
+        return dataclasses.replace(base, **changes) if changes else base
+
+    @property
+    def executor_name(self) -> str:
+        """``"local"``, ``"ray"``, or the name an `Executor` object gives itself."""
+        if self.executor is None or isinstance(self.executor, str):
+            return self.executor or "local"
+        return str(getattr(self.executor, "name", type(self.executor).__name__))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The settings as JSON for the store: every field whose value has a JSON form (a price
+        table or cache object given as an object, and an executor object, are kept by name or
+        left out). `from_json_dict` reads it back."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "executor":
+                value = value if value is None or isinstance(value, str) else self.executor_name
+            elif f.name == "ray":
+                value = _ray_json(value)
+            elif isinstance(value, os.PathLike) or f.name == "prices" and isinstance(value, str):
+                value = str(Path(value).resolve())
+            elif f.name == "cache" and not isinstance(value, (str, bool, type(None))):
+                value = None
+            elif f.name == "prices" and not isinstance(value, (bool, type(None))):
+                value = None
+            elif isinstance(value, Mapping):
+                value = {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()}
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any]) -> RunSettings:
+        """Settings from `to_json_dict`'s JSON (keys it does not know are ignored)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        if isinstance(values.get("thresholds"), Mapping):
+            values["thresholds"] = {k: tuple(v) if isinstance(v, list) else v for k, v in values["thresholds"].items()}
+        return cls(**values)
+
+    @classmethod
+    def from_stored(cls, config: Mapping[str, Any] | None) -> RunSettings:
+        """The settings a stored run recorded (its ``config``): ``config["settings"]``, or for a
+        run recorded before settings were stored whole, what the CLI recorded of them in
+        ``config["cli"]`` (fields, thresholds, samples, prices, limit, executor and the Ray flags
+        ray_address, actors, cpus_per_actor). No settings recorded: the defaults."""
+        config = config or {}
+        if isinstance(config.get("settings"), Mapping):
+            return cls.from_json_dict(config["settings"])
+        cli = config.get("cli") or {}
+        ray = {new: cli[old] for old, new in _OLD_RAY_KEYS.items() if cli.get(old) is not None}
+        return cls(fields=cli.get("fields") or None, thresholds=cli.get("thresholds") or None,
+                   samples=cli.get("samples"), prices=cli.get("prices"), limit=cli.get("limit"),
+                   executor=cli.get("executor"), ray=ray or None)
+
+    def resumed_from(self, stored: RunSettings) -> RunSettings:
+        """These settings with what they leave unset among `RESUMED_FIELDS` taken from `stored`
+        (the settings the run recorded); the Ray settings merged key by key, these winning."""
+        changes: dict[str, Any] = {}
+        for name in RESUMED_FIELDS:
+            mine, theirs = getattr(self, name), getattr(stored, name)
+            if name == "ray" and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+                changes[name] = {**theirs, **mine}
+            elif not mine and mine is not False:
+                changes[name] = theirs
+        return dataclasses.replace(self, **changes)
+
+
+def _ray_json(value: Any) -> Any:
+    if value is None or isinstance(value, Mapping):
+        return None if value is None else dict(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return None
