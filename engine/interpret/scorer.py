@@ -29,7 +29,6 @@ from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall
 from ..judge.contract import AnswerContract, normalize_answer
 from ..judge.model import check_model, resolve_model
-from ..judge.window import configured_window
 from ..spec.expressions import prepare
 from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
 from ..spec.sampling import with_samples
