@@ -81,9 +81,9 @@ def test_a_schema_computed_per_item_gets_its_own_compiled_schema_per_call():
 
 def test_a_schema_as_sent_keys_as_its_plain_dict():
     schema = {"type": "object", "properties": {"verdict": {"enum": ["yes", "no"]}}, "title": "analyze"}
-    material = dict(provider="openai", model="gpt-4o-mini", base_url=None, structured_mode="tool_call",
-                    messages=[{"role": "user", "content": "Is it so?"}], temperature=0.0, max_tokens=64,
-                    seed=None, sample_index=0)
+    material = {"provider": "openai", "model": "gpt-4o-mini", "base_url": None, "structured_mode": "tool_call",
+                "messages": [{"role": "user", "content": "Is it so?"}], "temperature": 0.0, "max_tokens": 64,
+                "seed": None, "sample_index": 0}
     assert cache_key(schema=SentSchema(schema), **material) == cache_key(schema=dict(schema), **material)
 
 
@@ -131,6 +131,7 @@ def test_each_stage_gets_the_record_of_its_kind(write_spec):
     result = Scorer(compile_file(path)).run(output="x", ground_truth="x")
     record = result.stages["analyze"]
     assert type(record) is RuleStageRecord and record.kind == "rule"
+    assert (record.samples, record.agreement, record.agreements, record.spread, record.answer_probs) == (None,) * 5
     scorer, _ = faithfulness()
     result = scorer.run(output="A. B. C.", context=["A is true."])
     assert {type(r) for r in result.stages.values()} == {PromptStageRecord}

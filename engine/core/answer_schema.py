@@ -65,7 +65,7 @@ class AnswerSchema:
     unless it has a title, with its canonical JSON: `SentSchema`).
     """
 
-    __slots__ = ("schema", "title", "_validator", "_labels", "_json_text", "_sent")
+    __slots__ = ("_json_text", "_labels", "_sent", "_validator", "schema", "title")
 
     def __init__(self, schema: Mapping[str, Any], title: str | None = None):
         self.schema = schema
@@ -75,7 +75,7 @@ class AnswerSchema:
         self._json_text: str | None = None
         self._sent: dict[str, Mapping[str, Any]] = {}  # title → the schema as sent
 
-    def prepare(self) -> "AnswerSchema":
+    def prepare(self) -> AnswerSchema:
         """Compute every part now (the validator, labels, JSON text and, when `title` is set, the
         schema as sent and its canonical JSON); returns self. Raises ValueError for a schema that
         is not JSON data, and what jsonschema-rs raises for one it cannot compile."""

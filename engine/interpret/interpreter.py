@@ -81,8 +81,7 @@ class Interpreter:
         finally:
             for record in result.stages.values():
                 result.usage.add(record.usage)
-            agreements = [record.agreement for record in result.stages.values()
-                          if not isinstance(record, RuleStageRecord) and record.agreement is not None]
+            agreements = [record.agreement for record in result.stages.values() if record.agreement is not None]
             result.agreement = min(agreements) if agreements else None
         return result
 
@@ -189,6 +188,6 @@ def _note_hard_labels(stage_id: str, work: StageWork, result: ScoreResult) -> No
         return
     result.scoring = "hard"
     fields = ", ".join(f"'{name}' in {n} of {work.answers} answer(s)" for name, n in work.hard_labels.items())
-    result.warnings = (result.warnings or []) + [
-        f"{stage_id}: the judge reported no label probabilities for {fields}; those count by their hard "
-        "label (judges that report them: the embedded models, and OpenAI-compatible servers with logprobs)"]
+    warning = (f"{stage_id}: the judge reported no label probabilities for {fields}; those count by their hard "
+               "label (judges that report them: the embedded models, and OpenAI-compatible servers with logprobs)")
+    result.warnings = [*(result.warnings or []), warning]
