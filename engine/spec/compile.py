@@ -390,11 +390,8 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     stages, scope = _stages(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = _reasons(spec, c, scope)
-    if doc.problems or score is None:
+    if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
-    for stage in [*stages, *(reason.prompt for reason in reasons)]:
-        if isinstance(stage, PromptStagePlan) and stage.answer is not None:
-            stage.answer.prepare()  # the per-stage work, done once here rather than per call
     return ScorerPlan(
         id=spec.id, name=spec.name or "", description=spec.description or "", version=spec.version or 0,
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
@@ -402,6 +399,21 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
         direction=spec.direction,
     )
+
+
+def _prepare_answers(stages: list[StagePlan], reasons: list[ReasonPlan], doc: Document) -> bool:
+    """Derive once what every call of a prompt stage needs from its answer schema (validator,
+    label fields, JSON text, the schema as sent and its canonical JSON: `AnswerSchema.prepare`);
+    False after recording a schema the validator cannot compile."""
+    keyed = [(f"stages[{i}].output_schema", s) for i, s in enumerate(stages)]
+    keyed += [(f"reason[{i}]", r.prompt) for i, r in enumerate(reasons) if r.prompt is not None]
+    for key, stage in keyed:
+        if isinstance(stage, PromptStagePlan) and stage.answer is not None:
+            try:
+                stage.answer.prepare()
+            except Exception as exc:  # a schema Draft 2020-12 accepts and jsonschema-rs cannot compile
+                doc.add("invalid-schema", key, f"the output schema cannot be compiled: {exc}")
+    return not doc.problems
 
 
 # --- entry points ------------------------------------------------------------------------------

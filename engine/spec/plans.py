@@ -89,7 +89,7 @@ class PromptStagePlan:
     result: Expression | None = None
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
-    answer: AnswerSchema | None = None
+    answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
