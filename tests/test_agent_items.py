@@ -18,9 +18,10 @@ from engine.cli.main import app
 from engine.core.errors import SpecError
 from engine.core.messages import MessageError, read_tool_calls
 from engine.core.run_fields import run_namespace
-from engine.interpret.scorer import Scorer
-from engine.run.datasets import iter_items, parse_fields, read_file
+from engine.run.datasets import iter_items
 from engine.run.evals import run_evals
+from engine.run.items import parse_fields
+from engine.run.readers import read_file
 from engine.spec.compile import compile_file
 from engine.testing import FakeJudge
 

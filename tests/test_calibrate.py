@@ -1,4 +1,4 @@
-"""`engine.calibrate` (engine/calibration.py) and `scorespec calibrate`: agreement statistics checked against values
+"""`engine.calibrate` (engine/analysis/calibration.py) and `scorespec calibrate`: agreement statistics checked against values
 worked out by hand, and the command end to end with a scripted judge."""
 
 from __future__ import annotations

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.datasets import (
-    DatasetError,
-    DatasetProblem,
-    count_records,
-    iter_items,
-    parse_fields,
-    read_file,
-    to_item,
-)
+from engine.bind.load import load_scorer
+from engine.run.datasets import iter_items
+from engine.run.items import DatasetError, DatasetProblem, label_value, parse_fields, to_item
+from engine.run.readers import count_records, read_file
 
 
 def read(path: Path, fields=None) -> tuple[list[dict], list[str]]:
@@ -159,3 +154,37 @@ def test_dataframe():
     items = list(iter_items(frame, {"output": "answer", "context": "passages"}))
     assert [(i["id"], i["output"], i["context"], i["n"]) for i in items] == [(1, "A", ["p"], 1.0),
                                                                              (2, "B", None, None)]
+
+
+def test_an_object_passage_is_its_json_text_from_scorer_run_and_from_a_dataset_item(write_spec, tmp_path):
+    path = write_spec("show_context", """
+        format: 1
+        id: show_context
+        name: Show context
+        description: Shows the context it was given.
+        version: 1
+        stages:
+          - id: analyze
+            function: textual_difference
+            args: {reference: "run.context | join('|')", candidate: "run.context | join('|')"}
+        score:
+          formula: "1"
+        reason:
+          - template: "{{ run.context | join('|') }}"
+    """)
+    scorer = load_scorer(str(path))
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"output": "x", "context": [{"doc": "Paris"}]}) + "\n", encoding="utf-8")
+    (item,) = read_file(data)
+    assert item["context"] == ['{"doc": "Paris"}']
+    direct = scorer.run(output="x", context=[{"doc": "Paris"}]).reason
+    assert direct == scorer.run(output="x", context=item["context"]).reason == '{"doc": "Paris"}'
+
+
+def test_a_label_is_read_at_a_dotted_path_and_is_none_where_the_path_ends():
+    item = {"id": 1, "label": "yes", "meta": {"human": {"grade": 3}}}
+    assert label_value(item, "label") == "yes"
+    assert label_value(item, "meta.human.grade") == 3
+    assert label_value(item, "meta.missing") is None
+    assert label_value(item, "label.deeper") is None  # a text has no keys
+    assert label_value({"meta": None}, "meta.grade") is None

@@ -19,6 +19,7 @@ from typing import Literal
 
 import pytest
 
+from engine.embedded import chat_request as chat
 from engine.embedded import files as model_files
 from engine.embedded import llama as local
 from engine.embedded.gguf import special_token_text, trained_context
@@ -395,22 +396,22 @@ def test_the_claim_of_a_process_that_ended_is_removed(tmp_path):
 def test_pick_schema_shapes():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     rf = {"type": "json_schema", "json_schema": {"name": "A", "schema": schema}}
-    assert local._pick_schema({"response_format": rf}) == (schema, None)
-    assert local._pick_schema({"response_format": {"type": "json_object"}}) == ({"type": "object"}, None)
-    assert local._pick_schema({"response_format": {"type": "text"}}) == (None, None)
+    assert chat.pick_schema({"response_format": rf}) == (schema, None)
+    assert chat.pick_schema({"response_format": {"type": "json_object"}}) == ({"type": "object"}, None)
+    assert chat.pick_schema({"response_format": {"type": "text"}}) == (None, None)
     tools = [
         {"type": "function", "function": {"name": "A", "parameters": schema}},
         {"type": "function", "function": {"name": "B", "parameters": {"type": "object"}}},
     ]
     choice = {"type": "function", "function": {"name": "A"}}
-    assert local._pick_schema({"tools": tools, "tool_choice": choice}) == (schema, "A")
-    assert local._pick_schema({"tools": tools[:1]}) == (schema, "A")
+    assert chat.pick_schema({"tools": tools, "tool_choice": choice}) == (schema, "A")
+    assert chat.pick_schema({"tools": tools[:1]}) == (schema, "A")
     with pytest.raises(LocalJudgeError, match="tool_choice"):
-        local._pick_schema({"tools": tools, "tool_choice": "required"})
+        chat.pick_schema({"tools": tools, "tool_choice": "required"})
 
 
 def test_normalise_messages():
-    msgs = local._normalise_messages(
+    msgs = chat.normalise_messages(
         [
             {"role": "developer", "content": "rules"},
             {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
@@ -429,18 +430,18 @@ def test_normalise_messages():
         {"role": "user", "content": "fix it"},
     ]
     with pytest.raises(LocalJudgeError, match="image_url"):
-        local._normalise_messages([{"role": "user", "content": [{"type": "image_url"}]}])
-    hinted = local._with_schema_hint(msgs, {"type": "object"})
+        chat.normalise_messages([{"role": "user", "content": [{"type": "image_url"}]}])
+    hinted = chat.with_schema_hint(msgs, {"type": "object"})
     # the schema goes last, so the system message and earlier turns stay a cacheable prefix
     assert hinted[:3] == msgs[:3]
     assert hinted[3] == {"role": "user", "content": 'fix it\n\nRespond only with JSON that conforms to this JSON '
                                                     'Schema:\n{"type":"object"}'}
-    assert local._with_schema_hint(msgs[:1], {})[-1] == {
+    assert chat.with_schema_hint(msgs[:1], {})[-1] == {
         "role": "user", "content": "Respond only with JSON that conforms to this JSON Schema:\n{}"}
 
 
 def test_grammar_is_compact_llguidance():
-    text = local._grammar_for({"type": "object"})
+    text = chat.grammar_for({"type": "object"})
     assert text.startswith("%llguidance {}\nstart: %json ")
     assert json.loads(text.split("%json ", 1)[1])["x-guidance"]["whitespace_flexible"] is False
 

@@ -18,9 +18,10 @@ from engine.bind.stack import RetryPolicy, make_judge
 from engine.judge.recipe import JudgeRecipe, cache_setting, judge_recipe
 from engine.ray.cluster import RayOptions, _loopback, this_engine
 from engine.ray.shards import recover, shard_folder
-from engine.run.datasets import DatasetError, format_of, read_file, read_stream
 from engine.run.evals import run_evals
+from engine.run.items import DatasetError
 from engine.run.outfile import OutWriter, out_line
+from engine.run.readers import format_of, read_file, read_stream
 from engine.run.resume import PriorResults
 from engine.spec.catalog import list_specs
 from engine.spec.compile import load_spec

@@ -10,7 +10,7 @@ import pytest
 
 from engine import calibrate, load_scorer, run_evals
 from engine.core.sync import run_sync
-from engine.run.datasets import DatasetError
+from engine.run.items import DatasetError
 from engine.testing import FakeJudge
 
 

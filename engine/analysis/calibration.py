@@ -39,7 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..run.datasets import DatasetProblem, item_key, iter_items, label_value, parse_fields
+from ..run.datasets import iter_items
+from ..run.items import DatasetProblem, item_key, label_value, parse_fields
 from ..run.resume import stored_results
 
 __all__ = ["Calibration", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate", "roc_points"]

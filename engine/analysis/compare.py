@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, direction_of
-from ..run.datasets import item_key, iter_items, label_value, parse_fields
+from ..run.datasets import iter_items
+from ..run.items import item_key, label_value, parse_fields
 from .comparison import (
     DEFAULT_TOP,
     Comparison,

@@ -6,74 +6,77 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..interpret.scorer import OptionError, Scorer
-from ..judge.cache.layer import CacheSetting, open_cache, with_cache
 from ..judge.call import Judge
-from ..judge.window import configured_window
+from ..judge.settings import JudgeSettings
 from ..spec.compile import load_spec
 from ..spec.plans import ScorerPlan
-from .stack import make_judge
+from .stack import bind
+
+#: The `JudgeSettings` fields `load_scorer` takes as keyword arguments (the others: ``settings=``).
+SETTINGS_KEYWORDS = ("base_url", "api_key", "mode", "timeout_s", "context_window", "cache", "refresh")
 
 
 def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping[str, Any] | None = None,
-                judge: Judge | None = None, base_url: str | None = None, api_key: str | None = None,
-                mode: str | None = None, timeout_s: float | None = None, context_window: int | None = None,
-                label: str | None = None, cache: CacheSetting = False, refresh: bool = False,
-                **option_shorthand: Any) -> Scorer:
-    """Load a spec and bind it to options and a judge.
+                judge: Judge | None = None, settings: JudgeSettings | None = None, label: str | None = None,
+                **keywords: Any) -> Scorer:
+    """Load a spec and bind it to options and a judge (`engine.bind.stack.bind`).
 
     name_or_path: a spec id (``faithfulness``) or a YAML path. model: ``provider/model``,
     ``local``, ``local-tiny`` or ``llamacpp/PATH.gguf`` (precedence: this argument >
-    ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). options: the spec's options by
-    name, e.g. ``options={"context": ["Paris is in France."], "scale": 10}``; merged over the
-    spec's defaults. base_url/api_key: for an OpenAI-compatible server. mode: instructor's
-    structured-output mode (``tools``, ``json_schema``, ``json``, …; default chosen per
-    provider). timeout_s: per-call timeout in seconds (default 120). context_window: the model's
-    context in tokens, checked before each call so an item whose prompt cannot fit fails (kind
-    ``prompt_too_long``) without a call; default ``$SCORESPEC_CONTEXT_WINDOW``, else known per
-    model, else no check; 0 = no check (see `engine.judge.window`). judge: an explicit judge object
-    (e.g. `engine.testing.FakeJudge`). label: the scorer's name in a batch run (default: its
-    id; see `Scorer`). cache: keep the judge's validated answers and serve them
-    again (`engine.judge.cache.layer.open_cache`): True for the default cache
-    (``$SCORESPEC_CACHE_URL``, else the file ``$SCORESPEC_CACHE_DB``, else ``judge-cache.sqlite``
-    in ``$SCORESPEC_CACHE`` or ``~/.cache/scorespec``), a file path, a Redis URL
-    (``redis://host:6379/0``), or a `engine.judge.cache.base.JudgeCache`; False (the default here; the CLI's default is on) for none.
-    A judge given as `judge` is cached only when it has a provider identity (the judges
-    `engine.bind.stack.make_judge` builds). refresh: with a cache, ask every call again and
-    overwrite its entry.
+    ``settings.model`` > ``SCORESPEC_MODEL`` > the spec's judge model > ``local``). options: the
+    spec's options by name, e.g. ``options={"context": ["Paris is in France."], "scale": 10}``;
+    merged over the spec's defaults. judge: an explicit judge object (e.g.
+    `engine.testing.FakeJudge`). settings: the judge's `engine.judge.settings.JudgeSettings`
+    (all of them, e.g. a rate limit or a retry policy); these keyword arguments are its fields,
+    given over it:
 
-    Any other keyword argument is shorthand for an option (``scale=10`` is
-    ``options={"scale": 10}``). An option named like one of this function's keywords (``model``,
-    ``mode``, ``judge``, ``timeout_s``, …) can only be passed in ``options={...}``.
+    - base_url/api_key: for an OpenAI-compatible server. mode: instructor's structured-output
+      mode (``tools``, ``json_schema``, ``json``, …; default chosen per provider). timeout_s:
+      per-call timeout in seconds (default 120).
+    - context_window: the model's context in tokens, checked before each call so an item whose
+      prompt cannot fit fails (kind ``prompt_too_long``) without a call; default
+      ``$SCORESPEC_CONTEXT_WINDOW``, else known per model, else no check; 0 = no check (see
+      `engine.judge.window`).
+    - cache: keep the judge's validated answers and serve them again
+      (`engine.judge.cache.layer.open_cache`): True for the default cache
+      (``$SCORESPEC_CACHE_URL``, else the file ``$SCORESPEC_CACHE_DB``, else
+      ``judge-cache.sqlite`` in ``$SCORESPEC_CACHE`` or ``~/.cache/scorespec``), a file path, a
+      Redis URL (``redis://host:6379/0``), or a `engine.judge.cache.base.JudgeCache`; False (the
+      default here; the CLI's default is on) for none. A judge given as `judge` is cached only
+      when it has a provider identity (the judges `engine.bind.stack.make_judge` builds).
+      refresh: with a cache, ask every call again and overwrite its entry.
+
+    label: the scorer's name in a batch run (default: its id; see `Scorer`). Any other keyword
+    argument is shorthand for an option (``scale=10`` is ``options={"scale": 10}``). An option
+    named like one of this function's keywords (``model``, ``mode``, ``judge``, ``timeout_s``, …)
+    can only be passed in ``options={...}``.
 
     Raises `OptionError` for an unknown option or a misspelled keyword (with the nearest name of
     either), an invalid option value, an option given both ways, or a keyword that is also one of
-    the spec's options given without ``options=``; `ValueError` for a bad label; `SpecError`
-    for a broken spec; `FileNotFoundError` for an unknown id.
+    the spec's options given without ``options=``; `ValueError` for a bad label, timeout or
+    context window; `engine.judge.model.ModelError` for a judge model that cannot work here;
+    `SpecError` for a broken spec; `FileNotFoundError` for an unknown id.
     """
     compiled = load_spec(name_or_path)
-    merged = _gather_options(compiled, options, option_shorthand,
-                             {"model": model, "judge": judge, "base_url": base_url, "api_key": api_key, "mode": mode,
-                              "timeout_s": timeout_s, "context_window": context_window, "label": label,
-                              "cache": cache or None, "refresh": refresh or None})
-    configured_window(context_window)  # a bad value is an error now, not on every item
-    store = open_cache(cache)  # one cache object for the scorer, opened on first use
-    factory = None
-    if base_url or api_key or mode or timeout_s or context_window is not None or store is not None:
-        def factory(m: str) -> Judge:
-            extra = {"timeout_s": timeout_s} if timeout_s else {}
-            return make_judge(m, base_url=base_url, api_key=api_key, mode=mode, context_window=context_window,
-                              cache=store, refresh=refresh, **extra)
-    if judge is not None and store is not None:
-        judge = with_cache(judge, store, refresh=refresh)
-    return Scorer(compiled, judge=judge, model=model, options=merged, judge_factory=factory, label=label)
+    given = {name: keywords.pop(name) for name in SETTINGS_KEYWORDS if name in keywords}
+    merged = _gather_options(compiled, options, keywords,
+                             {"model": model, "judge": judge, "settings": settings, "label": label,
+                              **{name: value or None if name in ("cache", "refresh") else value
+                                 for name, value in given.items()}})
+    # a timeout of 0 or None is the default one
+    settings = (settings or JudgeSettings()).replace(
+        **{name: value for name, value in given.items() if value is not None and (value or name != "timeout_s")})
+    if model is not None:
+        settings = settings.replace(model=model)
+    return bind(compiled, settings, judge=judge, options=merged, label=label)
 
 
 def load_scorer_keywords() -> list[str]:
-    """The names of `load_scorer`'s keyword parameters (``name_or_path`` included): reserved,
-    so an option of the same name goes in ``options={...}``."""
-    import inspect
-
-    return [name for name, p in inspect.signature(load_scorer).parameters.items() if p.kind is not p.VAR_KEYWORD]
+    """The names of `load_scorer`'s keywords (``name_or_path`` included; its named parameters
+    and `SETTINGS_KEYWORDS`, in the order its docstring gives them): reserved, so an option of the
+    same name goes in ``options={...}``."""
+    return ["name_or_path", "model", "options", "judge", "base_url", "api_key", "mode", "timeout_s",
+            "context_window", "label", "cache", "refresh", "settings"]
 
 
 def _gather_options(compiled: ScorerPlan, options: Mapping[str, Any] | None, shorthand: Mapping[str, Any],
@@ -113,4 +116,4 @@ def _nearest(name: str, options: Mapping[str, Any]) -> str:
     return listed + "keywords: " + ", ".join(keywords)
 
 
-__all__ = ["load_scorer", "load_scorer_keywords"]
+__all__ = ["SETTINGS_KEYWORDS", "load_scorer", "load_scorer_keywords"]

@@ -17,9 +17,10 @@ from typing import Any
 from ..interpret.scorer import Scorer
 from ..judge.model import is_local
 from ..judge.recipe import JudgeRecipe, cache_setting, judge_recipe
+from ..judge.settings import JudgeSettings
 from ..spec.plans import PromptStagePlan, ScorerPlan
 from ..spec.snapshot import compile_kept
-from .stack import make_judge
+from .stack import bind
 
 __all__ = ["ScorerRecipe", "scorer_recipe"]
 
@@ -61,13 +62,8 @@ class ScorerRecipe:
         """The scorer again: compiled from text (`plan`), with the recipe's options, label and
         model; its judge built on first use the way the original was, under the same cache.
         Raises what `plan` raises, `engine.interpret.scorer.OptionError`, `engine.judge.model.ModelError`."""
-        recipe = self.judge
-        factory = None
-        if recipe is not None:
-            def factory(model: str) -> Any:
-                return make_judge(model, **recipe.keywords(), cache=self.cache, refresh=self.refresh)
-
-        return Scorer(self.plan(), model=self.model, options=self.options, judge_factory=factory, label=self.label)
+        built = {} if self.judge is None else {**self.judge.keywords(), "cache": self.cache, "refresh": self.refresh}
+        return bind(self.plan(), JudgeSettings(model=self.model, **built), options=self.options, label=self.label)
 
 
 def scorer_recipe(scorer: Any) -> ScorerRecipe:

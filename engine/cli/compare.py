@@ -82,7 +82,7 @@ def compare_cmd(
     import asyncio
 
     from ..analysis.compare import acompare
-    from ..run.datasets import DatasetError
+    from ..run.items import DatasetError
     from .eval import EXIT_INTERRUPTED, _load_scorers, _open_store
     from .output import ConsoleReporter, err_console, out_console
 

@@ -56,10 +56,11 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli.app.parse_options`);
     `samples` for every prompt stage that can be sampled (a note names the others). Exits with a
     message on bad input."""
-    from ..bind.stack import make_judge
+    from ..bind.stack import bind
     from ..core.errors import SpecError
-    from ..interpret.scorer import OptionError, Scorer, check_label
+    from ..interpret.scorer import OptionError, check_label
     from ..judge.model import ModelError
+    from ..judge.settings import JudgeSettings
     from ..run.evals import scorer_reference
     from ..spec.compile import load_spec
 
@@ -79,13 +80,11 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
         fail(f"scorer label {twice[0]!r} is given twice: give each version its own label, e.g. "
              f"{twice[0]}@draft=my_specs/{twice[0]}.yaml")
     by_label = parse_options(options, compiled_list, labels)
-    factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
-        if base_url or cache is not None else None
+    settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
     scorers = []
     for compiled, label in zip(compiled_list, labels):
         try:
-            scorers.append(Scorer(compiled, model=model, options=by_label[label], judge_factory=factory, label=label,
-                                  samples=samples))
+            scorers.append(bind(compiled, settings, options=by_label[label], label=label, samples=samples))
         except (OptionError, ModelError) as exc:
             fail(str(exc))
         if samples is not None and samples > 1 and scorers[-1].unsampled:
@@ -148,8 +147,8 @@ def eval_cmd(
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
     import asyncio
 
-    from ..run.datasets import DatasetError
     from ..run.evals import arun_evals, parse_thresholds
+    from ..run.items import DatasetError
     from .output import ConsoleReporter, err_console, out_console, print_summary
 
     names = list(scorer_args or []) + list(scorer_opts)
@@ -200,7 +199,7 @@ def eval_cmd(
                                 samples)
         cutoffs = item_cutoffs_or_exit(item_cutoff, scorers)
         try:
-            from ..run.datasets import parse_fields
+            from ..run.items import parse_fields
             from ..run.runner import declared_names
 
             parse_fields(field, declared_names(scorers))  # a run field, or one a scorer declares
@@ -481,7 +480,7 @@ def calibrate_cmd(
     import asyncio
 
     from ..analysis.calibration import acalibrate
-    from ..run.datasets import DatasetError
+    from ..run.items import DatasetError
     from .output import ConsoleReporter, calibration_table, calibration_usage_lines, err_console, fmt, out_console
 
     if not data.is_file():

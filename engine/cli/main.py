@@ -138,10 +138,11 @@ def _relative(path: Path) -> Path:
 
 def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None,
           cache: Any = None, refresh: bool = False) -> Any:
-    from ..bind.stack import make_judge
+    from ..bind.stack import bind
     from ..core.errors import SpecError
-    from ..interpret.scorer import OptionError, Scorer
+    from ..interpret.scorer import OptionError
     from ..judge.model import ModelError
+    from ..judge.settings import JudgeSettings
     from ..spec.compile import load_spec
 
     try:
@@ -151,10 +152,8 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
     except FileNotFoundError as exc:
         fail(str(exc))
     try:
-        factory = (lambda m: make_judge(m, base_url=base_url, cache=cache, refresh=refresh)) \
-            if base_url or cache is not None else None
-        return Scorer(compiled, model=model, judge=judge, options=parse_options(options, [compiled])[compiled.id],
-                      judge_factory=factory)
+        settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
+        return bind(compiled, settings, judge=judge, options=parse_options(options, [compiled])[compiled.id])
     except (OptionError, ModelError) as exc:
         fail(str(exc))
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.result import ScoreResult
-from ..run.datasets import DatasetProblem, Item
+from ..run.items import DatasetProblem, Item
 from ..run.reporting import EvalReporter, RunState
 from ..run.summary import EvalSummary, ScorerSummary
 

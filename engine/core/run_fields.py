@@ -26,6 +26,7 @@ too.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -58,16 +59,49 @@ def run_keys(declared: Any = ()) -> frozenset[str]:
     return RUN_NAMES | frozenset(declared)
 
 
-def coerce_context(value: Any) -> list[str]:
-    """Context as a list of passages: None → [], a text → [text], a list → its items as text
-    (None items → "")."""
-    if value is None:
-        return []
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def coerce_context(value: Any, *, from_text: bool = False) -> list[str] | None:
+    """Context as a list of passages (texts), or None when not given (None, NaN, or with
+    `from_text` a blank text). A text is one passage; with `from_text` (a CSV cell) a text
+    holding a JSON array of strings is that list. In a list, a text stays as it is, a missing
+    value (None, NaN) becomes ``""`` and any other value (an object, a number) its JSON text:
+    ``[{"doc": "Paris"}]`` → ``['{"doc": "Paris"}']``. An object on its own is one passage, its
+    JSON text; an array (numpy, a DataFrame cell) is read as a list.
+
+    Raises `engine.core.messages.MessageError` for a passage nested too deeply (or circular)
+    to write as JSON."""
+    if _missing(value):
+        return None
     if isinstance(value, str):
+        if from_text:
+            text = value.strip()
+            if not text:
+                return None
+            if text.startswith("["):
+                try:
+                    parsed = json.loads(text)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
+                    return parsed
         return [value]
     if isinstance(value, (list, tuple)):
-        return ["" if v is None else str(v) for v in value]
+        return ["" if _missing(v) else v if isinstance(v, str) else _passage_json(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays in DataFrame cells
+        return coerce_context(value.tolist())
+    if isinstance(value, Mapping):
+        return [_passage_json(value)]
     return [str(value)]
+
+
+def _passage_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError) as exc:
+        raise MessageError(f"context: a passage cannot be read as text ({type(exc).__name__})") from None
 
 
 def as_text(value: Any, field: str = "the value") -> str:
@@ -109,7 +143,7 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
     input_text, input_messages, _ = _side(values.get("input"), "input", "user")
     output_text, output_messages, output_is_messages = _side(values.get("output"), "output", "assistant")
     run: dict[str, Any] = {name: "" if values.get(name) is None else values[name] for name in ITEM_FIELDS}
-    run["context"] = coerce_context(values.get("context"))
+    run["context"] = coerce_context(values.get("context")) or []
     given = {name for name in RUN_FIELDS if values.get(name) is not None}
 
     system = values.get("system")

@@ -2,8 +2,9 @@
 constrained by a grammar built from the answer's JSON Schema.
 
 Models: ``local``, ``local-tiny`` and ``llamacpp/PATH.gguf``; their files are found (and
-joined) by `engine.embedded.files`, their headers read by `engine.embedded.gguf`; the names users and tests
-import from here are re-exported. Typical use::
+joined) by `engine.embedded.files`, their headers read by `engine.embedded.gguf`, requests and
+answers shaped by `engine.embedded.chat_request`; the names users and tests import from here are
+re-exported. Typical use::
 
     model = get_model("local")                       # LocalChatModel, cached per file
     client = instructor_client(model)                # instructor, Mode.JSON_SCHEMA
@@ -37,16 +38,15 @@ would pass ``response_model`` through unpatched.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import threading
 import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import LocalJudgeError
+from .chat_request import check_arguments, completion_of, llama_request
 from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path
 from .gguf import read_gguf_metadata, special_token_text, trained_context
 from .jobs import claim_threads
@@ -97,177 +97,6 @@ def _import_binding() -> Any:
             f"the local judge needs the xllamacpp binding, which is not installed: {PIP_HINT}"
         ) from exc
     return xllamacpp
-
-
-# OpenAI chat-completions arguments this backend reads, and those it accepts
-# and ignores (they mean nothing for an in-process model).
-_USED_ARGS = frozenset(
-    {
-        "messages",
-        "max_tokens",
-        "max_completion_tokens",
-        "temperature",
-        "top_p",
-        "seed",
-        "stop",
-        "frequency_penalty",
-        "presence_penalty",
-        "response_format",
-        "tools",
-        "tool_choice",
-        "n",
-        "stream",
-        "logprobs",
-        "top_logprobs",
-    }
-)
-_IGNORED_ARGS = frozenset(
-    {
-        "model",
-        "user",
-        "metadata",
-        "store",
-        "timeout",
-        "extra_headers",
-        "extra_query",
-        "extra_body",
-        "parallel_tool_calls",
-        "service_tier",
-        "stream_options",
-        "logit_bias",
-        "prediction",
-        "reasoning_effort",
-        "modalities",
-    }
-)
-
-_SCHEMA_HINT = "Respond only with JSON that conforms to this JSON Schema:\n"
-
-
-def _text_of(content: Any) -> str:
-    """Flatten OpenAI message content (str, None, or a list of parts) to text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        texts = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") in ("text", "input_text"):
-                texts.append(str(part.get("text", "")))
-            else:
-                kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-                raise LocalJudgeError(f"the local judge reads text only; got a {kind!r} part")
-        return "".join(texts)
-    raise LocalJudgeError(f"unsupported message content of type {type(content).__name__}")
-
-
-def _normalise_messages(messages: Any) -> list[dict[str, str]]:
-    """OpenAI messages -> [{"role": system|user|assistant, "content": str}].
-
-    Assistant tool calls become their JSON arguments; tool results become user
-    turns, so any chat template (even one without tool support) can render them.
-    """
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)) or not messages:
-        raise LocalJudgeError("messages must be a non-empty list of chat messages")
-    out: list[dict[str, str]] = []
-    for msg in messages:
-        if not isinstance(msg, Mapping):
-            msg = msg.model_dump() if hasattr(msg, "model_dump") else dict(msg)
-        role = msg.get("role")
-        text = _text_of(msg.get("content"))
-        if role == "assistant" and not text and msg.get("tool_calls"):
-            text = "\n".join(str((call.get("function") or {}).get("arguments", "")) for call in msg["tool_calls"])
-        if role in ("tool", "function"):
-            role = "user"
-        elif role == "developer":
-            role = "system"
-        if role not in ("system", "user", "assistant"):
-            raise LocalJudgeError(f"unsupported message role {role!r}")
-        out.append({"role": role, "content": text})
-    return out
-
-
-def _with_schema_hint(messages: list[dict[str, str]], schema: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The messages with the schema appended to the last user message (a new user message if
-    there is none). At the end, not in the system message: the schema differs per stage and
-    per item, and everything before it stays a prefix the prompt cache can reuse."""
-    hint = _SCHEMA_HINT + json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i]["role"] == "user":
-            last = dict(messages[i])
-            last["content"] = (_text_of(last["content"]).rstrip() + "\n\n" + hint).lstrip()
-            return [*messages[:i], last, *messages[i + 1:]]
-    return [*messages, {"role": "user", "content": hint}]
-
-
-def _pick_schema(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """(JSON schema to enforce or None, tool name when answering as a tool call)."""
-    tools = kwargs.get("tools") or []
-    tool_choice = kwargs.get("tool_choice")
-    if tools and tool_choice != "none":
-        by_name = {}
-        for tool in tools:
-            fn = (tool or {}).get("function") or {}
-            if fn.get("name"):
-                by_name[fn["name"]] = fn
-        if isinstance(tool_choice, Mapping):
-            name = ((tool_choice.get("function") or {}).get("name")) or tool_choice.get("name")
-        elif len(by_name) == 1:
-            name = next(iter(by_name))
-        else:
-            raise LocalJudgeError("with several tools the local judge needs tool_choice naming one function")
-        if name not in by_name:
-            raise LocalJudgeError(f"tool_choice names unknown function {name!r}")
-        params = by_name[name].get("parameters") or {"type": "object"}
-        return dict(params), name
-    fmt = kwargs.get("response_format")
-    if fmt is None:
-        return None, None
-    if hasattr(fmt, "model_json_schema"):  # a pydantic class, as openai's parse() takes
-        return fmt.model_json_schema(), None
-    kind = fmt.get("type")
-    if kind == "json_schema":
-        spec = fmt.get("json_schema") or {}
-        schema = spec.get("schema")
-        if not isinstance(schema, Mapping):
-            raise LocalJudgeError("response_format json_schema needs json_schema.schema (an object)")
-        return dict(schema), None
-    if kind == "json_object":
-        schema = fmt.get("schema")
-        return (dict(schema) if isinstance(schema, Mapping) else {"type": "object"}), None
-    if kind in (None, "text"):
-        return None, None
-    raise LocalJudgeError(f"unsupported response_format type {kind!r}")
-
-
-def _grammar_for(schema: Mapping[str, Any]) -> str:
-    """llguidance grammar text enforcing ``schema``, with compact JSON (no free
-    whitespace: fewer tokens, and no runaway newlines from small models)."""
-    constrained = dict(schema)
-    options = dict(constrained.get("x-guidance") or {})
-    options.setdefault("whitespace_flexible", False)
-    options.setdefault("item_separator", ", ")
-    options.setdefault("key_separator", ": ")
-    constrained["x-guidance"] = options
-    return "%llguidance {}\nstart: %json " + json.dumps(constrained, ensure_ascii=False)
-
-
-def _logprobs_of(choice: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A choice's ``logprobs`` in OpenAI's shape (``content``: each generated token with
-    ``token``, ``logprob``, ``bytes`` and ``top_logprobs``), or None when the server sent none."""
-    content = (choice.get("logprobs") or {}).get("content")
-    if not isinstance(content, list):
-        return None
-
-    def entry(item: Mapping[str, Any]) -> dict[str, Any]:
-        return {"token": str(item.get("token", "")), "logprob": float(item.get("logprob", float("-inf"))),
-                "bytes": item.get("bytes")}
-
-    return {"content": [{**entry(item), "top_logprobs": [entry(alt) for alt in item.get("top_logprobs") or ()]}
-                        for item in content if isinstance(item, Mapping)]}
 
 
 class LocalChatModel:
@@ -402,85 +231,14 @@ class LocalChatModel:
         """
         from openai.types.chat import ChatCompletion
 
-        unknown = set(kwargs) - _USED_ARGS - _IGNORED_ARGS
-        if unknown:
-            raise TypeError(
-                f"LocalChatModel.create() got unexpected arguments {sorted(unknown)}; "
-                "to use response_model, wrap it: instructor.patch(create=model.create, "
-                "mode=INSTRUCTOR_MODE) or engine.embedded.llama.instructor_client(model)"
-            )
-        if kwargs.get("stream"):
-            raise LocalJudgeError("the local judge does not stream")
-        if kwargs.get("n") not in (None, 1):
-            raise LocalJudgeError("the local judge returns one choice (n=1)")
-        messages = _normalise_messages(kwargs.get("messages"))
-        schema, tool_name = _pick_schema(kwargs)
-        max_tokens = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
-        max_tokens = self.default_max_tokens if max_tokens is None else int(max_tokens)
-        if max_tokens < 1:
-            raise LocalJudgeError("max_tokens must be at least 1")
-        temperature = kwargs.get("temperature")
-        request: dict[str, Any] = {
-            "messages": _with_schema_hint(messages, schema)
-            if schema is not None and self.schema_in_prompt
-            else messages,
-            "max_tokens": max_tokens,
-            "temperature": 0.0 if temperature is None else float(temperature),
-        }
-        for key in ("top_p", "seed", "frequency_penalty", "presence_penalty"):
-            if kwargs.get(key) is not None:
-                request[key] = kwargs[key]
-        stop = kwargs.get("stop")
-        if stop:
-            request["stop"] = [stop] if isinstance(stop, str) else list(stop)
-        if schema is not None:
-            request["grammar"] = _grammar_for(schema)
-        if kwargs.get("logprobs"):
-            # llama.cpp reports each generated token's probability and the top alternatives at its
-            # position from the model's own distribution, before the grammar and the sampler act
-            request["logprobs"] = True
-            request["top_logprobs"] = int(kwargs.get("top_logprobs") or 1)
-
+        check_arguments(kwargs)
+        request, tool_name = llama_request(kwargs, default_max_tokens=self.default_max_tokens,
+                                           schema_in_prompt=self.schema_in_prompt)
         result = self._call("handle_chat_completions", request)
         if "error" in result:
             self._raise_error(result["error"])
-        choice = (result.get("choices") or [{}])[0]
-        text = _text_of((choice.get("message") or {}).get("content"))
-        finish = choice.get("finish_reason") or "stop"
-        finish = finish if finish in ("stop", "length") else "stop"
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if tool_name is not None:
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{uuid.uuid4().hex[:24]}",
-                        "type": "function",
-                        "function": {"name": tool_name, "arguments": text},
-                    }
-                ],
-            }
-            if finish == "stop":
-                finish = "tool_calls"
-        usage = result.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
         return ChatCompletion.model_validate(
-            {
-                "id": f"chatcmpl-local-{uuid.uuid4().hex}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": self.name,
-                "choices": [{"index": 0, "finish_reason": finish, "message": message,
-                             "logprobs": _logprobs_of(choice) if kwargs.get("logprobs") else None}],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
-        )
+            completion_of(result, tool_name=tool_name, model=self.name, logprobs=bool(kwargs.get("logprobs"))))
 
     __call__ = create
 

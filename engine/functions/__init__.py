@@ -10,6 +10,8 @@ Third-party packages add functions through the entry-point group ``scorespec.fun
 entry point names a `RuleFunction` (made with `rule_function`, declaring at least its result);
 its name is the function's name. An entry point that is not one is reported when a spec calls
 it, never run. A built-in name is never replaced.
+
+May import: `engine.core`.
 """
 
 from __future__ import annotations

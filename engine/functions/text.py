@@ -97,6 +97,17 @@ def textual_difference(reference: str, candidate: str) -> dict:
         # One text is empty: a single insertion (or deletion) of the other.
         return {"ratio": 0.0, "changes": 1, "lengthDiff": length_diff, "confidence": confidence}
 
+    distance, changes = _alignment(reference, candidate)
+    total = la + lb
+    ratio = (total - distance) / total  # 2·LCS / (la + lb), LCS = (total - distance) / 2
+
+    return {"ratio": ratio, "changes": changes, "lengthDiff": length_diff, "confidence": confidence}
+
+
+def _alignment(reference: str, candidate: str) -> tuple[int, int]:
+    """(Indel distance, changes) of two non-empty, different texts (see `textual_difference`).
+    Raises `ValueError` for a pair too long to align."""
+    la, lb = len(reference), len(candidate)
     if la * lb <= SPLIT_CELLS:
         # One alignment gives the distance and the matching blocks, ending with the (la, lb, 0)
         # sentinel. Two consecutive blocks always have an edit between them, so the differing
@@ -121,15 +132,7 @@ def textual_difference(reference: str, candidate: str) -> dict:
             raise ValueError(f"texts of {la:,} and {lb:,} characters are too long to align: {why}, and aligning "
                              f"it whole would need about {exc.piece_a * exc.piece_b // 8 // 2**20:,} MB ({limit})"
                              ) from None
-    total = la + lb
-    ratio = (total - distance) / total  # 2·LCS / (la + lb), LCS = (total - distance) / 2
-
-    return {
-        "ratio": ratio,
-        "changes": changes,
-        "lengthDiff": length_diff,
-        "confidence": confidence,
-    }
+    return distance, changes
 
 
 _SHARE = {"type": "number", "minimum": 0, "maximum": 1}

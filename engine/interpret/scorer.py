@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ScorerRunError, did_you_mean
 from ..core.result import ScoreResult
 from ..core.sync import run_sync
-from ..judge.call import Judge, JudgeAnswer, JudgeCall
+from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.contract import normalize_answer
 from ..judge.model import check_model, resolve_model
 from ..spec.plans import ScorerPlan
@@ -29,18 +29,18 @@ from .values import round_half_away
 
 def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
     """The item's failure when its judge could not be built or called: kind ``auth`` when the
-    provider's client was given no credentials (e.g. no ``OPENAI_API_KEY``), else ``judge``."""
-    text = f"{type(exc).__name__}: {exc}"
-    if "api_key" in str(exc) or "credentials" in str(exc).lower():
-        return ScorerRunError("auth", f"{text} (set the provider's API key variable, e.g. OPENAI_API_KEY, or pass "
+    provider's client was given no credentials (`engine.judge.call.MissingCredentials`, e.g. no
+    ``OPENAI_API_KEY``), else ``judge``."""
+    if isinstance(exc, MissingCredentials):  # its text names the client's own error
+        return ScorerRunError("auth", f"{exc} (set the provider's API key variable, e.g. OPENAI_API_KEY, or pass "
                               "api_key=; for a local OpenAI-compatible server give base_url=)", stage=stage)
-    return ScorerRunError("judge", text, stage=stage)
+    return ScorerRunError("judge", f"{type(exc).__name__}: {exc}", stage=stage)
 
 
-def _default_judge(model: str) -> Judge:
-    from ..bind.stack import make_judge
-
-    return make_judge(model)
+def _no_judge(model: str) -> Judge:
+    """The judge factory of a scorer built without a judge or a factory: none can be built here."""
+    raise LookupError(f"no judge is bound to this scorer (model {model!r}): load it with engine.load_scorer or "
+                      "engine.bind.stack.bind, which give a scorer its judge")
 
 
 class _RenderStop(Exception):
@@ -62,7 +62,9 @@ class Scorer:
     None: as the spec says); `unsampled` lists the stages it left as they are. Raises
     `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) or samples,
     and `engine.judge.model.ModelError` when the spec uses a judge, none is given, and the model
-    string cannot work here.
+    string cannot work here. `judge_factory`: model → judge, called on the judge's first use
+    (`engine.bind.stack.bind` gives one that builds the judge stack); without a judge or a
+    factory there is no judge, and an item that needs one fails with kind ``judge``.
     """
 
     def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
@@ -78,7 +80,7 @@ class Scorer:
         elif self.model is not None:
             check_model(self.model)  # a model that cannot work fails here, not on every item
         self._judge = judge
-        self._judge_factory = judge_factory or _default_judge
+        self._judge_factory = judge_factory or _no_judge
         self._judge_lock = threading.Lock()
 
     # -- options -------------------------------------------------------------------------
@@ -110,7 +112,8 @@ class Scorer:
     def with_judge(self, judge: Judge) -> "Scorer":
         """This scorer (same spec, options and model) asking `judge` instead; this one is
         unchanged. E.g. its own judge under one more layer:
-        ``scorer.with_judge(engine.bind.stack.with_rate_limit(scorer.judge, limiter))``."""
+        ``scorer.with_judge(engine.bind.stack.with_rate_limit(scorer.judge, limiter))``
+        (`engine.bind.stack.rebind` does so for a run)."""
         twin = copy.copy(self)
         twin._judge = judge
         twin._judge_lock = threading.Lock()

@@ -1,17 +1,17 @@
 """The judge's interface: a call, its answer, and the one method every judge and layer has.
 
 A judge answers a `JudgeCall` with a `JudgeAnswer` through ``async ask(call)``, or raises
-`ScorerRunError`. The judge `engine.bind.stack.make_judge` builds is a stack of layers with that same
-interface, each wrapping the next (`JudgeLayer`):
-
-    judge-call cache  →  rate limit  →  transport retries  →  provider (instructor)
-
-A provider judge raises `TransportFailure` for a try that may succeed when repeated (429, 5xx,
-timeouts, resets); the retry layer repeats it and counts the retries.
+`ScorerRunError`. The judge `engine.bind.stack.make_judge` builds is a provider judge under layers
+with that same interface, each wrapping the next (`JudgeLayer`), in the order
+`engine.bind.stack.LAYERS` declares. A provider judge that cannot even be set up (no API key)
+raises `MissingCredentials`; one that is set up raises `TransportFailure` for a try that may
+succeed when repeated (429, 5xx, timeouts, resets); the retry layer repeats it and counts the
+retries.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -92,6 +92,14 @@ class TransportFailure(ScorerRunError):
         self.retry_after = retry_after
 
 
+class MissingCredentials(Exception):
+    """A provider judge cannot be set up: its provider's client was given no credentials (no
+    API key, and none in the provider's environment variable, e.g. ``OPENAI_API_KEY``) or no
+    endpoint it needs. Raised when the judge is built, from the provider client's own error type
+    (`engine.judge.clients.hosted_judge`); every item that needs the judge fails with kind
+    ``auth``."""
+
+
 class JudgeLayer:
     """A judge wrapping another (`inner`) with the same interface; subclasses override `ask`.
     `model` is the inner judge's; `aclose` closes the inner judge; `provider` is the innermost
@@ -116,8 +124,16 @@ class JudgeLayer:
             judge = judge.inner
         return judge
 
+    def over(self, inner: Judge) -> "JudgeLayer":
+        """This layer (same settings and state) over another judge; this one is unchanged. How a
+        judge's layers are put together again around new ones (`engine.bind.stack.compose`)."""
+        twin = copy.copy(self)
+        twin.inner = inner
+        twin.model = getattr(inner, "model", "")
+        return twin
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
 
 
-__all__ = ["JudgeCall", "JudgeAnswer", "Judge", "JudgeLayer", "TransportFailure"]
+__all__ = ["JudgeCall", "JudgeAnswer", "Judge", "JudgeLayer", "MissingCredentials", "TransportFailure"]

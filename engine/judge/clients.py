@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from .call import MissingCredentials
 from .identity import provider_identity
 from .provider import InstructorJudge
 from .redaction import environment_keys
@@ -60,7 +61,8 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
     with ``logprobs``; other providers report none).
     timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. The judge
     makes one client per event loop. Raises `ValueError` for a bad mode or window, ImportError
-    when the provider's package is missing.
+    when the provider's package is missing, `engine.judge.call.MissingCredentials` when the
+    provider's client refuses to be built without an API key (or endpoint).
     """
     import instructor
 
@@ -88,7 +90,7 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         # arguments: a call that wants them is sent in json_schema mode unless the mode is one of those
         in_content = {instructor.Mode.JSON_SCHEMA, instructor.Mode.JSON, instructor.Mode.MD_JSON}
         probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
-        return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
+        return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
                                client_factory=build, window=window, identity=identity, logprobs=True,
                                probs_client_factory=probs_build)
     elif provider == "anthropic":
@@ -112,10 +114,38 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
         # the model name is bound to the client by from_provider
-        return InstructorJudge(build(), model, secrets=(api_key, *environment_keys()), client_factory=build,
+        return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment_keys()), client_factory=build,
                                window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
-    return InstructorJudge(build(), model, model_name=name, secrets=(key, *environment_keys()),
+    return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
                            client_factory=build, window=window, identity=identity)
+
+
+def _set_up(build: Any) -> Any:
+    """``build()``, the provider's client; raises `MissingCredentials` when the client refuses
+    to be set up without credentials or an endpoint (`_is_missing_credentials`)."""
+    try:
+        return build()
+    except Exception as exc:
+        if _is_missing_credentials(exc):
+            raise MissingCredentials(f"{type(exc).__name__}: {exc}") from exc
+        raise
+
+
+def _is_missing_credentials(exc: BaseException) -> bool:
+    """True for the error a provider's client raises when it is built without what it needs to
+    reach the provider: openai's own base `OpenAIError` (raised as itself, never a subclass, only
+    for a client without an API key; its subclasses are request failures), and instructor's
+    `ConfigurationError` (``from_provider``: an API key or endpoint variable not set)."""
+    import sys
+
+    openai = sys.modules.get("openai")
+    if openai is not None and type(exc) is openai.OpenAIError:
+        return True
+    try:
+        from instructor.core.exceptions import ConfigurationError
+    except ImportError:  # an instructor without it
+        return False
+    return isinstance(exc, ConfigurationError)
 
 
 __all__ = ["hosted_judge", "parse_mode", "UnreadableResponse"]

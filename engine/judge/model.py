@@ -3,7 +3,7 @@
 A model is ``provider/model`` as instructor's `from_provider` takes it (``openai/gpt-4o-mini``,
 ``anthropic/claude-3-5-haiku-latest``, ``ollama/qwen2.5:7b``), or an embedded model: ``local``,
 ``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.embedded.llama`), with options after ``?`` (``local?slots=2&threads=1``,
-`engine.embedded.settings`). Precedence: the explicit argument >
+`engine.embedded.settings`, checked by `engine.bind.stack.check_model`). Precedence: the explicit argument >
 ``SCORESPEC_MODEL`` > the spec's ``judge.model`` > ``local``.
 
 `check_model` runs when a scorer that uses a judge is built, so a misspelled model or a missing
@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 from ..core.errors import did_you_mean
-from ..embedded.settings import local_settings, split_options
 
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")  # the embedded models' names
@@ -76,15 +75,12 @@ def check_model(model: str) -> None:
     """Raise `ModelError` unless `model` names a judge this machine can build: a known embedded
     model with its binding (``xllamacpp``, the ``local`` extra) installed, a ``llamacpp/`` path to
     an existing file, or ``provider/model`` with a known provider whose package is importable.
-    Nothing is loaded or contacted."""
+    Nothing is loaded or contacted. An embedded model's options after ``?`` are not read here:
+    `engine.bind.stack.check_model` checks them too, before this."""
     if not isinstance(model, str) or not model.strip():
         raise ModelError(f"the judge model is empty; give {FORMS}")
     if is_local(model):
-        try:
-            base, _ = split_options(model)
-            local_settings(model)
-        except ValueError as exc:
-            raise ModelError(str(exc)) from None
+        base = model.partition("?")[0]
         if base.startswith(LLAMACPP_PREFIX):
             raw = base[len(LLAMACPP_PREFIX):]
             if not raw.strip():

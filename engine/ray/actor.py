@@ -33,8 +33,8 @@ from typing import Any
 
 from ..bind.recipe import ScorerRecipe
 from ..core.result import ScoreResult
-from ..run.datasets import Item, item_key
 from ..run.item_scoring import ItemScoring, label_of
+from ..run.items import Item, item_key
 from ..run.outfile import OutWriter, out_line
 from ..run.prices import PriceTable
 from ..run.runner import rate_limited

@@ -5,13 +5,13 @@
 - ``("item", item)``: an item exactly as `engine.run.datasets` makes it (its ``id``, else its line or
   position; the field mapping applied; duplicate ids within a file skipped);
 - ``("problem", DatasetProblem)``: a record that could not be read (``FILE:LINE: message``);
-- ``("fatal", message)``: the file cannot be read as a whole (`engine.run.datasets.DatasetError`).
+- ``("fatal", message)``: the file cannot be read as a whole (`engine.run.items.DatasetError`).
 
 Files are read by `ItemsDatasource`, a Ray Data file datasource: Ray lists the paths (a file, a
 folder, a glob; local or any filesystem Ray Data reads — ``s3://``, ``gs://``, ``abfs://``…;
 compressed ``.gz`` and the like), reads each file in one task on the cluster and streams its
 records in blocks (a read task reserves `READ_CPUS`); each file is parsed by
-`engine.run.datasets.read_stream`, so JSONL, CSV/TSV,
+`engine.run.readers.read_stream`, so JSONL, CSV/TSV,
 JSON arrays and Parquet give the items a one-process run gives. Items given in memory (a list,
 a DataFrame) are read here and handed to Ray Data as they are. With `limit`, each file gives at
 most that many items (the driver takes the first `limit` overall).
@@ -29,7 +29,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..run.datasets import DatasetError, DatasetProblem, format_of, iter_items, read_stream
+from ..run.datasets import iter_items
+from ..run.items import DatasetError, DatasetProblem
+from ..run.readers import format_of, read_stream
 from .cluster import import_ray
 
 try:
@@ -117,7 +119,7 @@ class ItemsDatasource(FileBasedDatasource):
 def dataset_of(data: Any, fields: Mapping[str, str] | None = None, limit: int | None = None) -> Any:
     """The Ray Dataset of `data`'s records (see the module docstring): `data` is a path or URL
     (a file, a folder, a glob) or items in memory (a list of dicts, a DataFrame). Raises
-    `engine.run.datasets.DatasetError` for files Ray cannot find, or items it cannot read."""
+    `engine.run.items.DatasetError` for files Ray cannot find, or items it cannot read."""
     ray = import_ray()
     fields = dict(fields or {})
     if is_location(data):

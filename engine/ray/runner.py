@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bind.recipe import scorer_recipe
-from ..run.datasets import DatasetError, DatasetProblem, item_key
+from ..run.items import DatasetError, DatasetProblem, item_key
 from ..run.prices import PriceTable
 from ..run.reporting import EvalReporter, RunState
 from ..run.resume import PriorResults
@@ -86,7 +86,7 @@ class RayRunner:
 
     async def run(self) -> None:
         """Score every item not done yet (see the module docstring). Raises `ValueError` for a
-        scorer that cannot be built on an actor, `engine.run.datasets.DatasetError` for data Ray
+        scorer that cannot be built on an actor, `engine.run.items.DatasetError` for data Ray
         cannot read, `engine.ray.cluster.RayMissing`, ``ConnectionError`` for a cluster that
         cannot be joined, `engine.ray.cluster.RayRunError` when the Ray run itself fails."""
         recipes = tuple(scorer_recipe(s) for s in self.scorers)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, better
 from ..core.result import ScoreResult, result_status
-from ..run.datasets import item_key
+from ..run.items import item_key
 from ..run.summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary
 
 OUTCOME_KINDS = ("passed", "failure", "error", "skipped")

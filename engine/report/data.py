@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import Usage, result_status
-from ..run.datasets import item_key
+from ..run.items import item_key
 from ..run.outfile import iter_out_lines
 from ..run.summary import ScorerStats, ScorerSummary, Threshold
 
@@ -50,7 +50,7 @@ class LabelSpec:
 class ReportRun:
     """One run's results and context. source: ``store`` or ``out file``. lines: one result per
     (item, label), each an out-file line (``id``, ``scorer``, ``label``, then the `ScoreResult`
-    JSON fields), in the order first written. items: item key (`engine.run.datasets.item_key`) →
+    JSON fields), in the order first written. items: item key (`engine.run.items.item_key`) →
     the item's data as the run read it (empty when read from an out file alone). calibrations:
     scorer id → the figures ``scorespec calibrate`` stored for this run (`Calibration.to_json_dict`).
     config: what the store recorded with the run (thresholds, per label the scorer id, and once

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import result_status
-from ..run.datasets import item_key
+from ..run.items import item_key, label_value
 from .data import ReportRun, label_summary, spread, usage_totals
 
 __all__ = ["render_report", "write_report", "report_json"]
@@ -236,15 +236,6 @@ def _scorer_view(run: ReportRun, label: str, spec: Any) -> dict[str, Any]:
 # --- calibration --------------------------------------------------------------------------------
 
 
-def _path_value(item: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = item
-    for part in dotted.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
     from ..analysis.calibration import roc_points
     from .charts import confusion_svg, roc_svg, scatter_svg
@@ -258,7 +249,7 @@ def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
         scores, labels = [], []
         for line in run.lines:
             item = run.items.get(item_key(line["id"]))
-            human = _path_value(item, label_field) if item is not None else None
+            human = label_value(item, label_field) if item is not None else None
             status = result_status(line)
             if line["label"] != label or human is None or status == "failed":
                 continue

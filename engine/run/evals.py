@@ -42,7 +42,8 @@ from ..core.result import ScoreResult
 from ..core.sync import run_sync
 from ..judge.rate_limit import RateLimiter
 from .budget import Budget, check_max_cost, check_priced, spent_before
-from .datasets import DatasetProblem, Item, data_len, iter_items, parse_fields
+from .datasets import data_len, iter_items
+from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import find_prior, tidy_out_file
@@ -190,7 +191,7 @@ async def arun_evals(
     (a `ValueError`) when `max_cost` is given and a judge model has no price,
     `engine.run.prices.PriceTableError` (a `ValueError`) for a price table that cannot be used,
     `FileExistsError` when `out` already holds results and `resume` is False,
-    `engine.run.datasets.DatasetError` for an unreadable file.
+    `engine.run.items.DatasetError` for an unreadable file.
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {limit}")
@@ -204,9 +205,11 @@ async def arun_evals(
         assert price_table is not None
         check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
     if cache is not None:
-        from ..judge.cache.layer import scorers_with_cache
+        from ..bind.stack import rebind
+        from ..judge.cache.layer import open_cache
 
-        scorer_list = scorers_with_cache(scorer_list, cache, refresh=refresh)
+        one_cache = open_cache(cache)  # one cache object for every scorer
+        scorer_list = [rebind(s, cache=one_cache, refresh=refresh) for s in scorer_list]
     concurrency = default_concurrency(scorer_list) if concurrency is None else concurrency
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")

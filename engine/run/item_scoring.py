@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.result import ItemError, ScoreResult
-from ..core.run_fields import RUN_FIELDS
-from .datasets import Item, coerce_context
+from ..core.run_fields import RUN_FIELDS, coerce_context
+from .items import Item
 
 __all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields", "label_of", "uses_judge"]
 

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import json_text
-from .datasets import item_key
+from .items import item_key
 
 FSYNC_INTERVAL_S = 0.5
 _TAIL_CHUNK = 64 * 1024
 
-LineKey = tuple[str, str]  # (item key as `engine.run.datasets.item_key` gives it, label)
+LineKey = tuple[str, str]  # (item key as `engine.run.items.item_key` gives it, label)
 
 
 def out_line(item_id: Any, result: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.result import ScoreResult, Usage
-from .datasets import DatasetProblem, Item
+from .items import DatasetProblem, Item
 from .summary import EvalSummary, ScorerStats
 
 PROGRESS_EVERY_S = 5.0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import result_status
-from .datasets import item_key
+from .items import item_key
 from .outfile import LineKey, compact_out_file, iter_out_lines, line_key, read_lines, repair_last_line
 from .store import Store
 

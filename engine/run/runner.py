@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.rate_limit import RateLimiter
-from .datasets import Item, item_key
 from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
+from .items import Item, item_key
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState
 from .resume import PriorResults
@@ -59,16 +59,11 @@ def declared_names(scorers: Iterable[Any]) -> list[str]:
 def rate_limited(scorer: Any, limiter: Any) -> Any:
     """`scorer` asking its judge through `limiter` (a `RateLimiter`, or any object with an
     async ``acquire()``), the scorer itself left as it is; unchanged without a limiter, for a
-    rule-only scorer, or when the judge cannot be built (that failure then shows on each item)."""
-    if limiter is None or not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
-        return scorer
-    try:
-        judge = scorer.judge
-    except Exception:
-        return scorer
-    from ..bind.stack import with_rate_limit
+    rule-only scorer, or when the judge cannot be built (that failure then shows on each item).
+    See `engine.bind.stack.rebind`."""
+    from ..bind.stack import rebind
 
-    return scorer.with_judge(with_rate_limit(judge, limiter))
+    return rebind(scorer, rate_limit=limiter)
 
 
 class Runner:
@@ -111,7 +106,10 @@ class Runner:
                     await close()
 
     async def _run(self, items: Iterator[Item]) -> None:
-        self.scorers = [self._instrumented(rate_limited(scorer, self.limiter)) for scorer in self.scorers]
+        from ..bind.stack import rebind
+
+        # each scorer's judge under the run's shared limiter and reporting each answer (progress)
+        self.scorers = [rebind(scorer, rate_limit=self.limiter, on_answer=self._answered) for scorer in self.scorers]
         queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
         workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]
         producer = asyncio.ensure_future(self._produce(items, queue, len(workers)))
@@ -123,20 +121,6 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-
-    def _instrumented(self, scorer: Any) -> Any:
-        """`scorer` reporting each judge answer to the reporter (`engine.judge.progress`); the
-        scorer itself is left as it is. Unchanged for a rule-only scorer, one without
-        ``with_judge``, or when the judge cannot be built (that failure then shows on each item)."""
-        if not uses_judge(scorer) or not hasattr(scorer, "with_judge"):
-            return scorer
-        try:
-            judge = scorer.judge
-        except Exception:
-            return scorer
-        from ..judge.progress import ProgressJudge
-
-        return scorer.with_judge(ProgressJudge(judge, self._answered))
 
     def _answered(self, call: Any) -> None:
         self.state.answers += 1

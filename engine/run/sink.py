@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import ScoreResult, Usage
-from .datasets import Item
 from .item_scoring import label_of
+from .items import Item
 from .outfile import OutWriter, out_line
 from .prices import PriceTable
 from .reporting import EvalReporter, RunState

@@ -18,7 +18,7 @@ Tables (`engine.run.store_schema`: the DDL, versioned, and the migration of olde
              it extends), templates (JSON: name → text), created_at — every spec version a run
              used; a run's config names each label's spec hash (`engine.spec.snapshot`)
 
-Item ids are stored as text (`engine.run.datasets.item_key`: a string id as is, any other id as JSON,
+Item ids are stored as text (`engine.run.items.item_key`: a string id as is, any other id as JSON,
 so 1 → ``1``). Each result is committed on its own as it completes (``synchronous=NORMAL``: a
 killed process loses no committed result). A retried result replaces the earlier one, so a run
 holds exactly one row per (item, label): a label is a scorer's name in its run, its id unless

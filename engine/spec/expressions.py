@@ -6,7 +6,8 @@ StrictUndefined)`: a misspelled name raises instead of rendering empty, and attr
 as ``__class__`` or ``__globals__`` are refused (at load when written literally, by the sandbox
 otherwise). Untrusted text only ever enters as variable values, never as template source.
 
-What the sandbox adds to Jinja's own (`_reject_unsafe` at load, `_Environment` at run time):
+What the sandbox adds to Jinja's own (`engine.spec.expression_limits`: `reject_unsafe` at load;
+`_Environment` and the `bounded` filters at run time):
 
 - no attribute or key starting with ``_`` (dunders, name-mangled privates), nor ``mro`` and
   frame attributes; ``|attr('_…')``; no ``str.format`` / ``format_map`` (format strings reach
@@ -15,9 +16,9 @@ What the sandbox adds to Jinja's own (`_reject_unsafe` at load, `_Environment` a
   immutable sandbox, so one item cannot alter the options the next item sees;
 - no ``lipsum``, ``cycler`` or ``joiner`` globals; ``range`` is limited to 100,000 numbers;
 - sizes are bounded: ``*`` may not build a text or list longer than `MAX_SIZE`, ``**`` not an
-  integer of more than `MAX_POWER_BITS` bits, and the filters that grow text from a number
-  (``center``, ``indent``, ``batch``, ``slice``, ``tojson``, ``format``, ``replace``) refuse
-  to produce more than `MAX_SIZE`. Written with constants (``range(10**9)``, ``'a' * 10**9``)
+  integer of more than `MAX_POWER_BITS` bits (both in `engine.spec.expression_limits`), and the
+  filters that grow text from a number (``center``, ``indent``, ``batch``, ``slice``,
+  ``tojson``, ``format``, ``replace``) refuse to produce more than `MAX_SIZE`. Written with constants (``range(10**9)``, ``'a' * 10**9``)
   this is an error at load; from data, the item fails (kind ``expression``).
 
 Loops are not time-limited: a spec is reviewed configuration, and these limits stop the
@@ -26,10 +27,8 @@ one-line blow-ups, not an author who nests loops on purpose.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import operator
 import re
 from functools import lru_cache
 from typing import Any
@@ -38,11 +37,11 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.parser import Parser
 from jinja2.runtime import LoopContext
-from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace, consume
 
-MAX_SIZE = 1_000_000  # characters or items one operation may build (a 1 MB output still fits)
-MAX_POWER_BITS = 100_000  # bits of an integer `**` may build (about 30,000 digits)
+from .expression_limits import MAX_SIZE, SIZED_FILTERS, bounded, check_binop, is_int, reject_unsafe, too_big
+
 MAX_PLACES = 20  # decimals `num` may show
 
 
@@ -128,83 +127,6 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _too_big(what: str, size: int, limit: int = MAX_SIZE) -> OverflowError:
-    return OverflowError(f"{what} would build {size:,} characters or items, more than the limit of {limit:,}")
-
-
-def _check_binop(op: str, left: Any, right: Any) -> None:
-    """Raise `OverflowError` when ``left op right`` would build something too large."""
-    if op == "**":
-        if _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
-            bits = abs(left).bit_length() * right
-            if bits > MAX_POWER_BITS:
-                raise OverflowError(f"'**' would build an integer of about {bits:,} bits, more than the limit of "
-                                    f"{MAX_POWER_BITS:,}")
-    elif op == "*":
-        for seq, times in ((left, right), (right, left)):
-            if isinstance(seq, (str, list, tuple)) and _is_int(times) and len(seq) * times > MAX_SIZE:
-                raise _too_big("'*'", len(seq) * times)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-_PRINTF_SIZES = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
-
-
-MAX_JSON_INDENT = 100  # spaces `tojson(indent)` may indent by: the output grows with indent × depth
-
-
-def _bounded(name: str, fn: Any) -> Any:
-    """`fn` (a Jinja filter) refusing to build more than `MAX_SIZE`: numeric arguments (widths,
-    counts) above it; printf widths adding up to more; `replace` and `indent` results that
-    would be longer (computed before building them); `tojson` indents above `MAX_JSON_INDENT`
-    or results above `MAX_SIZE`."""
-
-    skip = 1 if getattr(fn, "jinja_pass_arg", None) else 0  # Jinja passes a context or environment first
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if len(args) <= skip + 1 and not kwargs:  # the value alone (`x | tojson`): nothing sets a size
-            return fn(*args)
-        values = args[skip:]
-        for number in [*values[1:], *kwargs.values()]:
-            if _is_int(number) and number > MAX_SIZE:
-                raise _too_big(f"|{name}({number})", number)
-        if name == "format" and values and isinstance(values[0], str):
-            total = 0
-            for match in _PRINTF_SIZES.finditer(values[0]):
-                for size in match.groups():
-                    if size == "*":
-                        raise _too_big("|format width '*'", MAX_SIZE + 1)
-                    total += int(size) if size else 0
-            if total > MAX_SIZE:
-                raise _too_big("|format widths", total)
-        elif name == "replace" and len(values) >= 3:
-            text, old, new = (v if isinstance(v, str) else str(v) for v in values[:3])  # as Jinja makes them
-            grown = len(text) + (text.count(old) if old else len(text) + 1) * (len(new) - len(old))
-            if grown > MAX_SIZE:
-                raise _too_big("|replace", grown)
-        elif name == "indent":
-            text = values[0] if isinstance(values[0], str) else str(values[0])
-            width = values[1] if len(values) > 1 else kwargs.get("width", 4)
-            grown = len(text) + (len(width) if isinstance(width, str) else int(width)) * (text.count("\n") + 1)
-            if grown > MAX_SIZE:
-                raise _too_big("|indent", grown)
-        elif name == "tojson":
-            indent = values[1] if len(values) > 1 else kwargs.get("indent")
-            if _is_int(indent) and indent > MAX_JSON_INDENT:
-                raise OverflowError(f"|tojson(indent={indent}): at most {MAX_JSON_INDENT} spaces")
-            result = fn(*args, **kwargs)
-            if len(result) > MAX_SIZE:
-                raise _too_big("|tojson", len(result))
-            return result
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 _LOOP_ATTRIBUTES = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
                               "depth0", "previtem", "nextitem"})
@@ -233,7 +155,7 @@ class _Environment(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
-        _check_binop(op, left, right)
+        check_binop(op, left, right)
         return super().call_binop(context, op, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
@@ -241,14 +163,11 @@ class _Environment(ImmutableSandboxedEnvironment):
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, (str, list, tuple)):
             for number in (*args, *kwargs.values()):
-                if _is_int(number) and number > MAX_SIZE:
-                    raise _too_big(f".{getattr(__obj, '__name__', 'method')}({number})", number)
+                if is_int(number) and number > MAX_SIZE:
+                    raise too_big(f".{getattr(__obj, '__name__', 'method')}({number})", number)
             if isinstance(owner, str) and getattr(__obj, "__name__", "") == "replace":
-                _bounded("replace", lambda *a, **k: None)(owner, *args, **kwargs)
+                bounded("replace", lambda *a, **k: None)(owner, *args, **kwargs)
         return super().call(__context, __obj, *args, **kwargs)
-
-
-_SIZED_FILTERS = ("center", "indent", "batch", "slice", "tojson", "format", "replace", "wordwrap", "truncate")
 
 
 DATA_DELIMITERS = re.compile(r"<{3,}|>{3,}")
@@ -281,8 +200,8 @@ def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
         lstrip_blocks=True,
         finalize=neutralise_delimiters if prompt else None,
     )
-    for name in _SIZED_FILTERS:
-        env.filters[name] = _bounded(name, env.filters[name])
+    for name in SIZED_FILTERS:
+        env.filters[name] = bounded(name, env.filters[name])
     env.filters["count"] = _count
     env.filters["average_precision"] = _average_precision
     env.filters["num"] = _num
@@ -307,9 +226,6 @@ def prepare(variables: dict[str, Any]) -> dict[str, Any]:
     return namespace
 
 
-_DUNDER = re.compile(r"__\w+__|\b(mro|func_globals|f_globals|gi_frame|cr_frame)\b")
-
-
 class _TrackingCodeGenerator(CodeGenerator):
     """Jinja's code generator that also records the names the template reads from its
     context: what ``jinja2.meta.find_undeclared_variables`` learns in a second, discarded
@@ -332,11 +248,11 @@ _Compiled = tuple[Any, frozenset[str], frozenset[tuple[str, str]], dict[Any, int
 def _compile(env: ImmutableSandboxedEnvironment, ast: nodes.Template, filename: str) -> _Compiled:
     """`ast` compiled with one code generation: the Jinja template, the free names it reads, its
     attribute uses and the first line of each (name or (name, key) → line). Raises
-    `TemplateSyntaxError` (`_reject_unsafe`) before any code runs."""
+    `TemplateSyntaxError` (`reject_unsafe`) before any code runs."""
     generator = _TrackingCodeGenerator(env, filename)
     generator.visit(ast)
     found = list(ast.find_all(nodes.Node))  # after code generation, whose optimizer folds constants
-    _reject_unsafe(found)  # ('__cla' ~ 'ss__' is '__class__' by now)
+    reject_unsafe(found)  # ('__cla' ~ 'ss__' is '__class__' by now)
     code = compile(generator.stream.getvalue(), filename, "exec")
     template = env.template_class.from_code(env, code, env.make_globals(None))
     names = frozenset(generator.undeclared) - set(env.globals)
@@ -376,7 +292,7 @@ def _template(source: str, file: str, prompt: bool) -> tuple[_Compiled, str | No
 def _context(template: Any, namespace: dict[str, Any]) -> Any:
     """A render context over `namespace` itself (what ``template.new_context(namespace,
     shared=True)`` makes, minus the copy of the globals' keys Jinja keeps for templates used as
-    modules — templates here are not: `_reject_unsafe` refuses import and include)."""
+    modules — templates here are not: `reject_unsafe` refuses import and include)."""
     env = template.environment
     return env.context_class(env, namespace if _PREPARED in namespace else prepare(namespace), template.name,
                              template.blocks)
@@ -443,76 +359,6 @@ def _attribute_uses(found: list[nodes.Node]) -> dict[tuple[str, str], int]:
         if isinstance(key, str):
             uses.setdefault((node.node.name, key), node.lineno)
     return uses
-
-
-def _reject_unsafe(found: list[nodes.Node]) -> None:
-    """Refuse at load time: dunder, private and frame attribute walks (the sandbox refuses them
-    anyway), ``|attr('_…')``, ``.format``/``.format_map``, sizes written as constants that
-    exceed the limits (``range(10**9)``, ``'a' * 10**9``, ``x|center(10**9)``), and
-    `include`/`import`/`extends`, which cannot work here: templates are self-contained."""
-    for node in found:
-        if not isinstance(node, (nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
-            continue
-        tag = {"Include": "include", "Import": "import", "FromImport": "from … import", "Extends": "extends"}
-        raise TemplateSyntaxError(f"'{tag[type(node).__name__]}' is not supported: a template is self-contained",
-                                  node.lineno)
-    for node in found:
-        if not isinstance(node, (nodes.Getattr, nodes.Getitem, nodes.Filter)):
-            continue
-        if isinstance(node, nodes.Filter):
-            name = _constant(node.args[0]) if node.name == "attr" and node.args else None
-        else:
-            name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
-        if isinstance(name, str) and (name.startswith("_") or _DUNDER.search(name)):
-            raise TemplateSyntaxError(f"access to '{name}' is not allowed", getattr(node, "lineno", 1))
-        if isinstance(node, nodes.Getattr) and node.attr in ("format", "format_map"):
-            raise TemplateSyntaxError(f"'.{node.attr}' is not allowed (format strings can reach attributes); "
-                                      "use the format filter: '%s' | format(value)", node.lineno)
-    for node in found:
-        if not isinstance(node, (nodes.Mul, nodes.Pow, nodes.Call, nodes.Filter)):
-            continue
-        try:
-            if isinstance(node, (nodes.Mul, nodes.Pow)):
-                _constant(node)
-            elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "range":
-                for arg in node.args:
-                    value = _constant(arg)
-                    if _is_int(value) and abs(value) > MAX_RANGE:
-                        raise OverflowError(f"range({value}) is larger than the limit of {MAX_RANGE:,} numbers")
-            elif isinstance(node, nodes.Filter) and node.name in _SIZED_FILTERS:
-                for arg in [*node.args, *(kw.value for kw in node.kwargs)]:
-                    value = _constant(arg)
-                    if _is_int(value) and value > MAX_SIZE:
-                        raise _too_big(f"|{node.name}({value})", value)
-        except OverflowError as exc:
-            raise TemplateSyntaxError(str(exc), getattr(node, "lineno", 1)) from None
-
-
-_UNKNOWN = object()
-_ARITHMETIC = {nodes.Add: ("+", operator.add), nodes.Sub: ("-", operator.sub), nodes.Mul: ("*", operator.mul),
-               nodes.Pow: ("**", operator.pow), nodes.FloorDiv: ("//", operator.floordiv),
-               nodes.Mod: ("%", operator.mod)}
-
-
-def _constant(node: nodes.Node) -> Any:
-    """The value of a constant expression (numbers and texts with + - * ** // %), computed
-    within the size limits (raising `OverflowError` beyond them); `_UNKNOWN` otherwise."""
-    if isinstance(node, nodes.Const):
-        return node.value
-    if isinstance(node, nodes.Neg):
-        value = _constant(node.node)
-        return -value if _is_int(value) or isinstance(value, float) else _UNKNOWN
-    if type(node) in _ARITHMETIC:
-        left, right = _constant(node.left), _constant(node.right)
-        if left is _UNKNOWN or right is _UNKNOWN:
-            return _UNKNOWN
-        symbol, fn = _ARITHMETIC[type(node)]
-        _check_binop(symbol, left, right)
-        try:
-            return fn(left, right)
-        except (ArithmeticError, TypeError, ValueError):
-            return _UNKNOWN
-    return _UNKNOWN
 
 
 __all__ = ["Expression", "Template", "TemplateSyntaxError", "environment", "neutralise_delimiters"]

@@ -145,14 +145,9 @@ def _expanded_size(root: yaml.Node) -> int:
     return size(root)
 
 
-def load_yaml(text: str, file: str) -> LoadedYAML:
-    """Parse one YAML document.
-
-    Returns a `LoadedYAML`; syntax errors, duplicate keys, unsupported tags and alias bombs are
-    recorded in `.problems` (codes ``yaml-syntax``, ``duplicate-key``, ``yaml-tag``,
-    ``yaml-too-large``) rather than raised. Never raises for any input string.
-    """
-    out = LoadedYAML()
+def _parse(text: str, file: str, problems: list[Problem]) -> yaml.Node | None:
+    """The document's root node, or None when it is empty or cannot be parsed (the reason
+    appended to `problems`: ``yaml-syntax`` or ``yaml-too-large``)."""
     try:
         loader = _Loader(text)
         try:
@@ -163,17 +158,29 @@ def load_yaml(text: str, file: str) -> LoadedYAML:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         if "nesting depth" in (exc.problem or ""):  # libyaml ≥ 0.2.6 bounds nesting itself
-            out.problems.append(Problem("yaml-too-large", _TOO_DEEP, file, line, col))
-            return out
+            problems.append(Problem("yaml-too-large", _TOO_DEEP, file, line, col))
+            return None
         message = " ".join(s for s in (exc.context, exc.problem) if s) or "invalid YAML"
-        out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {message}", file, line, col))
-        return out
+        problems.append(Problem("yaml-syntax", f"YAML syntax error: {message}", file, line, col))
+        return None
     except RecursionError:
-        out.problems.append(Problem("yaml-too-large", _TOO_DEEP, file, 1, 1))
-        return out
+        problems.append(Problem("yaml-too-large", _TOO_DEEP, file, 1, 1))
+        return None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        out.problems.append(Problem("yaml-syntax", f"YAML syntax error: {exc}", file, 1, 1))
-        return out
+        problems.append(Problem("yaml-syntax", f"YAML syntax error: {exc}", file, 1, 1))
+        return None
+    return root
+
+
+def load_yaml(text: str, file: str) -> LoadedYAML:
+    """Parse one YAML document.
+
+    Returns a `LoadedYAML`; syntax errors, duplicate keys, unsupported tags and alias bombs are
+    recorded in `.problems` (codes ``yaml-syntax``, ``duplicate-key``, ``yaml-tag``,
+    ``yaml-too-large``) rather than raised. Never raises for any input string.
+    """
+    out = LoadedYAML()
+    root = _parse(text, file, out.problems)
     if root is None:
         return out
 

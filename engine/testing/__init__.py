@@ -5,7 +5,8 @@
   scripts an answer's label probabilities.
 - `FakeOpenAIServer` (`engine.testing.fake_openai`): an OpenAI-compatible HTTP server on
   127.0.0.1 with scripted replies, latency and fault injection, so tests exercise the real
-  openai + instructor path end to end.
+  openai + instructor path end to end (its HTTP side in `fake_http`, the replies it sends —
+  `Fault`, `Tokens`, completions — in `fake_replies`).
 - `FaultInjector` (`engine.testing.faults`): a reply for that server injecting faults (429,
   5xx, resets, timeouts, malformed or cut-off answers, refusals) at seeded rates.
 - `assert_scores` (`engine.testing.assertions`): a scorer on a few cases inside a pytest suite,

@@ -1,6 +1,6 @@
 """The cache layer: a judge call already answered is served from the judge-call cache.
 
-`CachedJudge` is the outermost layer of a judge (`engine.bind.stack.layered`), above the rate limit,
+`CachedJudge` sits above the rate limit (the order is `engine.bind.stack.LAYERS`),
 so a hit takes no token and makes no request. For each call it computes the key from the
 provider judge's `engine.judge.identity.ProviderIdentity` and the call (`CallIdentity`: provider,
 model or weights' SHA-256, base URL, structured-output mode, messages, schema as sent,
@@ -38,7 +38,6 @@ import re
 import time
 import warnings
 import weakref
-from typing import Any
 
 from ...core.errors import ScorerRunError
 from ...core.result import Usage
@@ -46,8 +45,7 @@ from ..call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
 from .base import CachedAnswer, JudgeCache, JudgeCacheWarning
 from .lease import claim_or_wait, takes_leases
 
-__all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache", "scorers_with_cache", "with_cache",
-           "without_cache"]
+__all__ = ["CACHE_URL_VARIABLE", "CacheSetting", "CachedJudge", "open_cache"]
 
 #: What the ``cache=`` arguments accept: True (the default cache, see `open_cache`), a file path,
 #: a Redis URL, a `JudgeCache` object, or False / None (no cache).
@@ -137,7 +135,7 @@ class CachedJudge(JudgeLayer):
 
     def over(self, inner: Judge) -> "CachedJudge":
         """This cache layer (same cache, settings and state) over another judge: how a layer is
-        put below it (`engine.bind.stack.with_rate_limit`)."""
+        put below it (`engine.bind.stack.restack`)."""
         return CachedJudge(inner, self.cache, refresh=self.refresh, _switch=self._switch)
 
     def __repr__(self) -> str:
@@ -266,36 +264,3 @@ def _served(call: JudgeCall, entry: CachedAnswer | None) -> JudgeAnswer | None:
         return None
     return JudgeAnswer(data, entry.raw, attempts=0, usage=Usage(cache_hits=1),
                        answer_probs=copy.deepcopy(entry.answer_probs) if call.probabilities else None)
-
-
-def with_cache(judge: Judge, cache: CacheSetting, *, refresh: bool = False) -> Judge:
-    """`judge` under a cache layer on `cache` (see `open_cache`), replacing a cache layer it
-    already has; `judge` without one for False or None."""
-    judge = without_cache(judge)
-    store = open_cache(cache)
-    return judge if store is None else CachedJudge(judge, store, refresh=refresh)
-
-
-def without_cache(judge: Judge) -> Judge:
-    """`judge` with its outermost cache layer taken off (itself when it has none)."""
-    return judge.inner if isinstance(judge, CachedJudge) else judge
-
-
-def scorers_with_cache(scorers: list[Any], cache: CacheSetting, *, refresh: bool = False) -> list[Any]:
-    """Each scorer that uses a judge asking it through `cache` (`with_cache`: False takes a cache
-    layer off), as a twin (`Scorer.with_judge`); the others, and a scorer whose judge cannot be
-    built (that failure shows on each item), as they are."""
-    store = open_cache(cache)
-    out = []
-    for scorer in scorers:
-        plan = getattr(scorer, "plan", None)
-        if not getattr(plan, "uses_judge", False) or not hasattr(scorer, "with_judge"):
-            out.append(scorer)
-            continue
-        try:
-            judge = scorer.judge
-        except Exception:
-            out.append(scorer)
-            continue
-        out.append(scorer.with_judge(with_cache(judge, store, refresh=refresh)))
-    return out
