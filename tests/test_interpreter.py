@@ -730,7 +730,7 @@ SEED_KEYS = {"runId", "score", "reason", "preprocessStepResult", "preprocessProm
     (object(), "a object at the top"),
 ])
 def test_json_problem_names_the_first_non_json_value(value, problem):
-    from engine.interpret.scorer import _json_problem
+    from engine.interpret.values import json_problem as _json_problem
 
     assert _json_problem(value) == problem
 

@@ -240,10 +240,13 @@ def tokens_of(completion: Any) -> list[Token] | None:
     return tokens
 
 
-def probs_from_completion(completion: Any, schema: Mapping[str, Any]) -> dict[str, LabelProbs] | None:
+def probs_from_completion(completion: Any, schema: Mapping[str, Any], *,
+                          fields: Mapping[str, Sequence[Any]] | None = None) -> dict[str, LabelProbs] | None:
     """`answer_probs` of a chat completion for the answer `schema`; None when the completion has
-    no token probabilities or the schema no label field."""
-    fields = label_fields(schema)
+    no token probabilities or the schema no label field. `fields`: the schema's label fields when
+    known (a compiled stage's, `engine.core.answer_schema.AnswerSchema.labels`), else derived here."""
+    if fields is None:
+        fields = label_fields(schema)
     tokens = tokens_of(completion) if fields else None
     return answer_probs(tokens, fields) if tokens else None
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorKind
@@ -47,8 +48,23 @@ class Usage(_Out):
 _SUMMED = tuple(Usage.model_fields)
 
 
-class StageRecord(_Out):
-    """One stage of one run: its result, and for prompt stages the prompt and the raw answer.
+class _StageRecordBase(_Out):
+    """What every stage's record holds: its kind, whether `when` skipped it, its result, and the
+    prompt, raw answer, attempts and judge usage (a rule stage's: None, None, 0 and zero, kept so
+    every stage has one JSON shape)."""
+
+    kind: str
+    skipped: bool = False
+    result: Any = None
+    prompt: str | None = None
+    raw_answer: str | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+
+
+class PromptStageRecord(_StageRecordBase):
+    """One prompt stage of one run (JSON ``kind: prompt``): its result, the prompt sent (with
+    ``for_each``: each element's, numbered ``[i]``) and the judge's raw answer.
 
     A sampled stage (`engine.spec.sampling`) also records `samples`, every sample's validated answer
     in order (with ``for_each``: one list per element), `agreement` in [0, 1] (how far they agree
@@ -64,28 +80,75 @@ class StageRecord(_Out):
     out of the JSON when None: not asked, or the judge reported none.
     """
 
-    kind: str  # "prompt" | "rule"
-    skipped: bool = False
-    result: Any = None
-    prompt: str | None = None
-    raw_answer: str | None = None
-    attempts: int = 0
-    usage: Usage = Field(default_factory=Usage)
+    kind: Literal["prompt"] = "prompt"
     samples: list[Any] | None = None
     agreement: float | None = None
     agreements: list[float | None] | None = None
     spread: dict[str, float] | None = None
     answer_probs: Any = None
-    # the probabilities expressions see (`answer_probs.STAGE`: reported, else the hard labels), and per
-    # label field how many answers had it from the hard label although probabilities were asked for
-    _used_probs: Any = PrivateAttr(default=None)
-    _hard_labels: dict[str, int] = PrivateAttr(default_factory=dict)
-    _answers: int = PrivateAttr(default=0)
 
     @model_serializer(mode="wrap")
     def _sampling_keys_when_sampled(self, handler: Any) -> Any:
         return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
                                              "answer_probs"))
+
+
+class RuleStageRecord(_StageRecordBase):
+    """One rule stage of one run (JSON ``kind: rule``): its result, the registered function's
+    value (JSON data); its prompt and raw answer are None, its attempts 0, its usage zero, and the
+    sampling fields of a `PromptStageRecord` read None."""
+
+    kind: Literal["rule"] = "rule"
+
+    # what a prompt stage asked once shows, so a reader of any stage's record finds the same names
+    # (never written to JSON: a prompt stage leaves them out when None too)
+    @property
+    def samples(self) -> None:
+        """None: a rule stage is not sampled."""
+        return None
+
+    @property
+    def agreement(self) -> None:
+        """None: a rule stage is not sampled."""
+        return None
+
+    @property
+    def agreements(self) -> None:
+        """None: a rule stage is not sampled."""
+        return None
+
+    @property
+    def spread(self) -> None:
+        """None: a rule stage is not sampled."""
+        return None
+
+    @property
+    def answer_probs(self) -> None:
+        """None: a rule stage asks the judge nothing."""
+        return None
+
+
+StageRecord = Annotated[PromptStageRecord | RuleStageRecord, Field(discriminator="kind")]
+"""A stage's record, by its ``kind``: `PromptStageRecord` or `RuleStageRecord` (read back from
+JSON by that key)."""
+
+
+@dataclass(frozen=True)
+class SeedField:
+    """A field of the reference scorer's result shape that mirrors one stage: the stage's id and
+    the Python names of the fields holding its result and its prompt (JSON: their camelCase)."""
+
+    stage: str
+    result: str
+    prompt: str
+
+
+SEED_FIELDS: tuple[SeedField, ...] = (
+    SeedField("preprocess", "preprocess_step_result", "preprocess_prompt"),
+    SeedField("analyze", "analyze_step_result", "analyze_prompt"),
+)
+"""The reference's seed fields: a result's stage named `stage`, when it has one, gives them
+(`ScoreResult.preprocess_step_result`…); they are written to JSON before ``generateReasonPrompt``."""
 
 
 def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
@@ -118,8 +181,9 @@ class ScoreResult(_Out):
     given, and so when missing from older JSON), which keys results in the out file, the store
     and summaries. score: float in [0, scale] when scored, else None. reason: the explanation
     (also set when not scorable). The seed's fields (`preprocess_step_result`, `analyze_step_result`, their
-    prompts, `generate_reason_prompt`) mirror the stages named `preprocess` and `analyze` and
-    the reason prompt; `stages` holds every stage by id. spec_hash: sha256 of the spec (merged
+    prompts: read-only, from `stages` by the table `SEED_FIELDS`, and written to JSON from it;
+    `generate_reason_prompt`, the judge-written reason's prompt) keep the reference's result shape;
+    `stages` holds every stage by id (`PromptStageRecord` or `RuleStageRecord`). spec_hash: sha256 of the spec (merged
     over what it extends) and its templates; spec_chain: the spec's id and those it extends.
     agreement: the lowest agreement of its sampled stages (`StageRecord.agreement`), in [0, 1];
     cost_usd: what its judge calls cost in US dollars, set by a batch run from its price table
@@ -143,10 +207,6 @@ class ScoreResult(_Out):
     reason: str | None = None
     not_scorable: NotScorableInfo | None = None
     error: ItemError | None = None
-    preprocess_step_result: Any = None
-    preprocess_prompt: str | None = None
-    analyze_step_result: Any = None
-    analyze_prompt: str | None = None
     generate_reason_prompt: str | None = None
     stages: dict[str, StageRecord] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
@@ -157,7 +217,62 @@ class ScoreResult(_Out):
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
-        return _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings"))
+        data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings"))
+        return self._with_seed_fields(data) if isinstance(data, dict) else data
+
+    def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` with the seed fields (`SEED_FIELDS`) before the reason prompt's key, each stage's
+        values as `data` holds them (serialised), else as the record holds them."""
+        camel = "generateReasonPrompt" in data
+        anchor = "generateReasonPrompt" if camel else "generate_reason_prompt"
+        if anchor not in data:
+            return data
+        dumped = data.get("stages")
+        seeds: dict[str, Any] = {}
+        for seed in SEED_FIELDS:
+            shown = dumped.get(seed.stage) if isinstance(dumped, dict) else None
+            if isinstance(shown, dict):
+                value, prompt = shown.get("result"), shown.get("prompt")
+            else:
+                value, prompt = self._seed(seed.result), self._seed(seed.prompt)
+            seeds[to_camel(seed.result) if camel else seed.result] = value
+            seeds[to_camel(seed.prompt) if camel else seed.prompt] = prompt
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == anchor:
+                out.update(seeds)
+            out[key] = value
+        return out
+
+    def _seed(self, name: str) -> Any:
+        """The value of the seed field `name` (`SEED_FIELDS`): its stage's result or prompt."""
+        for seed in SEED_FIELDS:
+            if name in (seed.result, seed.prompt):
+                record = self.stages.get(seed.stage)
+                if record is None:
+                    return None
+                return record.result if name == seed.result else record.prompt
+        raise AttributeError(name)
+
+    @property
+    def preprocess_step_result(self) -> Any:
+        """The result of the stage ``preprocess`` (`SEED_FIELDS`), None without one."""
+        return self._seed("preprocess_step_result")
+
+    @property
+    def preprocess_prompt(self) -> str | None:
+        """The prompt of the stage ``preprocess``, None without one (or for a rule stage)."""
+        return self._seed("preprocess_prompt")
+
+    @property
+    def analyze_step_result(self) -> Any:
+        """The result of the stage ``analyze`` (`SEED_FIELDS`), None without one."""
+        return self._seed("analyze_step_result")
+
+    @property
+    def analyze_prompt(self) -> str | None:
+        """The prompt of the stage ``analyze``, None without one (or for a rule stage)."""
+        return self._seed("analyze_prompt")
 
     @model_validator(mode="before")
     @classmethod

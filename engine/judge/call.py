@@ -24,7 +24,9 @@ from .contract import AnswerContract
 @dataclass(frozen=True)
 class JudgeCall:
     """One stage's request. `messages` are chat messages (``{"role", "content"}``), rendered;
-    `contract` is what an answer must satisfy (schema, normalisation, checks); `max_reasks` how
+    `contract` is what an answer must satisfy (schema, normalisation, checks) and carries the
+    schema's compiled parts (`AnswerContract.compiled`: validator, label fields, the schema as
+    sent), a stage plan's own for a schema known at load; `max_reasks` how
     often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens;
     `sample_index` which sample of a sampled stage's question this is (0 for the first, and for
     a stage asked once): the judge-call cache keys each sample apart; `probabilities`: also

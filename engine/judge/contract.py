@@ -10,13 +10,11 @@ with kind ``check`` (a check still failed) or ``judge``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema_rs
-
+from ..core.answer_schema import AnswerSchema
 from ..core.errors import ScorerRunError
 
 
@@ -50,18 +48,36 @@ class AnswerContract:
     schema: the per-item JSON Schema of the answer (an object schema, checked at load).
     checks: ``(expression, message)`` pairs; an expression sees `namespace` plus ``answer``.
     namespace: the names the checks see (the item's run fields, options, earlier stages).
+    compiled: what is derived from `schema` (validator, label fields, the schema as sent and its
+    canonical JSON: `engine.core.answer_schema.AnswerSchema`), the stage plan's own object for a
+    schema known at load; None: built here from `schema` (a contract made by hand, or a schema
+    computed per item), its parts then derived on first use.
     """
 
     schema: Mapping[str, Any]
     checks: Sequence[Check] = ()
     namespace: Mapping[str, Any] = field(default_factory=dict)
+    compiled: AnswerSchema | None = None
+
+    def __post_init__(self) -> None:
+        if self.compiled is None:
+            object.__setattr__(self, "compiled", AnswerSchema(self.schema))
+        elif self.compiled.schema is not self.schema:
+            raise ValueError("AnswerContract: compiled is another schema's")
+
+    @classmethod
+    def of(cls, compiled: AnswerSchema, checks: Sequence[Check] = (),
+           namespace: Mapping[str, Any] | None = None) -> "AnswerContract":
+        """The contract for an answer to `compiled`'s schema (a stage plan's `AnswerSchema`)."""
+        return cls(compiled.schema, checks, {} if namespace is None else namespace, compiled)
 
     def validate(self, data: Any) -> Any:
         """The answer normalised (`normalize_answer`) when it matches the schema and passes every
         check; else raises `AnswerInvalid` naming the first three schema errors and the first
         failed check."""
         data = normalize_answer(data, self.schema)
-        validator = answer_validator(self.schema)
+        assert self.compiled is not None
+        validator = self.compiled.validator
         errors = [] if validator.is_valid(data) else list(validator.iter_errors(data))
         check = self.failed_check(data) if self.checks else None
         if errors:
@@ -120,30 +136,10 @@ def normalize_answer(data: Any, schema: Mapping[str, Any]) -> Any:
     return data
 
 
-_VALIDATORS: dict[str, Any] = {}
-# the last validators by schema object: a stage's shared schema (no `{$expr}`) is the same object
-# on every call, so its validator is found without serialising it (id checked with `is`)
-_BY_OBJECT: dict[int, tuple[Mapping[str, Any], Any]] = {}
-
-
 def answer_validator(schema: Mapping[str, Any]) -> Any:
-    """A compiled validator for an answer schema (jsonschema-rs: about 1 µs per verdict list,
-    against ~190 µs for the pure-Python validator), cached by the schema object and by its
-    content, since per-item schemas repeat. The schema itself was checked against Draft 2020-12
-    at load."""
-    seen = _BY_OBJECT.get(id(schema))
-    if seen is not None and seen[0] is schema:
-        return seen[1]
-    key = json.dumps(schema, sort_keys=True)
-    found = _VALIDATORS.get(key)
-    if found is None:
-        if len(_VALIDATORS) > 4096:
-            _VALIDATORS.clear()
-        found = _VALIDATORS[key] = jsonschema_rs.Draft202012Validator(schema)
-    if len(_BY_OBJECT) > 256:
-        _BY_OBJECT.clear()
-    _BY_OBJECT[id(schema)] = (schema, found)  # keeps the schema alive, so its id is not reused
-    return found
+    """A compiled validator (jsonschema-rs) for an answer schema, built anew: a stage's own is on
+    its plan (`engine.spec.plans.PromptStagePlan.answer`), a call's on its contract."""
+    return AnswerSchema(schema).validator
 
 
 def schema_message(errors: list[Any]) -> str:

@@ -68,29 +68,15 @@ class ProviderIdentity:
                             seed=self.seed, sample_index=sample_index, probabilities=call.probabilities)
 
 
-# the titled schemas of the last stages keyed: (id of the call's schema, stage) → (that schema,
-# the titled copy), so a stage's calls share one schema object, whose canonical JSON the key
-# remembers (`engine.judge.cache.base`); the entry keeps the schema alive, so its id is not reused
-_AS_SENT: dict[tuple[int, str], tuple[Any, dict[str, Any]]] = {}
-
-
 def schema_as_sent(call: JudgeCall) -> Any:
     """The answer schema the provider judge sends for `call`: the call's schema titled with the
     stage id unless it has a title (`engine.judge.provider.response_model`; instructor names the
-    tool, and the description it derives, after the title). The same object for every call of a
-    stage whose schema is shared (never mutate it)."""
-    schema = call.schema
-    if not isinstance(schema, dict) or "title" in schema:
-        return schema
-    slot = (id(schema), call.stage)
-    seen = _AS_SENT.get(slot)
-    if seen is not None and seen[0] is schema:
-        return seen[1]
-    titled = {**schema, "title": call.stage}
-    if len(_AS_SENT) > 256:
-        _AS_SENT.clear()
-    _AS_SENT[slot] = (schema, titled)
-    return titled
+    tool, and the description it derives, after the title). Read from the call's compiled schema
+    (`engine.core.answer_schema.AnswerSchema.as_sent`): the same object for every call of a stage
+    whose schema is known at load (never mutate it)."""
+    compiled = call.contract.compiled
+    assert compiled is not None
+    return compiled.as_sent(call.stage)
 
 
 def provider_identity(model: str, *, base_url: str | None = None, mode: Any = None,

@@ -186,12 +186,14 @@ class InstructorJudge:
         if probabilities:
             extra.update(logprobs=True, top_logprobs=TOP_ALTERNATIVES)
         usage = Usage()
+        compiled = call.contract.compiled  # the stage's schema, compiled once (`engine.core.answer_schema`)
+        assert compiled is not None
         started = time.perf_counter()
         try:
             answer, completion = await self._client(probabilities).create_with_completion(
                 # the schema's own key order, not sorted: it is the order of the answer's properties the
                 # provider is shown and a grammar-constrained judge must write (a verdict before its reason)
-                response_model=response_model(json.dumps(call.schema), call.stage),
+                response_model=response_model(compiled.json_text, call.stage),
                 messages=[dict(m) for m in call.messages],
                 max_retries=call.max_reasks,
                 context=ContractContext(call.contract),
@@ -213,7 +215,7 @@ class InstructorJudge:
         n = max(calls[0], 1)
         usage.calls, usage.reasks = n, n - 1
         _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
-        probs = probs_from_completion(completion, call.schema) if probabilities else None
+        probs = probs_from_completion(completion, call.schema, fields=compiled.labels) if probabilities else None
         return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
                            answer_probs=probs or None)
 

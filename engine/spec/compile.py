@@ -21,12 +21,13 @@ from .. import functions
 from ..core.answer_probs import label_fields
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
-from ..core.schemas import OptionValidator, answer_keys, schema_error
+from ..core.schemas import answer_keys, schema_error
 from .catalog import prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
+from .option_plans import declared_field, options_plan
 from .plans import (
     REASON_SCHEMA,
     CheckPlan,
@@ -168,43 +169,6 @@ def _syntax_hint(message: str | None) -> str:
 # --- the spec, section by section ----------------------------------------------------------------
 
 
-def _options(spec: Spec, doc: Document) -> OptionsPlan:
-    """Every option's schema checked and its default validated; `scale` added (default 1)
-    when the spec scores against `options.scale` without declaring it."""
-    defaults: dict[str, Any] = {}
-    validators: dict[str, OptionValidator] = {}
-    for name, schema in spec.options.items():
-        key = f"options.{name}"
-        exc = schema_error(schema)
-        if exc is not None:
-            doc.add("option-schema", key, f"not a valid JSON Schema: {exc.message}")
-            continue
-        typos = list(misspelled(schema))
-        for pointer, name, keyword in typos:
-            doc.add("option-schema", ".".join((key, *map(str, pointer))), f"{name!r} is no JSON Schema keyword, "
-                    "so it would be ignored", f"did you mean '{keyword}'?")
-        if typos:
-            continue
-        if "default" not in schema:
-            doc.add("option-default", key, "an option needs a default", "add default: …")
-            continue
-        validator = OptionValidator(schema)
-        error = validator.error(schema["default"])
-        if error is not None:
-            hint = "quote it, or use true/false for a boolean" if f"{key}.default" in doc.positions and str(
-                schema["default"]).lower() in {"yes", "no", "on", "off"} else ""
-            doc.add("option-default", f"{key}.default", f"the default does not satisfy the option's schema: {error}",
-                    hint)
-        defaults[name] = schema["default"]
-        validators[name] = validator
-    schemas: dict[str, Any] = dict(spec.options)
-    if "scale" not in spec.options and spec.score.scale == "options.scale":
-        schemas["scale"] = {"type": "number", "exclusiveMinimum": 0, "default": 1}
-        defaults["scale"] = 1
-        validators["scale"] = OptionValidator(schemas["scale"])
-    return OptionsPlan(defaults, validators, schemas)
-
-
 def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, Union[bool, Expression]],
                                                                       dict[str, FieldPlan]]:
     """Each field's `required` (True, or an expression over options) and the fields the spec
@@ -228,7 +192,7 @@ def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, U
                       "schema", hint if hint.startswith("did you mean") else
                       "add schema: {type: string} (any JSON Schema), or use a run field: " + ", ".join(RUN_FIELDS))
         else:
-            plan = _declared_field(name, field_spec.schema_, field_spec.description, c.doc, options)
+            plan = declared_field(name, field_spec.schema_, field_spec.description, c.doc, options)
             if plan is not None:
                 declared[name] = plan
         value = field_spec.required
@@ -242,25 +206,6 @@ def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, U
         elif value:
             required[name] = True
     return required, declared
-
-
-def _declared_field(name: str, schema: dict[str, Any], description: str, doc: Document,
-                    options: OptionsPlan) -> FieldPlan | None:
-    """A declared field's plan; its schema must be valid, and the default of an option of the
-    same name (when not null) must satisfy it."""
-    exc = schema_error(schema)
-    if exc is not None:
-        doc.add("invalid-schema", f"fields.{name}.schema", f"not a valid JSON Schema: {exc.message}")
-        return None
-    validator = OptionValidator(schema)
-    from_option = name in options.defaults
-    default = options.defaults.get(name)
-    if default is not None:
-        error = validator.error(default)
-        if error is not None:
-            doc.add("option-default", f"options.{name}.default", f"the default does not satisfy the schema of "
-                    f"field {name!r}: {error}", "an option named like a field gives that field's default")
-    return FieldPlan(name, validator, from_option, description)
 
 
 def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judge: JudgeSpec,
@@ -428,7 +373,7 @@ def _reasons(spec: Spec, c: _Compiler, scope: Scope) -> list[ReasonPlan]:
 def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     """The scorer plan, or None when a problem was recorded in `doc`."""
     c = _Compiler(doc)
-    options = _options(spec, doc)
+    options = options_plan(spec, doc)
     required, declared = _fields(spec, c, options)
     own = [name for name in spec.fields if name not in RUN_FIELDS]  # known to `run` even when broken
     scope = Scope({"run": run_keys(own), "options": frozenset(options.defaults)})
@@ -445,7 +390,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     stages, scope = _stages(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = _reasons(spec, c, scope)
-    if doc.problems or score is None:
+    if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
     return ScorerPlan(
         id=spec.id, name=spec.name or "", description=spec.description or "", version=spec.version or 0,
@@ -454,6 +399,21 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
         direction=spec.direction,
     )
+
+
+def _prepare_answers(stages: list[StagePlan], reasons: list[ReasonPlan], doc: Document) -> bool:
+    """Derive once what every call of a prompt stage needs from its answer schema (validator,
+    label fields, JSON text, the schema as sent and its canonical JSON: `AnswerSchema.prepare`);
+    False after recording a schema the validator cannot compile."""
+    keyed = [(f"stages[{i}].output_schema", s) for i, s in enumerate(stages)]
+    keyed += [(f"reason[{i}]", r.prompt) for i, r in enumerate(reasons) if r.prompt is not None]
+    for key, stage in keyed:
+        if isinstance(stage, PromptStagePlan) and stage.answer is not None:
+            try:
+                stage.answer.prepare()
+            except Exception as exc:  # a schema Draft 2020-12 accepts and jsonschema-rs cannot compile
+                doc.add("invalid-schema", key, f"the output schema cannot be compiled: {exc}")
+    return not doc.problems
 
 
 # --- entry points ------------------------------------------------------------------------------

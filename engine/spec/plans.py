@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from ..core.answer_schema import AnswerSchema
 from ..core.direction import HIGHER_IS_BETTER, Direction
 from ..core.schemas import OptionValidator
 from .expressions import Expression, Template
@@ -68,6 +69,11 @@ class PromptStagePlan:
     nothing a default reduction can use and the spec gives no `reduce` (it is then always asked
     once, whatever a run's ``samples``). probabilities: whether to ask for the answer's label
     probabilities (`engine.core.answer_probs`): a constant, or an expression evaluated per item.
+    answer: what is derived once from a schema known at load (`engine.core.answer_schema.AnswerSchema`:
+    the validator, label fields, the schema's JSON text, the schema as sent titled with the stage
+    id and its canonical JSON for cache keys); None when the schema
+    has ``{$expr}`` values (`answer_for` then builds one per call). Made when the plan is built,
+    its parts computed by the compiler once the spec has no problem (`AnswerSchema.prepare`).
     """
 
     id: str
@@ -83,11 +89,24 @@ class PromptStagePlan:
     result: Expression | None = None
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
+    answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.answer is None and not self.schema_exprs:
+            object.__setattr__(self, "answer", AnswerSchema(self.schema, self.id))
 
     @property
     def samples(self) -> int:
         """How many times each question of the stage is asked (1 when it is not sampled)."""
         return self.sampling.n if self.sampling is not None else 1
+
+    def answer_for(self, namespace: dict[str, Any]) -> AnswerSchema:
+        """The compiled answer schema for one item (or element): the plan's own (`answer`) when
+        the schema is known at load; else one built for this call from `schema_for(namespace)`,
+        its parts derived on first use. Raises what a `$expr` value's expression raises."""
+        if self.answer is not None:
+            return self.answer
+        return AnswerSchema(self.schema_for(namespace), self.id)
 
     def schema_for(self, namespace: dict[str, Any]) -> dict[str, Any]:
         """The output schema for one item (or element): `$expr` values computed over

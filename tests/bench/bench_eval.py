@@ -189,7 +189,7 @@ PROFILE_SPOTS = {
     ("_base_client.py", "_build_request"): "openai: building the HTTP request",
     ("_base_client.py", "_process_response"): "openai: parsing the response into models",
     ("retry.py", "retry_async_v2"): "instructor: the call with re-ask loop (inclusive)",
-    ("scorer.py", "_interpret"): "engine: interpreter (render prompts, expressions, validation)",
+    ("interpreter.py", "run"): "engine: interpreter (render prompts, expressions, validation)",
     ("runner.py", "_save"): "engine: out-file line + store commit per result",
 }
 

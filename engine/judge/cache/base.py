@@ -41,10 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ...core.answer_schema import SentSchema, canonical_json
+
 __all__ = [
     "CACHE_FILE_NAME",
     "EMBEDDED_PROVIDERS",
     "KEY_FORMAT",
+    "canonical_json",
     "CacheStats",
     "CachedAnswer",
     "CallIdentity",
@@ -77,20 +80,7 @@ class JudgeCacheWarning(RuntimeWarning):
     unreachable); the run goes on without it. Issued once per cache object."""
 
 
-# one encoder for every key and value (json.dumps would build one per call); one decoder
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _DECODER = json.JSONDecoder()
-
-
-def canonical_json(value: Any) -> bytes:
-    """`value` as canonical JSON bytes: keys sorted, no whitespace, non-ASCII text as UTF-8
-    (lone surrogates kept through ``surrogatepass``). Raises ValueError for NaN or infinity,
-    non-text dict keys, or values JSON cannot hold (sets, bytes, objects)."""
-    try:
-        text = _CANONICAL.encode(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(str(exc)) from None
-    return text.encode("utf-8", "surrogatepass")
 
 
 # --------------------------------------------------------------------------- the key
@@ -122,8 +112,9 @@ class CallIdentity:
     """The rendered chat messages exactly as sent (a list of ``{"role", "content"}`` dicts;
     content a string or a list of parts). Order matters; dict key order does not."""
     schema: Any
-    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed). Never
-    mutated once keyed: its canonical JSON is remembered by object."""
+    """The answer's JSON Schema as sent for this item (``{$expr}`` values already computed). A
+    `engine.core.answer_schema.SentSchema` (a stage's schema as sent, compiled once) brings its
+    canonical JSON along; of any other value it is computed here."""
     temperature: float
     """Sampling temperature, >= 0 (``0``, ``0.0`` and ``-0.0`` are one key)."""
     max_tokens: int
@@ -186,18 +177,8 @@ class CallIdentity:
 
 _LENGTH = struct.Struct(">Q").pack  # a section's length: 8 bytes, big-endian
 
-# the first two sections of the last keys, by their header and schema object: a stage's calls share
-# them (its schema is one object on every call, `engine.judge.identity.schema_as_sent`; checked
-# with `is`, and the entry keeps the object alive, so its id is not reused)
-_PREFIXES: dict[tuple[tuple, int], tuple[Any, bytes]] = {}
-
-
 def _prefix(header: tuple, schema: Any) -> bytes:
     """The header's and the schema's sections of `key_material`."""
-    slot = (header, id(schema))
-    seen = _PREFIXES.get(slot)
-    if seen is not None and seen[0] is schema:
-        return seen[1]
     provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index, probabilities = header
     scalars = {"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
                "structured_mode": structured_mode, "temperature": temperature, "max_tokens": max_tokens,
@@ -206,14 +187,10 @@ def _prefix(header: tuple, schema: Any) -> bytes:
         scalars["probabilities"] = True
     fields = canonical_json(scalars)
     try:
-        schema_text = canonical_json(schema)
+        schema_json = schema.canonical_json() if isinstance(schema, SentSchema) else canonical_json(schema)
     except ValueError as exc:
         raise ValueError(f"schema: not JSON data ({exc})") from None
-    prefix = _LENGTH(len(fields)) + fields + _LENGTH(len(schema_text)) + schema_text
-    if len(_PREFIXES) > 256:
-        _PREFIXES.clear()
-    _PREFIXES[slot] = (schema, prefix)
-    return prefix
+    return _LENGTH(len(fields)) + fields + _LENGTH(len(schema_json)) + schema_json
 
 
 def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
@@ -225,7 +202,8 @@ def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
     framed by its length (8 bytes, big-endian); then `messages`: ``L`` and their count (8 bytes,
     big-endian), then each message as ``T`` + its role + its content (each framed, UTF-8) when it
     is exactly ``{"role": text, "content": text}``, else as ``J`` + its canonical JSON (framed);
-    messages that are not a list are ``J`` + their canonical JSON. Raises ValueError naming
+    messages that are not a list are ``J`` + their canonical JSON. The canonical
+    JSON of `schema` (a `SentSchema` brings it along). Raises ValueError naming
     ``schema`` or ``messages`` for a value that is not JSON data."""
     parts = [_prefix(header, schema)]
     try:

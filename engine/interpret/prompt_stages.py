@@ -1,0 +1,239 @@
+"""Running a prompt stage: its judge calls (one, one per ``for_each`` element, or several samples
+reduced to one answer), recorded in the stage's `PromptStageRecord`.
+
+Each runner is a generator yielding `JudgeCall`s (or a `FanOut` of element runners) and receiving
+the judge's answers, as `engine.interpret.interpreter` drives it. The call carries the stage plan's
+compiled answer schema (`PromptStagePlan.answer_for`): the plan's own object for a schema known at
+load, one built per call for a schema with ``{$expr}`` values.
+
+What the interpreter keeps for itself beside a record (the label probabilities expressions see,
+and how many answers counted by their hard label) lives in `StageWork`, never on the record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.answer_probs import mean_probs, with_hard_labels
+from ..core.answer_schema import AnswerSchema
+from ..core.errors import ScorerRunError
+from ..core.result import PromptStageRecord, Usage
+from ..judge.call import JudgeCall
+from ..judge.contract import AnswerContract
+from ..spec.expressions import Template
+from ..spec.plans import PromptStagePlan
+from .fan_out import FanOut
+from .reduce import Reduced, agreeing_share, reduce_samples
+from .values import evaluate, render, require_json
+
+__all__ = ["PromptRunner", "StageWork", "wants_probs"]
+
+Steps = Generator[Any, Any, Any]
+
+
+@dataclass
+class StageWork:
+    """A prompt stage's record (or one call's, a part of it) and the interpreter's own state
+    beside it: `used_probs`, the label probabilities expressions see (`answer_probs.STAGE`: those
+    reported, else the hard labels; with ``for_each`` one per element); `hard_labels`, per label
+    field how many answers had it from their hard label although probabilities were asked for;
+    `answers`, how many answers were counted."""
+
+    record: PromptStageRecord = field(default_factory=PromptStageRecord)
+    used_probs: Any = None
+    hard_labels: dict[str, int] = field(default_factory=dict)
+    answers: int = 0
+
+
+def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
+    """Whether `stage` asks the judge for label probabilities on this item (its `probabilities`)."""
+    if isinstance(stage.probabilities, bool):
+        return stage.probabilities
+    return bool(evaluate(stage.probabilities, ns, f"{stage.id}.probabilities"))
+
+
+@dataclass(frozen=True)
+class PromptRunner:
+    """Runs prompt stages of one scorer; `instructions` is its system message template (None:
+    no system message)."""
+
+    instructions: Template | None
+
+    def stage(self, stage: PromptStagePlan, ns: dict[str, Any], work: StageWork) -> Steps:
+        """The stage's result for this item (its `result` expression over ``answer``, else the
+        answer; with ``for_each`` a list, one per element); raises `ScorerRunError`."""
+        if stage.for_each is not None:
+            return (yield from self._each(stage, ns, work))
+        answer = yield from self._sampled(stage, stage.answer_for(ns), ns, work)
+        if stage.result is None:
+            return answer
+        return evaluate(stage.result, {**ns, "answer": answer}, f"{stage.id}.result")
+
+    def _each(self, stage: PromptStagePlan, ns: dict[str, Any], work: StageWork) -> Steps:
+        """A `for_each` stage: one judge call per element, in order; the record sums the calls'
+        usage and attempts and joins their prompts and raw answers (element by element)."""
+        assert stage.for_each is not None
+        record = work.record
+        elements = evaluate(stage.for_each, ns, f"{stage.id}.for_each")
+        if isinstance(elements, (str, bytes)) or not isinstance(elements, (list, tuple)):
+            raise ScorerRunError("expression", f"{stage.id}.for_each: {stage.for_each.source!r} gave "
+                                 f"{type(elements).__name__}, expected a list", stage=stage.id)
+        parts = [StageWork() for _ in elements]
+        scopes = [{**ns, "each": element, "each_index": index} for index, element in enumerate(elements)]
+        outcomes = (yield FanOut([self._element(stage, scope, part) for scope, part in zip(scopes, parts)])) \
+            if elements else []
+        prompts: list[str] = []
+        raws: list[Any] = []
+        answers: list[Any] = []
+        failure: ScorerRunError | None = None
+        try:
+            for index, (part, outcome) in enumerate(zip(parts, outcomes)):
+                if not outcome.started:
+                    break
+                prompts.append(part.record.prompt or "")
+                raw = part.record.raw_answer
+                # a sampled element's raw answers are a list: kept as one, not as its JSON text
+                raws.append(json.loads(raw) if stage.samples > 1 and raw else raw or "")
+                record.attempts += part.record.attempts
+                record.usage.add(part.record.usage)
+                if outcome.error is not None and failure is None:
+                    failure = outcome.error
+                    failure.message = f"element {index}: {failure.message}"
+                answers.append(outcome.value)
+            if failure is not None:
+                raise failure
+            results = [answer if stage.result is None
+                       else evaluate(stage.result, {**scope, "answer": answer}, f"{stage.id}.result")
+                       for scope, answer in zip(scopes, answers)]
+        finally:
+            record.prompt = "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(prompts)) if prompts else None
+            record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+            if stage.samples > 1:
+                _gather_samples(record, [part.record for part in parts[:len(prompts)]])
+        if stage.probabilities is not False:
+            _gather_probs(work, parts, each=True)
+        return results
+
+    def _element(self, stage: PromptStagePlan, scope: dict[str, Any], part: StageWork) -> Steps:
+        """One element of a `for_each` stage: its question (sampled or not), recorded in `part`."""
+        return (yield from self._sampled(stage, stage.answer_for(scope), scope, part))
+
+    def _sampled(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork) -> Steps:
+        """One question of `stage`: asked once, or `stage.samples` times and reduced
+        (`engine.interpret.reduce`), every sample's answer, the agreement and the spread in the
+        record. A sample that fails fails the question (message prefixed ``sample i: ``)."""
+        sampling = stage.sampling
+        if sampling is None or sampling.n == 1:
+            answer = yield from self.ask(stage, schema, ns, work)
+            if sampling is None or sampling.method != "expression":
+                return answer
+            return _reduce(stage, [answer], schema, ns).answer  # the answer is what the expression gives
+        record = work.record
+        samples: list[Any] = []
+        raws: list[str] = []
+        parts: list[StageWork] = []
+        try:
+            for index in range(sampling.n):
+                part = StageWork()
+                parts.append(part)
+                try:
+                    samples.append((yield from self.ask(stage, schema, ns, part, sample_index=index)))
+                except ScorerRunError as exc:
+                    exc.message = f"sample {index}: {exc.message}"
+                    raise
+                finally:
+                    record.prompt = part.record.prompt
+                    raws.append(part.record.raw_answer or "")
+                    record.attempts += part.record.attempts
+                    record.usage.add(part.record.usage)
+        finally:
+            record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+            record.samples = samples
+        reduced = _reduce(stage, samples, schema, ns)
+        record.agreement, record.spread = reduced.agreement, reduced.spread
+        if stage.probabilities is not False:
+            _gather_probs(work, parts, each=False)
+        return reduced.answer
+
+    def ask(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
+            sample_index: int | None = None) -> Steps:
+        """One judge call for `stage` over its compiled answer `schema` (sample `sample_index` of a
+        sampled question, at the sampling temperature; None: the stage asked once); its prompt, raw
+        answer, attempts and usage in the record."""
+        record = work.record
+        prompt = render(stage.template, ns, f"{stage.id}.prompt")
+        record.prompt = prompt
+        messages = []
+        if self.instructions is not None:
+            messages.append({"role": "system", "content": render(self.instructions, ns, "judge.instructions")})
+        messages.append({"role": "user", "content": prompt})
+        contract = AnswerContract.of(schema, tuple((check.expect, check.message) for check in stage.checks), ns)
+        temperature = stage.temperature
+        if sample_index is not None and stage.sampling is not None:
+            temperature = stage.sampling.temperature
+        asked = stage.probabilities is not False and wants_probs(stage, ns)
+        call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
+                         sample_index or 0, probabilities=asked)
+        try:
+            reply = yield call
+        except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
+            record.attempts = exc.attempts
+            record.raw_answer = exc.raw_answer
+            record.usage = exc.usage if exc.usage is not None else Usage(calls=exc.attempts)
+            raise
+        record.raw_answer = reply.raw
+        record.attempts = reply.attempts
+        record.usage = reply.usage
+        if stage.probabilities is not False:  # what `answer_probs` holds: reported, else the hard labels
+            reported = reply.answer_probs if asked else None
+            record.answer_probs = reported
+            work.used_probs, filled = with_hard_labels(reply.data, reported, schema.labels)
+            work.hard_labels = {name: 1 for name in filled} if asked else {}
+            work.answers = 1
+        return reply.data
+
+
+def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns: dict[str, Any]) -> Reduced:
+    sampling = stage.sampling
+    assert sampling is not None
+    if sampling.method != "expression":
+        return reduce_samples(sampling, samples, schema.schema)
+    value = evaluate(sampling.expression, {**ns, "samples": samples}, f"{stage.id}.reduce")
+    require_json(value, stage.id)
+    return Reduced(value, agreeing_share(samples, value))
+
+
+def _gather_samples(record: PromptStageRecord, parts: list[PromptStageRecord]) -> None:
+    """A sampled `for_each` stage's record: each element's samples and agreement, the lowest
+    agreement, the largest spread per number field."""
+    record.samples = [part.samples for part in parts]
+    record.agreements = [part.agreement for part in parts]
+    known = [a for a in record.agreements if a is not None]
+    record.agreement = min(known) if known else None
+    spreads = [part.spread for part in parts if part.spread is not None]
+    if spreads:
+        record.spread = {name: max(s[name] for s in spreads if name in s) for name in dict.fromkeys(
+            name for s in spreads for name in s)}
+
+
+def _gather_probs(work: StageWork, parts: list[StageWork], *, each: bool) -> None:
+    """A stage's label probabilities from its calls' `parts`: with ``for_each`` (`each`) a list,
+    one per element; for a sampled question the mean over its samples. Fields counted by their
+    hard label are summed per field."""
+    record = work.record
+    answered = [part for part in parts if part.answers]
+    if each:
+        reported = [part.record.answer_probs for part in parts]
+        record.answer_probs = reported if any(p is not None for p in reported) else None
+        work.used_probs = [part.used_probs for part in parts]
+    else:
+        record.answer_probs = mean_probs([p.record.answer_probs for p in answered if p.record.answer_probs]) or None
+        work.used_probs = mean_probs([p.used_probs for p in answered])
+    work.answers = sum(part.answers for part in answered)
+    work.hard_labels = {}
+    for part in answered:
+        for name, n in part.hard_labels.items():
+            work.hard_labels[name] = work.hard_labels.get(name, 0) + n
