@@ -2,7 +2,7 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, run_evals, RunSettings, calibrate, compare, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, JudgeSettings, run_evals, RunSettings, calibrate, compare, SpecError, ScoreResult
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # what the lazy exports below give, for type checkers and IDE
     from .core.errors import ErrorKind, Problem, SpecError
     from .core.result import ScoreResult
     from .interpret.scorer import OptionError, Scorer
+    from .judge.settings import JudgeSettings
     from .run.settings import RunSettings
     from .run.summary import EvalSummary
     from .spec.compile import load_spec
@@ -31,6 +32,7 @@ _EXPORTS = {
     "ScorerPlan": "spec.plans",
     "ErrorKind": "core.errors",
     "load_scorer": "bind.load",
+    "JudgeSettings": "judge.settings",
     "Scorer": "interpret.scorer",
     "OptionError": "interpret.scorer",
     "SpecError": "core.errors",
@@ -65,4 +67,26 @@ def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_EXPORTS))
 
 
-__all__ = list(_EXPORTS)
+__all__ = [
+    "Calibration",
+    "CalibrationSettings",
+    "CompareSettings",
+    "Comparison",
+    "ErrorKind",
+    "EvalSummary",
+    "JudgeSettings",
+    "OptionError",
+    "Problem",
+    "RunSettings",
+    "ScoreResult",
+    "Scorer",
+    "ScorerPlan",
+    "SpecError",
+    "arun_evals",
+    "calibrate",
+    "compare",
+    "load_scorer",
+    "load_spec",
+    "run_evals",
+    "spec_json_schema",
+]

@@ -19,6 +19,7 @@ from engine import load_scorer, run_evals
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.core.answer_probs import Token, answer_probs, label_fields, probs_from_completion, with_hard_labels
 from engine.core.errors import SpecError
+from engine.spec.compile import compile_file
 from engine.testing import FakeJudge, WithProbs
 from engine.testing.fake_openai import FakeOpenAIServer, Tokens
 
@@ -143,6 +144,20 @@ def test_label_fields_are_the_top_level_enum_and_boolean_properties():
         "verdict": {"type": "string", "enum": ["yes", "no"]}, "ok": {"type": "boolean"}, "reason": {"type": "string"},
         "items": {"type": "array", "items": {"type": "object", "properties": {"v": {"enum": ["a", "b"]}}}}}}
     assert label_fields(schema) == {"verdict": ("yes", "no"), "ok": (True, False)}
+
+
+def test_a_schema_whose_properties_are_no_mapping_has_no_label_fields():
+    assert label_fields({"type": "object", "properties": "format"}) == {}
+    assert label_fields({"type": "object", "properties": ["verdict"]}) == {}
+
+
+def test_a_spec_whose_answer_properties_are_text_is_a_spec_error_not_a_crash(write_spec):
+    path = write_spec("broken", PROBS_SPEC.format(id="broken", probabilities="true", properties="", required="[verdict]",
+                                                  formula="1").replace("properties:\n", "properties: format\n"),
+                      prompts={"t/judge.j2": "Is it true? {{ run.output }}"})
+    with pytest.raises(SpecError) as info:
+        compile_file(path)
+    assert "stages[0].output_schema" in info.value.render()
 
 
 def test_probs_from_an_openai_shaped_completion():

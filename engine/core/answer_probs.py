@@ -73,10 +73,13 @@ def value_key(value: Any) -> str:
 
 def label_fields(schema: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
     """The answer's label fields: top-level properties of the object `schema` with an ``enum``
-    of strings, numbers or booleans (→ those values) or ``type: boolean`` (→ true, false)."""
+    of strings, numbers or booleans (→ those values) or ``type: boolean`` (→ true, false). A
+    schema that is no object, or whose ``properties`` is no mapping, has none."""
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     found: dict[str, tuple[Any, ...]] = {}
-    for name, sub in (props or {}).items():
+    if not isinstance(props, Mapping):
+        return found
+    for name, sub in props.items():
         if not isinstance(sub, Mapping):
             continue
         enum = sub.get("enum")
