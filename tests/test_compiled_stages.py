@@ -131,7 +131,9 @@ def test_each_stage_gets_the_record_of_its_kind(write_spec):
     result = Scorer(compile_file(path)).run(output="x", ground_truth="x")
     record = result.stages["analyze"]
     assert type(record) is RuleStageRecord and record.kind == "rule"
-    assert (record.samples, record.agreement, record.agreements, record.spread, record.answer_probs) == (None,) * 5
+    assert not {"samples", "agreement", "agreements", "spread", "answer_probs"} & set(RuleStageRecord.model_fields)
+    assert set(record.model_dump(by_alias=True)) == {
+        "kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     scorer, _ = faithfulness()
     result = scorer.run(output="A. B. C.", context=["A is true."])
     assert {type(r) for r in result.stages.values()} == {PromptStageRecord}

@@ -155,3 +155,18 @@ def test_the_entry_points_take_at_most_eight_named_parameters():
         named = [p for p in inspect.signature(function).parameters.values()
                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
         assert len(named) <= 8, f"{function.__module__}.{function.__qualname__}: {len(named)}"
+
+
+def test_the_engine_readme_maps_every_subpackage_and_module():
+    readme = (ENGINE / "README.md").read_text(encoding="utf-8")
+    for package in packages():
+        assert f"### `{package}/`" in readme, package
+    missing = []
+    for path in ENGINE.rglob("*.py"):
+        relative = path.relative_to(ENGINE)
+        if path.name in ("__init__.py", "__main__.py") or len(relative.parts) == 1:
+            continue
+        section = readme.split(f"### `{relative.parent.as_posix()}/`", 1)[-1].split("\n### ", 1)[0]
+        if f"`{path.name}`" not in section:
+            missing.append(relative.as_posix())
+    assert not missing

@@ -251,7 +251,7 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
             console.print("reason: " + result.reason, soft_wrap=True, markup=False)
     # judge requests apart from why some were repeated: a `for_each` stage's 25 calls are one per
     # element, not 25 retries
-    sampled = any(record.samples is not None for record in result.stages.values())
+    sampled = any(_sampled(record) for record in result.stages.values())
     table = Table("stage", "kind", "status", "calls", "re-asks", "retries", "tokens in/out", "seconds",
                   *(["samples", "agreement"] if sampled else []), box=None, pad_edge=False)
     for sid, record in result.stages.items():
@@ -273,9 +273,14 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
                   soft_wrap=True)
 
 
+def _sampled(record: Any) -> bool:
+    """Whether a stage's record holds samples (only a prompt stage's can)."""
+    return getattr(record, "samples", None) is not None
+
+
 def _sampling_cells(record: Any) -> list[str]:
     """A sampled stage's samples per question and agreement, for `print_result`'s table."""
-    if record.samples is None:
+    if not _sampled(record):
         return ["", ""]
     if record.agreements is not None:  # for_each: a list of samples per element
         count = str(len(record.samples[0])) if record.samples and record.samples[0] is not None else ""

@@ -95,37 +95,10 @@ class PromptStageRecord(_StageRecordBase):
 
 class RuleStageRecord(_StageRecordBase):
     """One rule stage of one run (JSON ``kind: rule``): its result, the registered function's
-    value (JSON data); its prompt and raw answer are None, its attempts 0, its usage zero, and the
-    sampling fields of a `PromptStageRecord` read None."""
+    value (JSON data); its prompt and raw answer are None, its attempts 0, its usage zero. It has
+    no sampling or probability fields (`PromptStageRecord` has)."""
 
     kind: Literal["rule"] = "rule"
-
-    # what a prompt stage asked once shows, so a reader of any stage's record finds the same names
-    # (never written to JSON: a prompt stage leaves them out when None too)
-    @property
-    def samples(self) -> None:
-        """None: a rule stage is not sampled."""
-        return None
-
-    @property
-    def agreement(self) -> None:
-        """None: a rule stage is not sampled."""
-        return None
-
-    @property
-    def agreements(self) -> None:
-        """None: a rule stage is not sampled."""
-        return None
-
-    @property
-    def spread(self) -> None:
-        """None: a rule stage is not sampled."""
-        return None
-
-    @property
-    def answer_probs(self) -> None:
-        """None: a rule stage asks the judge nothing."""
-        return None
 
 
 StageRecord = Annotated[PromptStageRecord | RuleStageRecord, Field(discriminator="kind")]

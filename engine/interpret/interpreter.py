@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.errors import ScorerRunError
 from ..core.messages import MessageError
-from ..core.result import ItemError, NotScorableInfo, RuleStageRecord, ScoreResult
+from ..core.result import ItemError, NotScorableInfo, PromptStageRecord, RuleStageRecord, ScoreResult
 from ..core.run_fields import empty_reason, run_namespace
 from ..judge.call import JudgeCall
 from ..spec.expressions import prepare
@@ -81,7 +81,8 @@ class Interpreter:
         finally:
             for record in result.stages.values():
                 result.usage.add(record.usage)
-            agreements = [record.agreement for record in result.stages.values() if record.agreement is not None]
+            agreements = [record.agreement for record in result.stages.values()
+                          if isinstance(record, PromptStageRecord) and record.agreement is not None]
             result.agreement = min(agreements) if agreements else None
         return result
 
