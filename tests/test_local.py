@@ -631,7 +631,7 @@ def test_tiny_thread_and_poll_settings_reach_llama_cpp():
     import subprocess
 
     code = (
-        "from engine import local\n"
+        "from engine.embedded import llama as local\n"
         "chat = local.get_model('local-tiny?slots=2&threads=1&poll=7&context=1024')\n"
         "p = chat.llama_params\n"
         "print(p.n_parallel, p.n_ctx, p.cpuparams.n_threads, p.cpuparams_batch.n_threads, p.cpuparams.poll,"
