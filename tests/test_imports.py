@@ -1,15 +1,22 @@
-"""No import circle in `engine/`, and every subpackage imports only the layers below it.
+"""No import circle in `engine/`, and every subpackage imports only what its docstring allows.
 
 The graph has an edge A → B for every ``from .b import …``, ``from . import b``,
 ``from engine.b import …`` and ``import engine.b`` in A, at module level or inside a function
-(a function-level import still makes a circle, only a later one), and from a package's submodule
-to the package's ``__init__`` that importing it runs. ``python tests/test_imports.py`` prints
+(a function-level import still makes a circle, only a later one), and to the packages above the
+imported module (importing it runs their ``__init__``), except those above A itself (they ran
+before A: a sibling import is no edge to A's own package). ``python tests/test_imports.py`` prints
 every circle found.
+
+Each subpackage's ``__init__`` docstring has a "May import:" paragraph naming the packages it may
+import (```engine.core```), perhaps adding "and what it (they) may import" (the packages those may
+import too), or saying "anything in `engine`" / "nothing else in `engine`". Modules directly inside
+`engine` (the public facade) may import any package but `cli`, which only `engine.__main__` imports.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -156,6 +163,102 @@ def test_the_judge_modules_import_no_circle():
     judge_modules = {m for m in graph if "judge" in m or m.startswith("engine.bind.")}
     assert {"engine.bind.stack", "engine.embedded.judge", "engine.judge.provider"} <= judge_modules
     assert not [c for c in circles(graph) if c & judge_modules]
+
+
+def packages() -> list[str]:
+    return sorted(p.parent.name for p in ENGINE.glob("*/__init__.py"))
+
+
+def stated(doc: str) -> tuple[set[str], bool, bool]:
+    """(packages named, whether "what it may import" follows, whether "anything") of a docstring's
+    "May import:" paragraph; AssertionError when it has none."""
+    found = re.search(r"May import:(.*?)(?:\n\s*\n|\Z)", doc, re.S)
+    assert found, "no 'May import:' paragraph"
+    text = " ".join(found.group(1).split())
+    named = set(re.findall(r"`engine\.([a-z_]+)`", text))
+    return named, "may import" in text, "anything in `engine`" in text
+
+
+def may_import() -> dict[str, set[str]]:
+    """Each subpackage's allowed packages, as the docstrings state them (closed over "and what it
+    may import")."""
+    statements = {}
+    for package in packages():
+        doc = ast.get_docstring(ast.parse((ENGINE / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+        statements[package] = stated(doc)
+    allowed: dict[str, set[str]] = {}
+
+    def resolve(package: str, seen: tuple[str, ...] = ()) -> set[str]:
+        if package in allowed:
+            return allowed[package]
+        assert package not in seen, f"the docstrings' layering goes round: {seen + (package,)}"
+        named, transitive, anything = statements[package]
+        result = set(packages()) - {package} if anything else set(named)
+        if transitive:
+            for other in named:
+                result |= resolve(other, seen + (package,))
+        allowed[package] = result
+        return result
+
+    for package in statements:
+        resolve(package)
+    return allowed
+
+
+def layer_of(module: str) -> str:
+    """``engine.judge.cache.base`` → ``judge``; a module directly inside `engine` → ``engine``."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and (ENGINE / parts[1] / "__init__.py").exists()):
+        return parts[1]
+    return "engine"
+
+
+def layering_violations(graph: dict[str, set[str]], allowed: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        source = layer_of(module)
+        for target in sorted(targets):
+            layer = layer_of(target)
+            if layer == source:
+                continue
+            if source == "engine":
+                ok = layer != "cli" or module == "engine.__main__"
+            else:
+                ok = layer in allowed.get(source, set())
+            if not ok:
+                found.append(f"{module} → {target}")
+    return found
+
+
+def test_a_docstring_states_named_and_transitive_layers():
+    assert stated('x\n\nMay import: `engine.core`,\n`engine.judge`.\n') == ({"core", "judge"}, False, False)
+    assert stated("May import: `engine.run` and what it may import.") == ({"run"}, True, False)
+    assert stated("May import: anything in `engine`.") == (set(), False, True)
+
+
+def test_the_layering_finds_an_import_against_it():
+    allowed = {"core": set(), "spec": {"core"}, "run": {"core", "spec"}}
+    assert layering_violations({"engine.core.errors": {"engine.spec.compile"}}, allowed) == [
+        "engine.core.errors → engine.spec.compile"]
+    assert layering_violations({"engine.spec.compile": {"engine.core.errors"}}, allowed) == []
+    assert layering_violations({"engine.run.evals": {"engine.cli.app"}}, allowed) == ["engine.run.evals → engine.cli.app"]
+
+
+def test_the_docstrings_layer_the_packages_from_core_to_cli():
+    allowed = may_import()
+    assert allowed["core"] == set()
+    assert "run" not in allowed["spec"] and "cli" not in allowed["run"]
+    assert allowed["cli"] == set(packages()) - {"cli"}
+
+
+def test_each_subpackage_imports_only_what_its_docstring_allows():
+    assert layering_violations(import_graph(), may_import()) == []
+
+
+def test_only_the_console_entry_imports_the_cli():
+    graph = import_graph()
+    importers = {m for m, targets in graph.items() if layer_of(m) != "cli" and any(layer_of(t) == "cli" for t in targets)}
+    assert importers <= {"engine.__main__"}
 
 
 if __name__ == "__main__":
