@@ -46,7 +46,16 @@ def resolved_settings(settings: RunSettings | None, kwargs: dict[str, Any]) -> R
 
 
 async def arun_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kwargs: Any) -> EvalSummary:
-    """`engine.run.evals.arun_evals`, the executor resolved (see the module docstring)."""
+    """Score every item of `data` with every scorer; return the run's `EvalSummary`.
+
+    data: a JSONL / CSV / JSON-array / Parquet path (on Ray also a folder, a glob or a URL), a list
+    of dicts, or a pandas DataFrame. scorers: `Scorer` objects (`engine.load_scorer`) or spec ids
+    (``"LABEL=SPEC"`` runs one under a label). settings: an `engine.RunSettings`; keyword arguments
+    naming its fields (concurrency, rate_limit, thresholds, fields, samples, prices, max_cost,
+    limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs) are laid over it, a
+    keyword winning. The other keywords — target, on_item_complete, progress, store, config — and
+    every error raised are `engine.run.evals.arun_evals`'s. ``executor="ray"`` scores on a Ray
+    cluster (`engine.ray.runner.RayExecutor`)."""
     from .run.evals import arun_evals as run
 
     return await run(data, scorers, resolved_settings(settings, kwargs), **kwargs)
@@ -60,7 +69,11 @@ def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kw
 
 async def acalibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None,
                      run: RunSettings | None = None, **kwargs: Any) -> Calibration:
-    """`engine.analysis.calibration.acalibrate`, the executor resolved (see the module docstring)."""
+    """A scorer's agreement with human labels over `data`; return a `Calibration`.
+
+    settings: an `engine.CalibrationSettings` (label field, positive and negative values, the
+    cut-off as `threshold`, …); run: an `engine.RunSettings`. Keyword arguments naming a field of either are laid over
+    them; the rest, and every error raised, are `engine.analysis.calibration.acalibrate`'s."""
     from .analysis.calibration import acalibrate as calibrate_
 
     return await calibrate_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
@@ -74,7 +87,13 @@ def calibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = Non
 
 async def acompare(versions: Any = None, data: Any = None, settings: CompareSettings | None = None,
                    run: RunSettings | None = None, **kwargs: Any) -> Comparison:
-    """`engine.analysis.compare.acompare`, the executor resolved (see the module docstring)."""
+    """Two or more versions of a scorer on the same items, the first the baseline; return a
+    `Comparison` (paired differences, their confidence interval and p-value).
+
+    versions: `Scorer` objects or spec references (or finished runs through the settings' `runs`);
+    settings: an `engine.CompareSettings`; run: an `engine.RunSettings`. Keyword arguments naming a
+    field of either are laid over them; the rest, and every error raised, are
+    `engine.analysis.compare.acompare`'s."""
     from .analysis.compare import acompare as compare_
 
     return await compare_(versions, data, settings, resolved_settings(run, kwargs), **kwargs)
@@ -84,3 +103,9 @@ def compare(versions: Any = None, data: Any = None, settings: CompareSettings | 
             run: RunSettings | None = None, **kwargs: Any) -> Comparison:
     """Synchronous `acompare` (same arguments; works inside a running event loop too)."""
     return run_sync(acompare(versions, data, settings, run, **kwargs), thread_name="scorespec-compare")
+
+
+for _sync, _async in ((run_evals, arun_evals), (calibrate, acalibrate), (compare, acompare)):
+    # the synchronous forms document what their async forms do (help() shows it)
+    _sync.__doc__ = f"{_async.__doc__}\n\n    {_sync.__doc__}"
+del _sync, _async

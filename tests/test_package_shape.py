@@ -69,3 +69,13 @@ def test_the_engine_readme_maps_every_subpackage_and_module():
         if f"`{path.name}`" not in section:
             missing.append(relative.as_posix())
     assert not missing
+
+
+def test_the_public_run_evals_docstring_names_every_run_setting():
+    from dataclasses import fields
+
+    import engine
+
+    doc = engine.run_evals.__doc__
+    missing = [f.name for f in fields(engine.RunSettings) if f.name not in doc]
+    assert not missing
