@@ -183,3 +183,13 @@ def test_run_usage_names_its_argument_scorer():
     assert result.exit_code == 0, result.output
     assert "SCORER" in result.output.splitlines()[0] or "SCORER" in result.output.split("Arguments")[0]
     assert "{spec}" not in result.output
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+@pytest.mark.parametrize("flag", ["--rate-limit", "--max-cost"])
+def test_a_rate_limit_or_budget_not_above_zero_is_a_usage_error(data, command, flag):
+    versions = [NUMERIC] if command == "eval" else [NUMERIC, f"b={NUMERIC}"]
+    for bad in ("0", "-1"):
+        result = invoke(command, *versions, "--data", data, flag, bad)
+        assert result.exit_code == 2, result.output
+        assert "a number > 0 is needed" in " ".join(result.output.split())

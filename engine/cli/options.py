@@ -50,6 +50,13 @@ JUNIT_LABELS_HELP = ("Write a JUnit XML report: a test case per item and scorer 
                      "skipped).")
 
 
+def _positive(value: Optional[float]) -> Optional[float]:
+    """A number option's value when it is > 0 (or not given); else a usage error (exit 2)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"a number > 0 is needed, not {value}")
+    return value
+
+
 def with_help(option: Any, help: str) -> Any:
     """The shared option type `option` (``Annotated[T, typer.Option(...)]``) with another help
     text: the same flag, type and range, for a command where the shared text would not be true."""
@@ -78,7 +85,7 @@ Concurrency = Annotated[Optional[int], typer.Option("--concurrency", min=1, help
 #: `Concurrency` for a command without ``--executor``.
 LocalConcurrency = with_help(Concurrency, CONCURRENCY_LOCAL_HELP)
 RateLimit = Annotated[Optional[float], typer.Option(
-    "--rate-limit", help="Judge requests per second, at most (on Ray: across the whole cluster).")]
+    "--rate-limit", callback=_positive, help="Judge requests per second, at most (on Ray: across the whole cluster).")]
 Out = Annotated[Optional[Path], typer.Option("--out", help="JSONL file receiving one line per item and scorer.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the run of --out (or of --run-id).")]
 #: `Resume` for a command without ``--run-id``.
@@ -87,7 +94,7 @@ RunId = Annotated[Optional[str], typer.Option("--run-id", help="The run's id (to
 Limit = Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N items of the data.")]
 StorePath = Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP)]
 Prices = Annotated[Optional[Path], typer.Option("--prices", help=PRICES_HELP)]
-MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", help=MAX_COST_HELP)]
+MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", callback=_positive, help=MAX_COST_HELP)]
 
 # --- human labels (calibrate, compare) ---------------------------------------------------------
 LabelField = Annotated[Optional[str], typer.Option(

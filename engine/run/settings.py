@@ -140,6 +140,8 @@ class RunSettings:
         """Settings from `to_json_dict`'s JSON (keys it does not know are ignored)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        if values.get("rate_limit") == 0:  # recorded before rate limits were checked: it meant none
+            values["rate_limit"] = None
         if isinstance(values.get("thresholds"), Mapping):
             values["thresholds"] = {k: tuple(v) if isinstance(v, list) else v for k, v in values["thresholds"].items()}
         return cls(**values)
