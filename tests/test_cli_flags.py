@@ -193,3 +193,19 @@ def test_a_rate_limit_or_budget_not_above_zero_is_a_usage_error(data, command, f
         result = invoke(command, *versions, "--data", data, flag, bad)
         assert result.exit_code == 2, result.output
         assert "a number > 0 is needed" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("flag", ["--concurrency", "--junit", "--json", "--resume", "--label-field", "--top"])
+def test_an_option_whose_help_differs_by_command_is_still_declared_once(flag):
+    """The variants `engine.cli.options.with_help` makes change the help text only."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    commands = [name for name in ("eval", "calibrate", "compare")
+                if any(flag in p.opts for p in group.commands[name].params)]
+    params = [next(p for p in group.commands[name].params if flag in p.opts) for name in commands]
+    assert len(params) >= 2
+    shape = {(tuple(p.opts), p.type_descriptor.annotation, p.min, p.max, p.is_flag, p.metavar, p.multiple,
+              p.callback) for p in params}
+    assert len(shape) == 1, shape
+    assert all(p.help for p in params)
