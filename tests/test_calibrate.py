@@ -228,3 +228,10 @@ def test_calibrate_is_exported_from_engine():
 
     assert engine.calibrate is engine.api.calibrate  # the facade: the executor resolved, then `calibrate`
     assert engine.Calibration.__name__ == "Calibration"
+
+
+def test_calibrate_takes_one_positive_label_as_a_string(tmp_path):
+    report = calibrate(load_scorer("faithfulness", judge=_judge()), DATA, positive="faithful",
+                       negative="hallucinated", store=False)
+    assert report.positive_labels == ["faithful"] and report.kind == "binary"
+    assert (report.labelled, report.other_labels) == (5, {"generic": 1})

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import engine.cli.compare  # noqa: F401  (registers compare)
 import engine.cli.eval  # noqa: F401  (registers eval, runs, show, calibrate)
 from engine.cli.main import app
 
@@ -141,3 +142,70 @@ def test_calibrate_takes_plain_and_prefixed_options(labelled, option):
                               "--json", "--quiet"))
     assert figures["threshold"] == 5.0  # half the scale of 10
     assert figures["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
+
+
+# --- every help text is true for its command ----------------------------------------------------
+
+_FLAG = __import__("re").compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
+
+
+def _flags_and_texts(name: str) -> tuple[set[str], list[str]]:
+    import typer.main
+
+    command = typer.main.get_command(app).commands[name]
+    flags = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+    texts = [command.help or ""] + [getattr(param, "help", None) or "" for param in command.params]
+    return flags, texts
+
+
+@pytest.mark.parametrize("command", ["eval", "calibrate", "compare", "run"])
+def test_every_flag_a_help_text_names_is_a_flag_of_its_command(command):
+    flags, texts = _flags_and_texts(command)
+    named = {flag for text in texts for flag in _FLAG.findall(text)}
+    assert _FLAG.findall("per actor with --executor ray, not --item-cutoff.") == ["--executor", "--item-cutoff"]
+    assert named <= flags, f"{command} --help names flags it does not have: {sorted(named - flags)}"
+
+
+@pytest.mark.parametrize("command", ["calibrate", "compare"])
+def test_help_texts_name_no_other_command_and_show_one_default(command):
+    other = {"calibrate": "compare", "compare": "calibrate"}[command]
+    result = invoke(command, "--help")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"({other})" not in text and f"{other}:" not in text
+    assert "summary, figures or comparison" not in text
+    _, texts = _flags_and_texts(command)
+    assert all(t.count("[default") <= 1 for t in texts)
+
+
+def test_run_usage_names_its_argument_scorer():
+    result = invoke("run", "--help")
+    assert result.exit_code == 0, result.output
+    assert "SCORER" in result.output.splitlines()[0] or "SCORER" in result.output.split("Arguments")[0]
+    assert "{spec}" not in result.output
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+@pytest.mark.parametrize("flag", ["--rate-limit", "--max-cost"])
+def test_a_rate_limit_or_budget_not_above_zero_is_a_usage_error(data, command, flag):
+    versions = [NUMERIC] if command == "eval" else [NUMERIC, f"b={NUMERIC}"]
+    for bad in ("0", "-1"):
+        result = invoke(command, *versions, "--data", data, flag, bad)
+        assert result.exit_code == 2, result.output
+        assert "a number > 0 is needed" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("flag", ["--concurrency", "--junit", "--json", "--resume", "--label-field", "--top"])
+def test_an_option_whose_help_differs_by_command_is_still_declared_once(flag):
+    """The variants `engine.cli.options.with_help` makes change the help text only."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    commands = [name for name in ("eval", "calibrate", "compare")
+                if any(flag in p.opts for p in group.commands[name].params)]
+    params = [next(p for p in group.commands[name].params if flag in p.opts) for name in commands]
+    assert len(params) >= 2
+    shape = {(tuple(p.opts), p.type_descriptor.annotation, p.min, p.max, p.is_flag, p.metavar, p.multiple,
+              p.callback) for p in params}
+    assert len(shape) == 1, shape
+    assert all(p.help for p in params)

@@ -179,10 +179,12 @@ def _option_help(command: str, flag: str):
     return next(p for p in params if flag in getattr(p, "opts", ())).help
 
 
-@pytest.mark.parametrize("flag", ["--concurrency", "--model", "--base-url", "--option", "--out", "--store",
+@pytest.mark.parametrize("flag", ["--model", "--base-url", "--option", "--out", "--store",
                                   "--cache", "--no-cache", "--refresh", "--samples", "--prices", "--max-cost",
-                                  "--junit", "--summary-md", "--report", "--quiet", "--json", "--field"])
+                                  "--summary-md", "--report", "--quiet", "--field"])
 def test_each_shared_option_is_declared_once(flag):
+    """(--concurrency, --junit and --json: one declaration, a help text per command, see
+    tests/test_cli_flags.py.)"""
     helps = [_option_help(command, flag) for command in ("eval", "calibrate", "compare")]
     assert helps[0] and all(h is helps[0] for h in helps)  # the same text object: one declaration
     if flag in ("--model", "--base-url", "--cache", "--no-cache", "--refresh"):

@@ -44,6 +44,7 @@ from ..run.datasets import iter_items
 from ..run.items import DatasetProblem, item_key, label_value, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
+from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 
 __all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
            "roc_points"]
@@ -246,7 +247,11 @@ class CalibrationSettings:
     text) of the two classes; with `negative`, items whose label is in neither are left out
     (counted in `left_out`); without `positive`, labels are graded numbers. threshold: the score
     cut-off on the scorer's scale (default scale / 2). not_scorable_score: the score given to not
-    scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0)."""
+    scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
+
+    A single str, number or bool for `positive` / `negative` is one label value. Raises
+    `TypeError` for a label_field that is not a str, a threshold or not_scorable_score that is not
+    a number, a top that is not an int; `ValueError` for an empty label_field or a top < 0."""
 
     label_field: str = "label"
     positive: tuple[Any, ...] | None = None
@@ -257,9 +262,14 @@ class CalibrationSettings:
 
     def __post_init__(self) -> None:
         for name in ("positive", "negative"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, label_values(name, getattr(self, name)))
+        check_label_settings(self, {"threshold": self.threshold, "not_scorable_score": self.not_scorable_score})
+
+    @classmethod
+    def build(cls, settings: CalibrationSettings | None = None, **changes: Any) -> CalibrationSettings:
+        """`settings` (default: the defaults) with `changes` laid over it. Raises `TypeError` for
+        `settings` that is not a `CalibrationSettings` (e.g. a `RunSettings` or a dict)."""
+        return built_settings(cls, settings, changes)
 
 
 async def acalibrate(
@@ -292,7 +302,7 @@ async def acalibrate(
     from ..run.evals import arun_evals, resolve_scorers
     from ..run.runner import declared_names, label_of
 
-    settings = _calibration_settings(settings, kwargs)
+    settings = settings_from_keywords(CalibrationSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (resolved,) = resolve_scorers([scorer])
     run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
@@ -324,14 +334,6 @@ async def acalibrate(
     _figures_into(report, resolved, settings, found, results, summary, wanted_pos)
     _store_figures(report, store)
     return report
-
-
-def _calibration_settings(settings: CalibrationSettings | None, kwargs: dict[str, Any]) -> CalibrationSettings:
-    """`settings` with the calibration settings among `kwargs` laid over it (taken out of `kwargs`)."""
-    names = {f.name for f in dataclasses.fields(CalibrationSettings)}
-    given = {name: kwargs.pop(name) for name in list(kwargs) if name in names}
-    base = settings if settings is not None else CalibrationSettings()
-    return dataclasses.replace(base, **given) if given else base
 
 
 def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: _Labelled,

@@ -35,6 +35,7 @@ from .comparison import (
     build_comparison,
     outcome_of,
 )
+from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 
 __all__ = ["CompareSettings", "acompare", "compare", "run_reference"]
 
@@ -47,7 +48,11 @@ class CompareSettings:
     labels); positive / negative: label values of the two classes (compared as text; without
     `positive`, labels are graded numbers); cutoff: the score at or above which a decision is
     positive (default half the baseline's scale). top: how many movers to list (≥ 0). seed: the
-    bootstrap's random seed."""
+    bootstrap's random seed (an int).
+
+    A single str, number or bool for `positive` / `negative` is one label value. Raises
+    `TypeError` for a label_field that is not a str, a cutoff that is not a number, a top or seed
+    that is not an int; `ValueError` for an empty label_field or a top < 0."""
 
     runs: tuple[str, ...] | None = None
     label_field: str | None = None
@@ -58,10 +63,20 @@ class CompareSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("runs", "positive", "negative"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple([value] if isinstance(value, str) else value))
+        runs = self.runs
+        if runs is not None and not isinstance(runs, tuple):
+            object.__setattr__(self, "runs", tuple([runs] if isinstance(runs, str) else runs))
+        for name in ("positive", "negative"):
+            object.__setattr__(self, name, label_values(name, getattr(self, name)))
+        check_label_settings(self, {"cutoff": self.cutoff})
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TypeError(f"seed must be an int, not {type(self.seed).__name__}: {self.seed!r}")
+
+    @classmethod
+    def build(cls, settings: CompareSettings | None = None, **changes: Any) -> CompareSettings:
+        """`settings` (default: the defaults) with `changes` laid over it. Raises `TypeError` for
+        `settings` that is not a `CompareSettings` (e.g. a `CalibrationSettings` or a dict)."""
+        return built_settings(cls, settings, changes)
 
 
 async def acompare(
@@ -94,9 +109,7 @@ async def acompare(
     `ValueError`) for a graded label that is not a number; `TypeError` for an unknown keyword;
     and what `arun_evals` raises.
     """
-    names = {f.name for f in dataclasses.fields(CompareSettings)}
-    given = {name: kwargs.pop(name) for name in list(kwargs) if name in names}
-    settings = dataclasses.replace(settings or CompareSettings(), **given)
+    settings = settings_from_keywords(CompareSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     if settings.negative is not None and settings.positive is None:
         raise ValueError("negative label values need positive ones too")

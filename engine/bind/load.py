@@ -53,10 +53,12 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
 
     Raises `OptionError` for an unknown option or a misspelled keyword (with the nearest name of
     either), an invalid option value, an option given both ways, or a keyword that is also one of
-    the spec's options given without ``options=``; `ValueError` for a bad label, timeout or
+    the spec's options given without ``options=``; `TypeError` for `settings` that is not a
+    `JudgeSettings`; `ValueError` for a bad label, timeout or
     context window; `engine.judge.model.ModelError` for a judge model that cannot work here;
     `SpecError` for a broken spec; `FileNotFoundError` for an unknown id.
     """
+    settings = JudgeSettings.of(settings)
     compiled = load_spec(name_or_path)
     given = {name: keywords.pop(name) for name in SETTINGS_KEYWORDS if name in keywords}
     merged = _gather_options(compiled, options, keywords,
@@ -64,7 +66,7 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
                               **{name: value or None if name in ("cache", "refresh") else value
                                  for name, value in given.items()}})
     # a timeout of 0 or None is the default one
-    settings = (settings or JudgeSettings()).replace(
+    settings = settings.replace(
         **{name: value for name, value in given.items() if value is not None and (value or name != "timeout_s")})
     if model is not None:
         settings = settings.replace(model=model)

@@ -148,11 +148,12 @@ def make_judge(model: str, settings: JudgeSettings | None = None, **keywords: An
     provider judge keeps these settings but the key as its ``recipe`` (`engine.judge.recipe.
     JudgeRecipe`), which builds it again in another process. Raises `ModelError` (a
     `ValueError`) for a model string that cannot work here, `TypeError` for a keyword that is not
-    a setting, `ValueError` for a bad mode, window, timeout or rate, `engine.embedded.llama.
+    a setting or `settings` that is not a `JudgeSettings`, `ValueError` for a bad mode, window,
+    timeout or rate, `engine.embedded.llama.
     LocalJudgeError` for a missing embedded model, `engine.judge.call.MissingCredentials` for a
     hosted provider whose client has no API key.
     """
-    settings = (settings or JudgeSettings()).replace(**keywords)
+    settings = JudgeSettings.of(settings).replace(**keywords)
     check_model(model)
     retry = settings.retry
     recipe = JudgeRecipe.of(model, base_url=settings.base_url, mode=settings.mode, timeout_s=settings.timeout_s,
@@ -203,11 +204,12 @@ def bind(plan: ScorerPlan, settings: JudgeSettings | None = None, *, judge: Judg
     settings' cache and rate limit, when they name one: `restack`), else the judge `make_judge`
     builds on first use from `settings` for the scorer's model (``settings.model`` >
     ``$SCORESPEC_MODEL`` > the spec's > ``local``). The cache is opened once here, so every judge
-    built for the scorer shares it. label, samples: see `Scorer`. Raises `ModelError` for a model
+    built for the scorer shares it. label, samples: see `Scorer`. Raises `TypeError` for `settings`
+    that is not a `JudgeSettings`, `ModelError` for a model
     string that cannot work here (checked now, for a plan that uses a judge), `ValueError` for a
     bad context window or label, `engine.interpret.scorer.OptionError` for a bad option, what
     `open_cache` raises for a bad cache setting."""
-    settings = settings or JudgeSettings()
+    settings = JudgeSettings.of(settings)
     configured_window(settings.context_window)  # a bad value is an error now, not on every item
     settings = settings.replace(cache=open_cache(settings.cache))
     if judge is not None and (settings.cache is not None or settings.rate_limit is not None):

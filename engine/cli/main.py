@@ -191,7 +191,7 @@ class _NoJudge:
 
 @app.command("run")
 def run_cmd(
-    spec: str = typer.Argument(..., help="Scorer id (e.g. faithfulness) or a spec file."),
+    spec: str = typer.Argument(..., metavar="SCORER", help="Scorer id (e.g. faithfulness) or a spec file."),
     output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
     input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
     ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),

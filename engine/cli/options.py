@@ -2,15 +2,19 @@
 
 ``eval``, ``calibrate``, ``compare`` and ``run`` declare a shared option by its type here, e.g.
 ``concurrency: Concurrency = None``: one flag name, one help text, one range for every command.
-The help texts are module constants, so others (the README, tests) can name them. Importing this
+Where the shared text would not be true for a command (a flag it does not have, another
+command's default), a variant made by `with_help` from the same declaration changes only the
+text (e.g. `LocalConcurrency` for commands without ``--executor``). The help texts are module
+constants, so others (the README, tests) can name them. Importing this
 module imports only typer and `engine.cli.app` / `engine.cli.cache` / `engine.cli.ci_files` /
 `engine.cli.html` (all light), so ``scorespec --help`` stays quick.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, get_args
 
 import typer
 
@@ -20,11 +24,12 @@ from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP
 from .html import REPORT_HELP
 
 __all__ = [
-    "ACTORS_HELP", "CONCURRENCY_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP", "MAX_COST_HELP", "PRICES_HELP",
-    "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
-    "AsJson", "BaseUrl", "Cache", "Concurrency", "Cutoff", "Fields", "Junit", "LabelField", "Limit", "MaxCost",
-    "Model", "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh",
-    "Report", "Resume", "RunId", "Samples", "StorePath", "SummaryMd", "Top",
+    "ACTORS_HELP", "CONCURRENCY_HELP", "CONCURRENCY_LOCAL_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP",
+    "JUNIT_LABELS_HELP", "MAX_COST_HELP", "PRICES_HELP", "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
+    "AsJson", "BaseUrl", "Cache", "CompareLabelField", "CompareTop", "ComparisonJson", "Concurrency", "Cutoff",
+    "Fields", "FiguresJson", "Junit", "LabelField", "LabelsJunit", "Limit", "LocalConcurrency", "MaxCost", "Model",
+    "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh", "Report",
+    "Resume", "ResumeOut", "RunId", "Samples", "StorePath", "SummaryMd", "Top", "with_help",
 ]
 
 SAMPLES_HELP = ("Ask every prompt stage N times and reduce the answers (the stage's reduce: majority vote, mean, "
@@ -38,9 +43,28 @@ EXECUTOR_HELP = ("Where items are scored: local (this process) or ray (a pool of
 RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, or the head's HOST:PORT)."
 ACTORS_HELP = "With --executor ray: scoring actors, each with --concurrency judge requests in flight [default: 2]."
 CPUS_PER_ACTOR_HELP = "With --executor ray: CPUs each actor reserves, fractions allowed [default: 0.5]."
-CONCURRENCY_HELP = ("Scorer runs (judge requests) at once [default: 8; 1 on an embedded model]; per actor with "
-                    "--executor ray.")
+CONCURRENCY_LOCAL_HELP = "Scorer runs (judge requests) at once [default: 8; 1 on an embedded model]."
+CONCURRENCY_HELP = CONCURRENCY_LOCAL_HELP[:-1] + "; per actor with --executor ray."
 STORE_HELP = "SQLite store (default $SCORESPEC_STORE or .scorespec/store.sqlite)."
+JUNIT_LABELS_HELP = ("Write a JUnit XML report: a test case per item and scorer (failed → error, not scorable → "
+                     "skipped).")
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    """A number option's value when it is > 0 (or not given); else a usage error (exit 2)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"a number > 0 is needed, not {value}")
+    return value
+
+
+def with_help(option: Any, help: str) -> Any:
+    """The shared option type `option` (``Annotated[T, typer.Option(...)]``) with another help
+    text: the same flag, type and range, for a command where the shared text would not be true."""
+    base, info = get_args(option)
+    info = copy.copy(info)
+    info.help = help
+    return Annotated[base, info]
+
 
 # --- the judge and the scorers -----------------------------------------------------------------
 Model = Annotated[Optional[str], typer.Option("--model", help=MODEL_HELP)]
@@ -58,21 +82,26 @@ Fields = Annotated[list[str], typer.Option(
     "--field", help="name=column: read a run field, or a field a scorer declares, from another column (e.g. "
     "output=answer, context=passages, tool_calls=calls; repeatable).")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)]
+#: `Concurrency` for a command without ``--executor``.
+LocalConcurrency = with_help(Concurrency, CONCURRENCY_LOCAL_HELP)
 RateLimit = Annotated[Optional[float], typer.Option(
-    "--rate-limit", help="Judge requests per second, at most (on Ray: across the whole cluster).")]
+    "--rate-limit", callback=_positive, help="Judge requests per second, at most (on Ray: across the whole cluster).")]
 Out = Annotated[Optional[Path], typer.Option("--out", help="JSONL file receiving one line per item and scorer.")]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue the run of --out (or of --run-id, where the "
-                                                         "command has it).")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue the run of --out (or of --run-id).")]
+#: `Resume` for a command without ``--run-id``.
+ResumeOut = with_help(Resume, "Continue the run of --out.")
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="The run's id (to resume a run without --out).")]
 Limit = Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N items of the data.")]
 StorePath = Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP)]
 Prices = Annotated[Optional[Path], typer.Option("--prices", help=PRICES_HELP)]
-MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", help=MAX_COST_HELP)]
+MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", callback=_positive, help=MAX_COST_HELP)]
 
 # --- human labels (calibrate, compare) ---------------------------------------------------------
 LabelField = Annotated[Optional[str], typer.Option(
-    "--label-field", help="The items' human label (dots reach inside) [default: label; compare: label with "
-    "--positive, else no labels].")]
+    "--label-field", help="The items' human label (dots reach inside).")]
+#: `LabelField` for compare, where labels are optional.
+CompareLabelField = with_help(LabelField, "The items' human label (dots reach inside) [default with --positive: "
+                                          "label].")
 Positive = Annotated[list[str], typer.Option(
     "--positive", help="A label value of the class that should score high (repeatable). Without it, labels are "
     "graded numbers.")]
@@ -81,13 +110,18 @@ Negative = Annotated[list[str], typer.Option(
     "Default: every other label.")]
 Cutoff = Annotated[Optional[float], typer.Option(
     "--cutoff", help="A decision is positive when score ≥ this [default: half the scale].")]
-Top = Annotated[int, typer.Option("--top", min=0, help="List the N items that disagree with their label "
-                                                       "(calibrate) or whose score moved (compare) most.")]
+Top = Annotated[int, typer.Option("--top", min=0, help="List the N items where scorer and label disagree most.")]
+#: `Top` for compare.
+CompareTop = with_help(Top, "List the N items whose score moved most.")
 
 # --- what is printed and written ---------------------------------------------------------------
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar, no per-item lines (for CI).")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the result (summary, figures or comparison) as JSON "
-                                                     "on stdout.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+#: `AsJson` for calibrate and compare.
+FiguresJson = with_help(AsJson, "Print the figures as JSON on stdout.")
+ComparisonJson = with_help(AsJson, "Print the comparison as JSON on stdout.")
 Junit = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help=JUNIT_HELP)]
+#: `Junit` for a command without item cut-offs and thresholds (calibrate, compare).
+LabelsJunit = with_help(Junit, JUNIT_LABELS_HELP)
 SummaryMd = Annotated[Optional[Path], typer.Option("--summary-md", metavar="FILE", help=SUMMARY_MD_HELP)]
 Report = Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help=REPORT_HELP)]

@@ -66,6 +66,17 @@ class JudgeSettings:
                 isinstance(limit, (int, float)) and limit > 0):
             raise ValueError(f"rate_limit must be requests per second > 0 or a shared limiter, not {limit!r}")
 
+    @classmethod
+    def of(cls, settings: "JudgeSettings | None") -> "JudgeSettings":
+        """`settings`, or the defaults for None. Raises `TypeError` for anything else (a dict, a
+        `RunSettings`…), naming what was given."""
+        if settings is None:
+            return cls()
+        if not isinstance(settings, cls):
+            raise TypeError(f"judge settings must be a {cls.__name__} (or None), not {type(settings).__name__}: "
+                            f"{settings!r}"[:300])
+        return settings
+
     def replace(self, **changes: Any) -> "JudgeSettings":
         """These settings with `changes` (field names as keywords). Raises `TypeError` for a
         name that is not a field, `ValueError` as the constructor does."""

@@ -14,6 +14,7 @@ The executor is chosen through the `Executor` protocol (`engine.run.executor`): 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -58,7 +59,11 @@ class RunSettings:
     of a new run, or of the run to resume. item_cutoffs: ``{label or scorer id: score}``: an item
     scored worse than its scorer's cut-off (by the direction) makes the verdict ``below_threshold``.
 
-    Values are checked where the run uses them (`engine.run.evals.arun_evals` lists the errors).
+    The numbers are checked when the settings are built: `TypeError` for concurrency, limit or
+    samples that is not an int (a bool is none), or rate_limit / max_cost that is not a number;
+    `ValueError` for concurrency or limit < 1, samples outside 1..50, rate_limit or max_cost not
+    > 0 (or not finite). The rest is checked where the run uses it (`engine.run.evals.arun_evals`
+    lists the errors).
     """
 
     concurrency: int | None = None
@@ -81,11 +86,17 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name in ("thresholds", "fields"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        _check_numbers(self)
 
     @classmethod
     def build(cls, settings: RunSettings | None = None, **changes: Any) -> RunSettings:
         """`settings` (default: the defaults) with `changes` laid over it. Raises `TypeError`
-        for a keyword that is no setting, as a function would for an unknown argument."""
+        for `settings` that is not a `RunSettings` (e.g. a dict, or another settings class) and
+        for a keyword that is no setting, as a function would for an unknown argument; the
+        errors of the constructor for a bad value."""
+        if settings is not None and not isinstance(settings, cls):
+            raise TypeError(f"run settings must be a {cls.__name__} (or None), not {type(settings).__name__}: "
+                            f"{settings!r}"[:300])
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(changes) - known)
         if unknown:
@@ -129,6 +140,8 @@ class RunSettings:
         """Settings from `to_json_dict`'s JSON (keys it does not know are ignored)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        if values.get("rate_limit") == 0:  # recorded before rate limits were checked: it meant none
+            values["rate_limit"] = None
         if isinstance(values.get("thresholds"), Mapping):
             values["thresholds"] = {k: tuple(v) if isinstance(v, list) else v for k, v in values["thresholds"].items()}
         return cls(**values)
@@ -159,6 +172,39 @@ class RunSettings:
             elif not mine and mine is not False:
                 changes[name] = theirs
         return dataclasses.replace(self, **changes)
+
+
+#: The largest ``samples`` (as `engine.spec.models.MAX_SAMPLES`).
+_MAX_SAMPLES = 50
+
+
+def _check_numbers(settings: RunSettings) -> None:
+    """`TypeError` / `ValueError` for a numeric setting of the wrong type or out of its range
+    (the messages the run gives when it meets the value)."""
+    for name in ("concurrency", "limit"):
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int ≥ 1, not {type(value).__name__}: {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be ≥ 1, not {value}")
+    samples = settings.samples
+    if samples is not None:
+        message = f"samples: an integer from 1 to {_MAX_SAMPLES} is needed, got {samples!r}"
+        if isinstance(samples, bool) or not isinstance(samples, int):
+            raise TypeError(message)
+        if not 1 <= samples <= _MAX_SAMPLES:
+            raise ValueError(message)
+    for name, message in (("rate_limit", "rate_limit must be requests per second > 0, not {!r}"),
+                          ("max_cost", "max_cost: a positive number of US dollars is needed, got {!r}")):
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(message.format(value))
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(message.format(value))
 
 
 def _ray_json(value: Any) -> Any:
