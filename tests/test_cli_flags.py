@@ -186,13 +186,19 @@ def test_run_usage_names_its_argument_scorer():
 
 
 @pytest.mark.parametrize("command", ["eval", "compare"])
-@pytest.mark.parametrize("flag", ["--rate-limit", "--max-cost"])
-def test_a_rate_limit_or_budget_not_above_zero_is_a_usage_error(data, command, flag):
+def test_a_negative_rate_limit_or_a_budget_not_above_zero_is_a_usage_error(data, command):
     versions = [NUMERIC] if command == "eval" else [NUMERIC, f"b={NUMERIC}"]
-    for bad in ("0", "-1"):
+    for flag, bad, message in (("--rate-limit", "-1", "a number ≥ 0 is needed"),
+                               ("--max-cost", "0", "a number > 0 is needed"),
+                               ("--max-cost", "-1", "a number > 0 is needed")):
         result = invoke(command, *versions, "--data", data, flag, bad)
         assert result.exit_code == 2, result.output
-        assert "a number > 0 is needed" in " ".join(result.output.split())
+        assert message in " ".join(result.output.split())
+
+
+def test_a_rate_limit_of_zero_means_no_limit(data):
+    result = invoke("eval", NUMERIC, "--data", data, "--rate-limit", "0", "--store", str(Path(data).parent / "s.sqlite"))
+    assert result.exit_code == 0, result.output
 
 
 @pytest.mark.parametrize("flag", ["--concurrency", "--junit", "--json", "--resume", "--label-field", "--top"])

@@ -71,7 +71,6 @@ def test_calibrate_and_compare_refuse_a_wrong_run_settings_object():
     ({"samples": 0}, ValueError, "samples: an integer from 1 to 50 is needed, got 0"),
     ({"samples": 51}, ValueError, "samples: an integer from 1 to 50"),
     ({"samples": True}, TypeError, "samples: an integer"),
-    ({"rate_limit": 0}, ValueError, "rate_limit must be requests per second > 0"),
     ({"rate_limit": -2.5}, ValueError, "rate_limit"),
     ({"rate_limit": "fast"}, TypeError, "rate_limit"),
     ({"max_cost": 0}, ValueError, "max_cost: a positive number of US dollars is needed"),
@@ -138,7 +137,7 @@ def test_calibrate_takes_a_single_positive_label():
     assert report.labelled == 2 and report.left_out == 0
 
 
-def test_a_stored_rate_limit_of_zero_reads_back_as_no_limit():
-    """Runs recorded before rate limits were checked took 0 as no limit; they still resume."""
+def test_a_rate_limit_of_zero_means_no_limit_as_it_always_has():
+    assert RunSettings(rate_limit=0).rate_limit is None
     stored = RunSettings.from_json_dict({"rate_limit": 0, "concurrency": 2})
     assert stored.rate_limit is None and stored.concurrency == 2

@@ -57,6 +57,13 @@ def _positive(value: Optional[float]) -> Optional[float]:
     return value
 
 
+def _not_negative(value: Optional[float]) -> Optional[float]:
+    """A number option's value when it is ≥ 0 (or not given); else a usage error (exit 2)."""
+    if value is not None and not value >= 0:
+        raise typer.BadParameter(f"a number ≥ 0 is needed, not {value}")
+    return value
+
+
 def with_help(option: Any, help: str) -> Any:
     """The shared option type `option` (``Annotated[T, typer.Option(...)]``) with another help
     text: the same flag, type and range, for a command where the shared text would not be true."""
@@ -85,7 +92,8 @@ Concurrency = Annotated[Optional[int], typer.Option("--concurrency", min=1, help
 #: `Concurrency` for a command without ``--executor``.
 LocalConcurrency = with_help(Concurrency, CONCURRENCY_LOCAL_HELP)
 RateLimit = Annotated[Optional[float], typer.Option(
-    "--rate-limit", callback=_positive, help="Judge requests per second, at most (on Ray: across the whole cluster).")]
+    "--rate-limit", callback=_not_negative,
+    help="Judge requests per second, at most (on Ray: across the whole cluster; 0: no limit).")]
 Out = Annotated[Optional[Path], typer.Option("--out", help="JSONL file receiving one line per item and scorer.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the run of --out (or of --run-id).")]
 #: `Resume` for a command without ``--run-id``.

@@ -45,7 +45,7 @@ class RunSettings:
     """The settings of one batch run (every field optional).
 
     concurrency: scorer runs at once (≥ 1; None: 8, or the slots of an embedded model; per actor
-    on Ray). rate_limit: judge requests per second (None: no limit). thresholds: ``{label: limit |
+    on Ray). rate_limit: judge requests per second (None or 0: no limit). thresholds: ``{label: limit |
     (min, max)}`` or ``["LABEL=limit", "LABEL=min:max"]`` (`engine.run.summary.parse_thresholds`).
     fields: ``{"output": "answer"}`` or ``["output=answer"]``. samples: ask every prompt stage that
     can be sampled this many times (1..50; None: as each spec says). prices: a `PriceTable`, a
@@ -86,6 +86,8 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name in ("thresholds", "fields"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        if self.rate_limit == 0 and not isinstance(self.rate_limit, bool):  # 0 has always meant no limit
+            object.__setattr__(self, "rate_limit", None)
         _check_numbers(self)
 
     @classmethod
@@ -140,8 +142,6 @@ class RunSettings:
         """Settings from `to_json_dict`'s JSON (keys it does not know are ignored)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        if values.get("rate_limit") == 0:  # recorded before rate limits were checked: it meant none
-            values["rate_limit"] = None
         if isinstance(values.get("thresholds"), Mapping):
             values["thresholds"] = {k: tuple(v) if isinstance(v, list) else v for k, v in values["thresholds"].items()}
         return cls(**values)
