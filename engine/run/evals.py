@@ -48,7 +48,7 @@ from .executor import Attempt, executor_of
 from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
-from .resume import find_prior, tidy_out_file
+from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
 from .runner import declared_names, label_of, uses_judge
 from .settings import RunSettings
 from .store import Store
@@ -171,19 +171,22 @@ async def arun_evals(
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
-    executor = executor_of(settings)
-    scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
-    labels = [label_of(s) for s in scorer_list]
-    limits = _thresholds(settings.thresholds, scorer_list)
-    cutoffs = _item_cutoffs(settings.item_cutoffs, scorer_list)
-    fields = settings.fields
-    field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
-        fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(settings.out).resolve() if settings.out is not None else None
     try:
         prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
+        settings, config, stored_labels = resumed_settings(db, prior.run_id if prior.resuming else None,
+                                                           settings, config)
+        executor = executor_of(settings)
+        scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
+        labels = [label_of(s) for s in scorer_list]
+        check_same_labels(prior.run_id, stored_labels, labels)
+        limits = _thresholds(settings.thresholds, scorer_list)
+        cutoffs = _item_cutoffs(settings.item_cutoffs, scorer_list)
+        fields = settings.fields
+        field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
+            fields, Mapping) else dict(fields or {})
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
