@@ -224,7 +224,8 @@ def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[Scor
             return choice, settings
     config = stored.get("config") or {}
     stored_choice = ScorerChoice.from_stored(config)
-    _check_same_choice(stored["run_id"], choice, stored_choice)
+    if stored_choice.scorers:  # a run the CLI recorded (a run from Python has no choice to compare)
+        _check_same_choice(stored["run_id"], choice, stored_choice)
     settings = settings.resumed_from(RunSettings.from_stored(config))
     out = settings.out if settings.out is not None or not stored.get("out") else Path(stored["out"])
     return (choice.resumed_from(stored_choice),

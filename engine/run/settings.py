@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunSettings", "RESUMED_FIELDS", "RUN_RESUMED_FIELDS"]
+__all__ = ["RESUMED_FIELDS", "RUN_RESUMED_FIELDS", "RunSettings"]
 
 #: The settings a resumed run takes from the stored run when the resuming call does not give them
 #: (a setting the call gives wins). The others belong to each attempt: concurrency, rate limit,
