@@ -160,3 +160,14 @@ def test_python_resume_with_other_scorers_is_refused(tmp_path):
     with pytest.raises(ValueError, match=f"resume: run {first.run_id} scored textual_difference; this call "
                                          "scores numeric"):
         run_evals([{"id": 1, "output": "0.5"}], [NUMERIC], out=out, resume=True, store=store)
+
+
+def test_the_cli_resumes_a_run_started_in_python_with_its_thresholds(tmp_path):
+    data, out, store = write_items(tmp_path / "mid.jsonl"), tmp_path / "r.jsonl", tmp_path / "store.sqlite"
+    first = run_evals(ITEMS, ["textual_difference"], RunSettings(out=out, thresholds={"textual_difference": 0.99},
+                                                                 limit=2), store=store)
+    resumed = invoke("eval", "textual_difference", "--data", data, "--out", out, "--option", "scale=1", "--resume",
+                     "--store", store, "--quiet", "--json")
+    summary = json.loads(resumed.stdout)
+    assert resumed.exit_code == 1 and summary["runId"] == first.run_id and summary["resumed"] == 2
+    assert summary["verdict"] == "below_threshold"  # mean 0.75 < the stored 0.99
