@@ -171,3 +171,12 @@ def test_the_cli_resumes_a_run_started_in_python_with_its_thresholds(tmp_path):
     summary = json.loads(resumed.stdout)
     assert resumed.exit_code == 1 and summary["runId"] == first.run_id and summary["resumed"] == 2
     assert summary["verdict"] == "below_threshold"  # mean 0.75 < the stored 0.99
+
+
+def test_resume_with_a_new_out_file_and_run_id_starts_the_run(tmp_path):
+    data, out, store = write_items(tmp_path / "mid.jsonl"), tmp_path / "new.jsonl", tmp_path / "store.sqlite"
+    started = invoke("eval", "textual_difference", "--data", data, "--out", out, "--run-id", "fresh", "--resume",
+                     "--store", store, "--quiet", "--json")
+    assert started.exit_code == 0, started.stderr
+    summary = json.loads(started.stdout)
+    assert (summary["runId"], summary["items"], summary["resumed"]) == ("fresh", 4, 0)

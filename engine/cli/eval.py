@@ -213,11 +213,11 @@ def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[Scor
 
     if not settings.resume:
         return choice, settings
-    if settings.run_id is not None:
+    if settings.out is None and settings.run_id is not None:
         stored = find_run(db, settings.run_id)
-    else:
+    else:  # with --out, a run the store does not hold resumes from the out file alone, as before
         try:
-            stored = stored_run_of(Path(settings.out) if settings.out is not None else None, None, db)
+            stored = stored_run_of(Path(settings.out) if settings.out is not None else None, settings.run_id, db)
         except LookupError as exc:
             fail(str(exc))
         if stored is None:
