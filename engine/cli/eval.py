@@ -7,8 +7,11 @@ terminal output (`engine.cli.output`) are imported by the command that runs. The
 judging commands share are declared once, in `engine.cli.options`.
 
 A run records its settings whole (`engine.run.settings.RunSettings`, ``config["settings"]``) and
-which scorers it loaded, on what data (`ScorerChoice`, ``config["cli"]``); ``--resume --run-id``
-reads both back, runs recorded before settings were stored whole included.
+which scorers it loaded, on what data (`ScorerChoice`, ``config["cli"]``); ``--resume`` (with
+``--run-id`` or ``--out``) reads both back, runs recorded before settings were stored whole
+included: they fill every flag the command leaves unset (a flag given wins; ``--limit``,
+``--concurrency``, ``--rate-limit``, ``--max-cost`` and the cache flags belong to each attempt),
+and other scorers, options, data or model than the run's end the command with exit 2.
 
 Exit codes of ``eval``: 0 passed; 1 a threshold was missed (or an item was below its
 ``--item-cutoff``); 2 errors (an item failed, a dataset record could not be read, bad arguments,
@@ -187,7 +190,8 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
         data = _checked_data(choice, settings)
         scorers = _load_scorers(list(choice.scorers), choice.model, choice.base_url, list(choice.options),
                                 command_cache(*cache_flags), cache_flags[2], settings.samples)
-        cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers)
+        cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
+            settings.item_cutoffs or {})  # resumed: the run's own
         _check_fields(settings, scorers)
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
         summary = _run(data, scorers, settings, db, outputs.quiet,
@@ -198,20 +202,71 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
 
 
 def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[ScorerChoice, RunSettings]:
-    """With ``--resume --run-id`` and no scorer or no data, what the stored run recorded fills
-    in what the flags leave unset (`ScorerChoice.resumed_from`, `RunSettings.resumed_from`); the
-    run id becomes the stored run's whole id and the out file, unless given, the run's."""
+    """With ``--resume``, the stored run (by ``--run-id``, else by its ``--out`` file) fills in
+    what the flags leave unset (`ScorerChoice.resumed_from`, `RunSettings.resumed_from`: a flag
+    given wins); the run id becomes the stored run's whole id and the out file, unless given,
+    the run's. Exits 2 when the flags name other scorers, options, data or model than the run
+    (`_check_same_choice`). No stored run (an out file written without a store): as given."""
+    from ..run.resume import stored_run_of
     from ..run.settings import RunSettings
     from .runs import find_run
 
-    if not (settings.resume and settings.run_id and (not choice.scorers or choice.data is None)):
+    if not settings.resume:
         return choice, settings
-    stored = find_run(db, settings.run_id)
+    if settings.out is None and settings.run_id is not None:
+        stored = find_run(db, settings.run_id)
+    else:  # with --out, a run the store does not hold resumes from the out file alone, as before
+        try:
+            stored = stored_run_of(Path(settings.out) if settings.out is not None else None, settings.run_id, db)
+        except LookupError as exc:
+            fail(str(exc))
+        if stored is None:
+            return choice, settings
     config = stored.get("config") or {}
+    stored_choice = ScorerChoice.from_stored(config)
+    if stored_choice.scorers:  # a run the CLI recorded (a run from Python has no choice to compare)
+        _check_same_choice(stored["run_id"], choice, stored_choice)
     settings = settings.resumed_from(RunSettings.from_stored(config))
     out = settings.out if settings.out is not None or not stored.get("out") else Path(stored["out"])
-    return (choice.resumed_from(ScorerChoice.from_stored(config)),
+    return (choice.resumed_from(stored_choice),
             dataclasses.replace(settings, run_id=stored["run_id"], out=out))
+
+
+def _check_same_choice(run_id: str, given: ScorerChoice, stored: ScorerChoice) -> None:
+    """Exits 2 naming what differs when a resuming command gives other scorers, ``--option``
+    values, ``--data`` (the same file by another path is the same) or ``--model`` than the run
+    recorded: its out file and store would mix the results of both. What is not given, or not
+    recorded, is not compared."""
+    differs = []
+    if given.scorers and stored.scorers and sorted(given.scorers) != sorted(stored.scorers):
+        differs.append("scorers")
+    if given.options and sorted(given.options) != sorted(stored.options):
+        differs.append("options")
+    if given.data and stored.data and _resolved(given.data) != _resolved(stored.data):
+        differs.append("data")
+    if given.model and stored.model and given.model != stored.model:
+        differs.append("model")
+    if differs:
+        fail(f"--resume: run {run_id} scored {_describe(stored, differs)}; this command gives "
+             f"{_describe(given, differs)}: resume with the same scorers and options, or start a new run with "
+             "another --out")
+
+
+def _resolved(data: str) -> str:
+    return data if "://" in data else str(Path(data).resolve())
+
+
+def _describe(choice: ScorerChoice, differs: list[str]) -> str:
+    """The scorers of `choice`, with what `differs` names among its options, data and model."""
+    text = " ".join(choice.scorers) or "(the run's scorers)"
+    if "options" in differs or choice.options:
+        options = ", ".join(choice.options)
+        text += f" with option{'s' if len(choice.options) > 1 else ''} {options}" if options else " with no option"
+    if "data" in differs and choice.data:
+        text += f" on {_resolved(choice.data)}"
+    if "model" in differs and choice.model:
+        text += f" with model {choice.model}"
+    return text
 
 
 def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:

@@ -48,7 +48,7 @@ from .executor import Attempt, executor_of
 from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
-from .resume import find_prior, tidy_out_file
+from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
 from .runner import declared_names, label_of, uses_judge
 from .settings import RunSettings
 from .store import Store
@@ -154,45 +154,44 @@ async def arun_evals(
     recorded with the run in the store (the CLI records how to load its scorers again); the
     settings are recorded whole beside it (``config["settings"]``).
 
-    On resume, what earlier attempts spent counts against `max_cost`. On Ray (``executor="ray"`` through `engine.api`) `concurrency` is per actor, `rate_limit` holds
-    for the cluster, and every scorer must come from a spec and its judge from a model string.
+    On resume, the settings the run recorded fill what `settings` leave unset (thresholds, item
+    cut-offs, fields, samples, prices: `engine.run.settings.RUN_RESUMED_FIELDS`; the call's win;
+    `limit`, `concurrency`, `max_cost` are per attempt; what earlier attempts spent counts against
+    `max_cost`). On Ray (``executor="ray"`` through `engine.api`) `concurrency` is per actor,
+    `rate_limit` holds for the cluster, every scorer comes from a spec, its judge from a model string.
 
-    Returns an `EvalSummary`. Raises `TypeError` for a keyword that is no setting; `ValueError`
-    for bad arguments (a label given twice, a threshold for an unknown label, concurrency < 1,
-    resuming a run that does not exist, samples outside 1..50, a max_cost that is not a positive
-    number, an unknown executor, ray settings without the Ray executor, max_cost on Ray, a scorer
-    a Ray actor cannot build), `engine.ray.cluster.RayMissing` (an `ImportError`) for the Ray
-    executor without Ray installed, ``ConnectionError`` for a Ray cluster that cannot be joined,
-    `engine.run.budget.UnpricedModelError` (a `ValueError`) when `max_cost` is given and a judge
-    model has no price, `engine.run.prices.PriceTableError` (a `ValueError`) for a price table that
-    cannot be used, `FileExistsError` when `out` already holds results and `resume` is False,
-    `engine.run.items.DatasetError` for an unreadable file.
+    Returns an `EvalSummary`. Raises `TypeError` for a keyword that is no setting; `ValueError` for
+    bad arguments (a label given twice, a threshold for an unknown label, concurrency < 1, resuming
+    a run that does not exist or under other labels than it scored, samples outside 1..50, a
+    max_cost that is not a positive number, an unknown executor, ray settings without the Ray
+    executor, max_cost on Ray, a scorer a Ray actor cannot build), `engine.ray.cluster.RayMissing`
+    (an `ImportError`) for the Ray executor without Ray installed, ``ConnectionError`` for a Ray
+    cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
+    `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
+    `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
+    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file.
     """
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
-    executor = executor_of(settings)
-    scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
-    labels = [label_of(s) for s in scorer_list]
-    limits = _thresholds(settings.thresholds, scorer_list)
-    cutoffs = _item_cutoffs(settings.item_cutoffs, scorer_list)
-    fields = settings.fields
-    field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
-        fields, Mapping) else dict(fields or {})
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(settings.out).resolve() if settings.out is not None else None
     try:
         prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
+        settings, config, stored_labels = resumed_settings(db, prior.run_id if prior.resuming else None,
+                                                           settings, config)
+        executor = executor_of(settings)
+        scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
+        labels = [label_of(s) for s in scorer_list]
+        check_same_labels(prior.run_id, stored_labels, labels)
+        limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list)
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
-        budget = None
-        if settings.max_cost is not None and price_table is not None:
-            usd, items_before = spent_before(prior.spent, price_table)
-            budget = Budget(settings.max_cost, spent_before=usd, items_before=items_before)
+        budget = _budget(settings.max_cost, price_table, prior)
         attempt = executor.prepare(Attempt(
             scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
             settings.rate_limit, price_table, budget, data, field_map, limit, _problem_counter(state, reporter)))
@@ -205,6 +204,24 @@ async def arun_evals(
     finally:
         if own_store and db is not None:
             db.close()
+
+
+def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) -> Budget | None:
+    """The run's budget in US dollars, counting what its earlier attempts spent (None: no budget)."""
+    if max_cost is None or price_table is None:
+        return None
+    usd, items_before = spent_before(prior.spent, price_table)
+    return Budget(max_cost, spent_before=usd, items_before=items_before)
+
+
+def _gates_and_fields(settings: RunSettings, scorer_list: list[Any]) -> tuple[
+        dict[str, Threshold], dict[str, float], dict[str, str]]:
+    """The run's thresholds and item cut-offs by label, and its field map (run field → item field)."""
+    fields = settings.fields
+    field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
+        fields, Mapping) else dict(fields or {})
+    return (_thresholds(settings.thresholds, scorer_list), _item_cutoffs(settings.item_cutoffs, scorer_list),
+            field_map)
 
 
 def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], PriceTable | None, int]:

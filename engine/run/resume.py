@@ -10,11 +10,15 @@ between the out-file write and the store commit leaves the store one result behi
 then skips every (item, label) already scored or not scorable and retries the failed ones; at
 the end `tidy_out_file` rewrites the out file compactly when retried results left older lines,
 so it holds exactly one line per (item, label).
+
+The settings the run recorded fill what the resuming call leaves unset (`resumed_settings`,
+`engine.run.settings.RUN_RESUMED_FIELDS`; a setting the call gives wins), and a resuming call
+must score under the same labels as the run (`check_same_labels`): results are never mixed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from typing import Any
 from ..core.result import result_status
 from .items import item_key
 from .outfile import LineKey, compact_out_file, iter_out_lines, line_key, read_lines, repair_last_line
+from .settings import RUN_RESUMED_FIELDS, RunSettings
 from .store import Store
 
 
@@ -178,3 +183,45 @@ def stored_results(run_id: str, *, out: str | Path | None, store: str | Path | S
         if db is not store:
             db.close()
     return found
+
+
+def resumed_settings(db: Store | None, run_id: str | None, settings: RunSettings,
+                     config: Mapping[str, Any] | None) -> tuple[RunSettings, dict[str, Any], tuple[str, ...]]:
+    """For a call resuming the stored run `run_id` (None: a new run, or none stored): `settings`
+    with what they leave unset among `RUN_RESUMED_FIELDS` taken from the settings the run
+    recorded (`RunSettings.from_stored`; a setting the call gives wins), the config to record
+    (the stored one with the call's `config` laid over it, so a resumed attempt never records
+    less than the run had) and the labels the run scored (``()`` when unknown)."""
+    run = db.get_run(run_id) if db is not None and run_id is not None else None
+    if run is None:
+        return settings, dict(config or {}), ()
+    stored = run.get("config") or {}
+    merged = settings.resumed_from(RunSettings.from_stored(stored), RUN_RESUMED_FIELDS)
+    return merged, {**stored, **(config or {})}, tuple(run.get("scorers") or ())
+
+
+def check_same_labels(run_id: str | None, stored: Sequence[str], labels: Sequence[str]) -> None:
+    """Raises `ValueError` when a resuming call scores under other labels than the run it resumes
+    (`stored`, its labels; nothing to check when empty): the out file and the store would mix
+    the results of both."""
+    if stored and sorted(stored) != sorted(labels):
+        raise ValueError(f"resume: run {run_id} scored {', '.join(stored)}; this call scores {', '.join(labels)}: "
+                         "resume with the same scorers, or start a new run with another out file")
+
+
+def stored_run_of(out: Path | None, run_id: str | None, db: Store) -> dict[str, Any] | None:
+    """The stored run a resuming call continues, read only (nothing is repaired or written):
+    the run `run_id` (a unique prefix is enough), else the run `out` holds (the run id of its
+    first readable line, else the run the store recorded for the file). None when the store
+    has none. Raises `LookupError` for a prefix of several run ids."""
+    if run_id is not None:
+        return db.get_run(run_id)
+    if out is None:
+        return None
+    out = out.resolve()
+    found = None
+    if out.is_file():
+        found = next((record["runId"] for _raw, record in read_lines(out)
+                      if record is not None and isinstance(record.get("runId"), str)), None)
+    found = found or db.run_for_out(str(out))
+    return db.get_run(found) if found is not None else None

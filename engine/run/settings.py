@@ -21,11 +21,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunSettings", "RESUMED_FIELDS"]
+__all__ = ["RESUMED_FIELDS", "RUN_RESUMED_FIELDS", "RunSettings"]
 
 #: The settings a resumed run takes from the stored run when the resuming call does not give them
-#: (the others — concurrency, rate limit, budget, limit, cache — belong to each attempt).
-RESUMED_FIELDS = ("fields", "thresholds", "samples", "prices", "executor", "ray")
+#: (a setting the call gives wins). The others belong to each attempt: concurrency, rate limit,
+#: budget (``max_cost``: what earlier attempts spent counts against it), ``limit`` (the first
+#: `limit` items of this attempt), cache and refresh.
+RESUMED_FIELDS = ("fields", "thresholds", "samples", "prices", "executor", "ray", "item_cutoffs")
+
+#: The ones `engine.run.evals.arun_evals` fills itself: all but the executor and the Ray settings,
+#: which are resolved before the run starts (the CLI reads them back; in Python give them again).
+RUN_RESUMED_FIELDS = tuple(name for name in RESUMED_FIELDS if name not in ("executor", "ray"))
 
 #: The Ray settings the CLI recorded one by one before settings were stored whole.
 _OLD_RAY_KEYS = {"ray_address": "address", "actors": "actors", "cpus_per_actor": "cpus_per_actor"}
@@ -161,11 +167,12 @@ class RunSettings:
                    samples=cli.get("samples"), prices=cli.get("prices"), limit=cli.get("limit"),
                    executor=cli.get("executor"), ray=ray or None)
 
-    def resumed_from(self, stored: RunSettings) -> RunSettings:
-        """These settings with what they leave unset among `RESUMED_FIELDS` taken from `stored`
-        (the settings the run recorded); the Ray settings merged key by key, these winning."""
+    def resumed_from(self, stored: RunSettings, names: Iterable[str] = RESUMED_FIELDS) -> RunSettings:
+        """These settings with what they leave unset (None or empty; False is a value) among
+        `names` (default `RESUMED_FIELDS`) taken from `stored`, the settings the run recorded:
+        a setting given here wins; the Ray settings are merged key by key, these winning."""
         changes: dict[str, Any] = {}
-        for name in RESUMED_FIELDS:
+        for name in names:
             mine, theirs = getattr(self, name), getattr(stored, name)
             if name == "ray" and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
                 changes[name] = {**theirs, **mine}
