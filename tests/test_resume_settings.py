@@ -180,3 +180,33 @@ def test_resume_with_a_new_out_file_and_run_id_starts_the_run(tmp_path):
     assert started.exit_code == 0, started.stderr
     summary = json.loads(started.stdout)
     assert (summary["runId"], summary["items"], summary["resumed"]) == ("fresh", 4, 0)
+
+
+def _stopped_before_its_first_line(tmp_path: Path) -> tuple[Path, Path, Path, str]:
+    """A CLI run with a threshold whose out file a stopped driver left empty (its results were
+    elsewhere, as a Ray run's shards are): (data, out, store, run id)."""
+    data, out, store = write_items(tmp_path / "mid.jsonl"), tmp_path / "o.jsonl", tmp_path / "store.sqlite"
+    first = invoke("eval", "textual_difference", "--data", data, "--out", out, "--threshold",
+                   "textual_difference=0.99", "--limit", "2", "--store", store, "--quiet", "--json")
+    assert first.exit_code == 0, first.stderr
+    out.write_text("", encoding="utf-8")
+    return data, out, store, json.loads(first.stdout)["runId"]
+
+
+def test_resuming_by_an_out_file_left_empty_continues_its_run_with_its_settings(tmp_path):
+    data, out, store, run_id = _stopped_before_its_first_line(tmp_path)
+    resumed = invoke("eval", "textual_difference", "--data", data, "--out", out, "--resume", "--store", store,
+                     "--quiet", "--json")
+    summary = json.loads(resumed.stdout)
+    assert (summary["runId"], summary["items"], summary["verdict"]) == (run_id, 4, "below_threshold")
+    assert f"resuming run {run_id}" in resumed.stderr  # resumed (a Ray run's shards are recovered then)
+    with Store(store) as db:
+        assert [run["run_id"] for run in db.list_runs()] == [run_id]
+
+
+def test_resuming_an_out_file_left_empty_by_its_run_id_continues_that_run(tmp_path):
+    data, out, store, run_id = _stopped_before_its_first_line(tmp_path)
+    summary = run_evals(ITEMS, ["textual_difference"], RunSettings(out=out, run_id=run_id, resume=True), store=store)
+    assert (summary.run_id, summary.verdict) == (run_id, "below_threshold")  # the stored 0.99 threshold
+    with Store(store) as db:
+        assert [run["run_id"] for run in db.list_runs()] == [run_id]

@@ -204,8 +204,8 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
 def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[ScorerChoice, RunSettings]:
     """With ``--resume``, the stored run (by ``--run-id``, else by its ``--out`` file) fills in
     what the flags leave unset (`ScorerChoice.resumed_from`, `RunSettings.resumed_from`: a flag
-    given wins); the run id becomes the stored run's whole id and the out file, unless given,
-    the run's. Exits 2 when the flags name other scorers, options, data or model than the run
+    given wins); a run id given becomes the stored run's whole id, and the out file, unless
+    given, the run's. Exits 2 when the flags name other scorers, options, data or model than the run
     (`_check_same_choice`). No stored run (an out file written without a store): as given."""
     from ..run.resume import stored_run_of
     from ..run.settings import RunSettings
@@ -228,8 +228,11 @@ def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[Scor
         _check_same_choice(stored["run_id"], choice, stored_choice)
     settings = settings.resumed_from(RunSettings.from_stored(config))
     out = settings.out if settings.out is not None or not stored.get("out") else Path(stored["out"])
-    return (choice.resumed_from(stored_choice),
-            dataclasses.replace(settings, run_id=stored["run_id"], out=out))
+    # by --run-id, the stored run's whole id (a prefix may be given); by --out, the out file names the
+    # run (`engine.run.resume.find_prior` finds it there, or in the store for an out file a stopped
+    # driver left empty)
+    run_id = stored["run_id"] if settings.run_id is not None else None
+    return choice.resumed_from(stored_choice), dataclasses.replace(settings, run_id=run_id, out=out)
 
 
 def _check_same_choice(run_id: str, given: ScorerChoice, stored: ScorerChoice) -> None:

@@ -111,8 +111,8 @@ def find_prior(out: Path | None, run_id: str | None, db: Store | None, *, resume
 
     out: the run's out file (absolute), if any. With results in `out`, `resume` must be True
     (`FileExistsError` otherwise); the file is scanned (`note` hears of a repaired torn line)
-    and the store brought in line. An empty or missing `out` resumes the run the store recorded
-    for it, scoring every item again. Without `out`, `resume` reads the run `run_id` (a unique
+    and the store brought in line. An empty or missing `out` resumes the run of exactly the id
+    `run_id` (or, without one, the run the store recorded for `out`), scoring every item again. Without `out`, `resume` reads the run `run_id` (a unique
     prefix is enough) from the store. Raises `ValueError` when `out` holds another run than
     `run_id`, or when there is no run to resume.
     """
@@ -135,9 +135,22 @@ def find_prior(out: Path | None, run_id: str | None, db: Store | None, *, resume
         # killed before its first result line: keep the run id recorded for this out file
         # (else the store would keep an empty run marked running forever); every item is
         # scored again, since the out file must hold every result
-        found = db.run_for_out(str(out)) if db is not None and run_id is None else None
+        found = None
+        if db is not None and run_id is None:
+            found = db.run_for_out(str(out))
+        elif db is not None and _stored_exactly(db, run_id):
+            found = run_id
         return PriorResults(run_id=found, resuming=True) if found is not None else PriorResults(run_id=run_id)
     return _prior_in_store(run_id, db)
+
+
+def _stored_exactly(db: Store, run_id: str) -> bool:
+    """Whether the store holds a run of exactly this id (a prefix of another's is a new run's)."""
+    try:
+        run = db.get_run(run_id)
+    except LookupError:
+        return False
+    return run is not None and run["run_id"] == run_id
 
 
 def _prior_in_store(run_id: str | None, db: Store | None) -> PriorResults:
