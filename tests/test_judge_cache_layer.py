@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import RateLimiter, RetryPolicy, make_judge, with_rate_limit
+from engine.bind.stack import RateLimiter, RetryPolicy, make_judge, restack
 from engine.core.result import Usage
 from engine.judge.cache.base import CachedAnswer, JudgeCacheWarning
 from engine.judge.cache.layer import CachedJudge, open_cache
@@ -381,7 +381,7 @@ def test_the_rate_limit_sits_below_the_cache_so_a_hit_takes_no_token(tmp_path):
                            cache=tmp_path / "a.sqlite")
         assert isinstance(built, CachedJudge) and isinstance(built.inner, RateLimitedJudge)
         # the batch runner puts its shared limiter on a judge already built: it goes below the cache
-        judge = with_rate_limit(judge_for(server, tmp_path / "b.sqlite"), CountingLimiter(100))
+        judge = restack(judge_for(server, tmp_path / "b.sqlite"), rate_limit=CountingLimiter(100))
         assert isinstance(judge, CachedJudge) and isinstance(judge.inner, RateLimitedJudge)
         asyncio.run(judge.ask(call_for()))
         asyncio.run(judge.ask(call_for()))

@@ -21,9 +21,9 @@ from engine.bind.stack import (
     RateLimiter,
     RetryingJudge,
     RetryPolicy,
-    layered,
     make_judge,
-    with_rate_limit,
+    restack,
+    stacked,
 )
 from engine.cli.main import app
 from engine.core.errors import ScorerRunError
@@ -33,6 +33,7 @@ from engine.judge.call import JudgeAnswer, JudgeCall, TransportFailure
 from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
 from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
 from engine.judge.provider import _retry_after
+from engine.judge.settings import JudgeSettings
 from engine.run.evals import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.expressions import Expression
@@ -233,10 +234,10 @@ def test_make_judge_stacks_the_layers_over_one_provider(fake_server):
     assert (result.score, result.usage.transport_retries) == (1, 1)
 
 
-def test_layered_wraps_any_provider_and_shares_a_limiter():
+def test_stacked_wraps_any_provider_and_shares_a_limiter():
     limiter = RateLimiter(1000, burst=10)
-    first = layered(FakeJudge({"analyze": {"verdict": "yes"}}), rate_limit=limiter)
-    second = with_rate_limit(FakeJudge({"analyze": {"verdict": "no"}}), limiter)
+    first = stacked(FakeJudge({"analyze": {"verdict": "yes"}}), JudgeSettings(rate_limit=limiter))
+    second = restack(FakeJudge({"analyze": {"verdict": "no"}}), rate_limit=limiter)
     assert first.limiter is second.limiter is limiter
     assert isinstance(first.inner, RetryingJudge) and isinstance(first.provider, FakeJudge)
     assert asyncio.run(first.ask(a_call())).data == {"verdict": "yes"}
@@ -246,7 +247,7 @@ def test_layered_wraps_any_provider_and_shares_a_limiter():
 def test_the_run_rate_limits_a_twin_and_leaves_the_scorer_as_it_was():
     judge = FakeJudge({"preprocess": {"claims": ["a"]}})
     claims = load_scorer(str(SPEC_FIXTURES / "claims.yaml"), judge=judge)
-    limited = claims.with_judge(with_rate_limit(claims.judge, 100))
+    limited = claims.with_judge(restack(claims.judge, rate_limit=100))
     assert claims.judge is judge and limited.judge.inner is judge and limited.model == claims.model
     summary = run_evals([{"output": "x"}] * 3, [claims], rate_limit=100, store=False)
     assert summary.scorers[claims.id].scored == 3 and len(judge.calls) == 3

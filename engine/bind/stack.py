@@ -168,23 +168,14 @@ def make_judge(model: str, settings: JudgeSettings | None = None, **keywords: An
         provider.recipe = recipe  # how to build it again in another process (`engine.judge.recipe`)
     except AttributeError:  # a provider object that takes no attributes: it cannot be rebuilt elsewhere
         pass
-    return compose(_settings_stack(provider, settings.replace(retry=retry)))
+    return stacked(provider, settings.replace(retry=retry))
 
 
-def layered(provider: Judge, *, retry: RetryPolicy | None = None, rate_limit: Any = None,
-            cache: CacheSetting = None, refresh: bool = False) -> Judge:
-    """`provider` (any judge) under the layers: transport retries (`retry`, default
-    `RetryPolicy()`), the rate limit (when `rate_limit` is given), the judge-call cache (when
-    `cache` names one), as `make_judge` stacks them."""
-    settings = JudgeSettings(retry=retry, rate_limit=rate_limit, cache=cache, refresh=refresh)
-    return compose(_settings_stack(provider, settings))
-
-
-def with_rate_limit(judge: Judge, rate_limit: Any) -> Judge:
-    """`judge` whose calls each first take a token from `rate_limit` (see `restack`), below its
-    cache layer if it has one. Any judge may be wrapped, e.g. a scorer's own:
-    ``scorer.with_judge(with_rate_limit(scorer.judge, limiter))``."""
-    return restack(judge, rate_limit=rate_limit)
+def stacked(provider: Judge, settings: JudgeSettings | None = None) -> Judge:
+    """`provider` (any judge: a provider judge, a test double) under the layers `settings` ask for,
+    in the order of `LAYERS`: transport retries always (``settings.retry``, default `RetryPolicy()`),
+    a rate limit and a cache when they name one. Raises what `open_cache` raises for a bad cache."""
+    return compose(_settings_stack(provider, JudgeSettings.of(settings)))
 
 
 @dataclass(frozen=True)
@@ -260,7 +251,7 @@ def _replace(stack: JudgeStack, **layers: tuple[Wrap, ...]) -> JudgeStack:
     return dataclasses.replace(stack, **layers)
 
 
-__all__ = ["make_judge", "layered", "with_rate_limit", "restack", "compose", "taken_apart", "bind", "rebind",
+__all__ = ["make_judge", "stacked", "restack", "compose", "taken_apart", "bind", "rebind",
            "check_model", "JudgeSettings", "JudgeStack", "JudgeFactory", "LAYERS", "KEEP", "Judge", "JudgeCall",
            "JudgeAnswer", "JudgeLayer", "AnswerContract", "AnswerInvalid", "TransportFailure", "RetryPolicy",
            "RetryingJudge", "RateLimiter", "RateLimitedJudge", "ModelError", "resolve_model", "DEFAULT_MODEL",

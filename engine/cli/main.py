@@ -20,7 +20,22 @@ from .app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, app, fail, parse_option_va
 from .app import stderr_console as _stderr
 from .app import stdout_console as _stdout
 from .cache import cache_app, command_cache
-from .options import BaseUrl, Cache, Model, NoCache, Options, Refresh
+from .options import (
+    BaseUrl,
+    Cache,
+    ItemContext,
+    ItemFields,
+    ItemGroundTruth,
+    ItemInput,
+    ItemMessagesFile,
+    ItemOutput,
+    ItemToolCallsFile,
+    Model,
+    NoCache,
+    Options,
+    Refresh,
+    SpecArg,
+)
 
 app.add_typer(cache_app, name="cache")
 
@@ -159,12 +174,6 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
 
 
-_MESSAGES_HELP = ("A JSON array of chat messages {role, content}: the conversation. Those up to the last user "
-                  "message are the input, the rest the output.")
-_TOOL_CALLS_HELP = "A JSON array of the tool calls made, {name, arguments, result?, error?} (or OpenAI-style)."
-_FIELD_HELP = ("NAME=VALUE or NAME=@FILE: a field the spec declares (rubric=@rubric.json) or a run field "
-               "(system=@prompt.txt); JSON where the field wants more than text (repeatable).")
-
 
 def _item(scorer: Any, output: Optional[str], input: Optional[str], ground_truth: Optional[str],
           context: Optional[list[str]], messages_file: Optional[Path], tool_calls_file: Optional[Path],
@@ -191,14 +200,14 @@ class _NoJudge:
 
 @app.command("run")
 def run_cmd(
-    spec: str = typer.Argument(..., metavar="SCORER", help="Scorer id (e.g. faithfulness) or a spec file."),
-    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
-    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
-    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
-    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
-    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
-    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
-    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
+    spec: SpecArg,
+    output: ItemOutput = None,
+    input: ItemInput = None,
+    ground_truth: ItemGroundTruth = None,
+    context: ItemContext = None,
+    messages_file: ItemMessagesFile = None,
+    tool_calls_file: ItemToolCallsFile = None,
+    field: ItemFields = [],
     model: Model = None,
     base_url: BaseUrl = None,
     option: Options = [],
@@ -292,14 +301,14 @@ def _sampling_cells(record: Any) -> list[str]:
 
 @app.command("render")
 def render_cmd(
-    spec: str = typer.Argument(..., help="Scorer id or spec file."),
-    output: Optional[str] = typer.Option(None, "--output", help="The output to score."),
-    input: Optional[str] = typer.Option(None, "--input", help="The input (question) that produced it."),
-    ground_truth: Optional[str] = typer.Option(None, "--ground-truth", help="The expected answer."),
-    context: Optional[list[str]] = typer.Option(None, "--context", help="A context passage (repeatable)."),
-    messages_file: Optional[Path] = typer.Option(None, "--messages-file", help=_MESSAGES_HELP),
-    tool_calls_file: Optional[Path] = typer.Option(None, "--tool-calls-file", help=_TOOL_CALLS_HELP),
-    field: list[str] = typer.Option([], "--field", help=_FIELD_HELP),
+    spec: SpecArg,
+    output: ItemOutput = None,
+    input: ItemInput = None,
+    ground_truth: ItemGroundTruth = None,
+    context: ItemContext = None,
+    messages_file: ItemMessagesFile = None,
+    tool_calls_file: ItemToolCallsFile = None,
+    field: ItemFields = [],
     option: Options = [],
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
     resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "

@@ -24,6 +24,8 @@ from .ci_files import JUNIT_HELP, SUMMARY_MD_HELP
 from .html import REPORT_HELP
 
 __all__ = [
+    "SpecArg", "ItemOutput", "ItemInput", "ItemGroundTruth", "ItemContext", "ItemMessagesFile",
+    "ItemToolCallsFile", "ItemFields",
     "ACTORS_HELP", "CONCURRENCY_HELP", "CONCURRENCY_LOCAL_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP",
     "JUNIT_LABELS_HELP", "MAX_COST_HELP", "PRICES_HELP", "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
     "AsJson", "BaseUrl", "Cache", "CompareLabelField", "CompareTop", "ComparisonJson", "Concurrency", "Cutoff",
@@ -133,3 +135,20 @@ Junit = Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help=J
 LabelsJunit = with_help(Junit, JUNIT_LABELS_HELP)
 SummaryMd = Annotated[Optional[Path], typer.Option("--summary-md", metavar="FILE", help=SUMMARY_MD_HELP)]
 Report = Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help=REPORT_HELP)]
+
+
+# -- one item, as `run` and `render` take it ----------------------------------------------------
+
+SpecArg = Annotated[str, typer.Argument(metavar="SCORER", help="Scorer id (e.g. faithfulness) or a spec file.")]
+ItemOutput = Annotated[Optional[str], typer.Option("--output", help="The output to score.")]
+ItemInput = Annotated[Optional[str], typer.Option("--input", help="The input (question) that produced it.")]
+ItemGroundTruth = Annotated[Optional[str], typer.Option("--ground-truth", help="The expected answer.")]
+ItemContext = Annotated[Optional[list[str]], typer.Option("--context", help="A context passage (repeatable).")]
+ItemMessagesFile = Annotated[Optional[Path], typer.Option("--messages-file", help=(
+    "A JSON array of chat messages {role, content}: the conversation. Those up to the last user message are the "
+    "input, the rest the output."))]
+ItemToolCallsFile = Annotated[Optional[Path], typer.Option("--tool-calls-file", help=(
+    "A JSON array of the tool calls made, {name, arguments, result?, error?} (or OpenAI-style)."))]
+ItemFields = Annotated[list[str], typer.Option("--field", help=(
+    "NAME=VALUE or NAME=@FILE: a field the spec declares (rubric=@rubric.json) or a run field (system=@prompt.txt); "
+    "JSON where the field wants more than text (repeatable)."))]

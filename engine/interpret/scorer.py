@@ -112,7 +112,7 @@ class Scorer:
     def with_judge(self, judge: Judge) -> "Scorer":
         """This scorer (same spec, options and model) asking `judge` instead; this one is
         unchanged. E.g. its own judge under one more layer:
-        ``scorer.with_judge(engine.bind.stack.with_rate_limit(scorer.judge, limiter))``
+        ``scorer.with_judge(engine.bind.stack.restack(scorer.judge, rate_limit=limiter))``
         (`engine.bind.stack.rebind` does so for a run)."""
         twin = copy.copy(self)
         twin._judge = judge
