@@ -9,7 +9,7 @@ result, and every value keeps the position of the file that wrote it:
   added last, or right after the stage named by its ``after:``); a stage's ``checks`` and the
   spec's ``reason`` cases merge the same way when the child gives them ids, and are replaced
   whole when it gives none; every other list is replaced whole;
-- ``abstract`` is not inherited; templates resolve from the child's ``prompts/`` first, then
+- ``abstract`` and ``notes`` are not inherited; templates resolve from the child's ``prompts/`` first, then
   each parent's; the merged document's hash covers every file of the chain.
 """
 
@@ -233,12 +233,16 @@ class _Merger:
         return found[0] + 1
 
 
+NOT_INHERITED = ("abstract", "notes")
+"""Top-level keys a spec never takes from the spec it extends."""
+
+
 def merge(parent: Document, child: Document) -> Document:
     """`child` (which has ``extends:``) merged over `parent`; see the module docstring."""
     merger = _Merger(parent, child)
     child_data = {k: v for k, v in child.data.items() if k != "extends"}
-    if isinstance(parent.data, dict):  # `abstract` is not inherited
-        data = merger.mapping({k: v for k, v in parent.data.items() if k != "abstract"}, "", child_data, "", "")
+    if isinstance(parent.data, dict):  # `abstract` and `notes` are not inherited
+        data = merger.mapping({k: v for k, v in parent.data.items() if k not in NOT_INHERITED}, "", child_data, "", "")
     else:  # the parent could not be read: its problems say why
         data = child_data
         merger.take(child, "", "")

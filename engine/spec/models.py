@@ -210,6 +210,11 @@ class Spec(_Model):
     name: str | None = Field(None, description="Human-readable name (required unless abstract).")
     description: str | None = Field(None, description="One sentence: what the score measures (required unless "
                                     "abstract).")
+    notes: str | None = Field(
+        None, description="Markdown for the scorer's reference page: how it works, what it suits, and where it "
+        "deliberately differs from the reference implementation. Documentation only: never read when scoring. "
+        "Not inherited (a spec that extends this one writes its own).",
+    )
     version: Union[int, str, None] = Field(None, description="The scorer's own version; bump when behaviour "
                                            "changes (required unless abstract).")
     direction: Direction = Field(
