@@ -305,12 +305,11 @@ def test_render_resolved_names_each_values_file_and_reads_back(specs, monkeypatc
     assert load_yaml(text, "resolved").data == doc.data
 
 
-def test_the_readme_extends_example_compiles(tmp_path, monkeypatch):
+def test_the_extending_guide_example_compiles(tmp_path, monkeypatch):
     from conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Extending a spec", 1)[1]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    guide = (ROOT / "docs" / "guides" / "extending.md").read_text(encoding="utf-8")
+    example = guide.split('```yaml title="scorer_specs/strict_faithfulness.yaml"\n', 1)[1].split("```", 1)[0]
     (tmp_path / "scorer_specs").mkdir()
     (tmp_path / "scorer_specs" / "strict_faithfulness.yaml").write_text(example, encoding="utf-8")
     (tmp_path / "prompts" / "strict_faithfulness").mkdir(parents=True)
