@@ -55,21 +55,32 @@ def _default(param: Any) -> str:
     return code(str(value))
 
 
-def param_row(param: Any, ctx: Any) -> tuple[str, list[str]]:
-    """("argument" or "option", its row: names, type, default, help)."""
-    record = param.get_help_record(ctx)
-    help_text = plain(record[1] if record else getattr(param, "help", ""))
-    if type(param).__name__.endswith("Argument") or getattr(param, "param_type_name", "") == "argument":
-        name = param.metavar or param.name.upper()
-        kind = "required" if param.required else "optional"
-        return "argument", [code(name), kind, help_text]
-    names = [*param.opts, *param.secondary_opts]
+_AUTO_NOTES = re.compile(r"\s+\[(?:required|default: [^\]]*)\]\s*$")
+
+
+def _type_of(record: tuple[str, str] | None, names: list[str]) -> str:
+    """What a help record's first part shows besides the names: ``<int range>``, ``FILE``."""
     shown = record[0] if record else ""
     for name in sorted(names, key=len, reverse=True):
-        shown = shown.replace(name, "")
-    kind = shown.strip(" ,/") or ("flag" if getattr(param, "is_flag", False) else "")
-    return "option", [", ".join(code(n) for n in names), code(kind) if kind != "flag" else "flag",
-                      _default(param), help_text]
+        shown = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", "", shown)
+    return shown.strip(" ,/")
+
+
+def param_row(param: Any, ctx: Any) -> tuple[str, list[str]]:
+    """("argument", [name, type, required or optional, help]) or ("option", [names, type, default,
+    help]); the ``[required]`` and ``[default: …]`` notes click appends are left to their columns."""
+    record = param.get_help_record(ctx)
+    help_text = record[1] if record else (getattr(param, "help", "") or "")
+    if type(param).__name__.endswith("Argument") or getattr(param, "param_type_name", "") == "argument":
+        kind = _type_of(record, [param.name, param.name.upper(), param.metavar or ""])
+        help_text = plain(_AUTO_NOTES.sub("", help_text))
+        return "argument", [code(param.metavar or param.name.upper()), code(kind) if kind else "—",
+                            "required" if param.required else "optional", help_text]
+    names = [*param.opts, *param.secondary_opts]
+    kind = _type_of(record, names)
+    default = _default(param)
+    help_text = plain(_AUTO_NOTES.sub("", help_text) if default != "—" or param.required else help_text)
+    return "option", [", ".join(code(n) for n in names), code(kind) if kind else "flag", default, help_text]
 
 
 def command_section(path: str, command: Any, ctx: Any) -> str:
@@ -85,7 +96,7 @@ def command_section(path: str, command: Any, ctx: Any) -> str:
     out = [f"## {path}\n", plain(command.help) + "\n" if command.help else "",
            f"```text\n{usage}\n```\n"]
     if arguments:
-        out += ["**Arguments**\n", table(["argument", "", "help"], arguments)]
+        out += ["**Arguments**\n", table(["argument", "type", "", "help"], arguments)]
     if options:
         out += ["**Options**\n", table(["option", "type", "default", "help"], options)]
     subs = [name for name in getattr(command, "list_commands", lambda _c: [])(ctx)]

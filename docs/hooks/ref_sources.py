@@ -55,20 +55,29 @@ def _outputs(plan: Any) -> dict[str, str]:
     return found
 
 
+def scorer_doc(path: Path) -> ScorerDoc:
+    """The `ScorerDoc` of the spec file at `path` (not abstract), merged over what it extends.
+    Raises `SpecError` when it does not compile."""
+    from engine.spec.compile import check_document, compile_document
+    from engine.spec.inherit import load_document
+
+    document = load_document(path)
+    plan = compile_document(load_document(path))
+    spec = check_document(document)
+    return ScorerDoc(spec, tuple(document.chain), plan.uses_judge, _written_by(document), _outputs(plan))
+
+
 def shipped_scorers() -> tuple[list[ScorerDoc], list[Any]]:
     """(a `ScorerDoc` per shipped spec that is not abstract, the abstract specs as `Spec`s), by id.
     Raises `SpecError` when a shipped spec does not compile."""
     from engine.spec.catalog import builtin_specs_dir, is_abstract
-    from engine.spec.compile import check_document, compile_document
+    from engine.spec.compile import check_document
     from engine.spec.inherit import load_document
 
     docs, bases = [], []
     for path in sorted(builtin_specs_dir().glob("*.yaml")):
-        document = load_document(path)
-        spec = check_document(document)
         if is_abstract(path):
-            bases.append(spec)
-            continue
-        plan = compile_document(load_document(path))
-        docs.append(ScorerDoc(spec, tuple(document.chain), plan.uses_judge, _written_by(document), _outputs(plan)))
+            bases.append(check_document(load_document(path)))
+        else:
+            docs.append(scorer_doc(path))
     return docs, bases
