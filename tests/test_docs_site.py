@@ -225,10 +225,18 @@ def test_a_small_schema_renders_types_defaults_and_required_keys():
     assert "| `name` | string | `null` | yes, unless abstract or given by the spec it extends | A name. |" in page
     assert "| `judge` | [Judge](#judge) | `{}` | no | How. |" in page
     assert "| `tags` | list of string | `[]` | no | Tags. |" in page
-    assert "## Judge\n\nThe judge.\n" in page
+    assert "## Judge\n\nThe judge.\n\nWritten at `judge`.\n" in page
     assert "| `temperature` | number (0 to 2) | `0.0` | no | T. |" in page
     assert '| `mode` | `"a"` \\| `"b"` | `"a"` | no | M. |' in page
-    assert ref_spec_format.model_order(schema) == ["Spec", "Judge"]
+    assert ref_spec_format.model_paths(schema) == {"Spec": [""], "Judge": ["judge"]}
+
+
+def test_the_spec_format_page_says_where_each_model_is_written(pages):
+    page = pages["reference/spec-format.md"]
+    assert "## Check\n\nA condition on a judge's answer" in page
+    assert "Written at `stages[].checks[]`." in _section(page, "## Check")
+    assert "Written at `score.not_scorable`." in _section(page, "## NotScorable")
+    assert "Written at `fields.NAME`." in _section(page, "## FieldSpec")
 
 
 def test_a_small_typer_app_renders_a_heading_usage_arguments_and_options_per_command():

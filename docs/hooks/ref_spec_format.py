@@ -86,28 +86,44 @@ def whole_form(schema: Mapping[str, Any], name: str, prop: Mapping[str, Any]) ->
     return prop
 
 
-def model_order(schema: Mapping[str, Any]) -> list[str]:
-    """The models in reading order: the top level, then each `$defs` entry in the order keys
-    reach it (depth first), then the ones no key reaches (the stage patches)."""
+def model_paths(schema: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each model (by title) → the key paths it is written at (``stages[].checks[]``), in reading
+    order: the top level, then each `$defs` entry as keys reach it (depth first), then the ones no
+    key reaches (the stage patches, at no path)."""
     defs = schema.get("$defs", {})
-    order: list[str] = []
+    found: dict[str, list[str]] = {ROOT: [""]}
 
-    def visit(node: Any) -> None:
+    def visit(node: Any, path: str) -> None:
         if isinstance(node, Mapping):
             if "$ref" in node:
                 name = ref_name(node["$ref"])
-                if name in defs and name not in order:
-                    order.append(name)
-                    visit(defs[name].get("properties", {}))
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
+                if name in defs:
+                    first = name not in found
+                    paths = found.setdefault(name, [])
+                    if path not in paths:
+                        paths.append(path)
+                    if first:
+                        for key, prop in defs[name].get("properties", {}).items():
+                            visit(prop, f"{path}.{key}")
+            for key in ("anyOf", "oneOf"):
+                for option in node.get(key, ()):
+                    visit(option, path)
+            if isinstance(node.get("items"), Mapping):
+                visit(node["items"], path + "[]")
+            if isinstance(node.get("additionalProperties"), Mapping):
+                visit(node["additionalProperties"], path + ".NAME")
 
     for name, prop in schema.get("properties", {}).items():
-        visit(whole_form(schema, name, prop))
-    return [ROOT, *order, *(name for name in defs if name not in order)]
+        visit(whole_form(schema, name, prop), name)
+    for rule in schema.get("allOf", ()):  # the forms a spec that extends another may write (patches)
+        for name, prop in rule.get("then", {}).get("properties", {}).items():
+            visit(prop, name)
+    return {**found, **{name: [] for name in defs if name not in found}}
+
+
+def model_order(schema: Mapping[str, Any]) -> list[str]:
+    """The models' titles in reading order (see `model_paths`)."""
+    return list(model_paths(schema))
 
 
 def _default(name: str, prop: Mapping[str, Any], given: Mapping[str, Any]) -> str:
@@ -127,11 +143,13 @@ def _required(name: str, model: Mapping[str, Any], conditional: list[str]) -> st
 
 
 def model_section(title: str, model: Mapping[str, Any], schema: Mapping[str, Any],
-                  defaults: Mapping[str, Any]) -> str:
-    """One model's section: heading, description, and a table of its keys."""
+                  defaults: Mapping[str, Any], paths: list[str] = ()) -> str:
+    """One model's section: heading, description, where it is written, and a table of its keys."""
     conditional = list(schema.get("else", {}).get("required", ())) if title == ROOT else []
     base = title[: -len("Patch")] if title.endswith("Patch") else ""
     out = [f"## {title}\n", f"{model.get('description', '').strip()}\n"]
+    if any(paths):
+        out.append("Written at " + ", ".join(code(p) for p in paths if p) + ".\n")
     if base and base in schema.get("$defs", {}):
         out.append(f"Its keys are those of [{base}](#{anchor(base)}), each optional except `id`.\n")
         return "\n".join(out)
@@ -149,9 +167,9 @@ def render_spec_format(schema: Mapping[str, Any], defaults: Mapping[str, Mapping
     default value, for keys whose schema gives none (a `default_factory` in the models)."""
     defaults = defaults or {}
     parts = [INTRO]
-    for title in model_order(schema):
+    for title, paths in model_paths(schema).items():
         model = schema if title == ROOT else schema["$defs"][title]
-        parts.append(model_section(title, model, schema, defaults.get(title, {})))
+        parts.append(model_section(title, model, schema, defaults.get(title, {}), paths))
     return "\n".join(parts)
 
 

@@ -179,8 +179,8 @@ class ScoreSpec(_Model):
 
 
 class ReasonCase(_Model):
-    """One way to explain the score; the first case whose `when` holds is used. Its expressions and
-    templates also see `score` and `scale`."""
+    """One way to explain the score; the first case whose `when` holds is used. Give exactly one of
+    `template` or `prompt`. Its expressions and templates also see `score` and `scale`."""
 
     id: str | None = Field(None, description="A name, so a spec that extends this one can override the case.")
     after: str | None = _after()
@@ -252,7 +252,8 @@ class Spec(_Model):
         description="Named expressions over run and options, evaluated before the stages.",
     )
     stages: list[Stage] | None = Field(None, min_length=1, description="Stages, run in order (required unless "
-                                       "abstract).")
+                                       "abstract). A stage with a `function` is a rule stage, any other a prompt "
+                                       "stage.")
     score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract).")
     reason: list[ReasonCase] = Field(
         default_factory=list, description="How the score is explained; first matching case wins."
