@@ -110,10 +110,7 @@ def test_every_shipped_scorer_has_a_page_an_index_row_and_a_nav_entry(hook, page
 
 
 def test_every_command_of_the_typer_app_has_its_heading_and_every_option_its_row(pages):
-    import typer
-
     command = ref_sources.cli_command()
-    assert isinstance(command, typer.main.TyperGroup) or hasattr(command, "commands")
     page = pages["reference/cli.md"]
 
     def walk(cmd, path):

@@ -121,11 +121,6 @@ def model_paths(schema: Mapping[str, Any]) -> dict[str, list[str]]:
     return {**found, **{name: [] for name in defs if name not in found}}
 
 
-def model_order(schema: Mapping[str, Any]) -> list[str]:
-    """The models' titles in reading order (see `model_paths`)."""
-    return list(model_paths(schema))
-
-
 def _default(name: str, prop: Mapping[str, Any], given: Mapping[str, Any]) -> str:
     if "default" in prop:
         return json_value(prop["default"])

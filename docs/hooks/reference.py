@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the engine of this checkout, before any installed one
-    sys.path.insert(0, str(ROOT))
+for _folder in (Path(__file__).resolve().parent, ROOT):  # the renderers beside this file; this checkout's engine
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 import ref_sources  # noqa: E402
 from ref_cli import render_cli  # noqa: E402
