@@ -274,6 +274,14 @@ def test_functions_are_shown_as_expressions_call_them():
     assert ref_functions.call_text("min", min, "global").startswith("min(iterable")
 
 
+def test_google_style_docstring_sections_become_markdown():
+    doc = ("Compare two texts.\n\nArgs:\n    reference: the expected\n        text.\n    candidate: the other.\n\n"
+           "Returns:\n    ``{\"ratio\": float}``, in [0, 1].\n\nRaises:\n    TypeError: if not a ``str``.\n")
+    assert ref_markdown.docstring_markdown(doc) == (
+        "Compare two texts.\n\n**Args**\n\n- `reference`: the expected text.\n- `candidate`: the other.\n\n"
+        "**Returns**: ``{\"ratio\": float}``, in [0, 1].\n\n**Raises**\n\n- `TypeError`: if not a ``str``.")
+
+
 def test_table_cells_escape_pipes_only_outside_code():
     assert ref_markdown.cell("a | `b | c`\n d") == "a \\| `b | c` d"
     assert ref_markdown.cell("") == "—"

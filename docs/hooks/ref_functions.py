@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ref_markdown import code, first_paragraph, table
+from ref_markdown import code, docstring_markdown, first_paragraph, table
 
 INTRO = """\
 # Expression functions
@@ -99,7 +99,7 @@ def rule_function_section(fn: Any) -> str:
            + (f" Size limit: {fn.limit}." if fn.limit else "") + "\n"]
     doc = inspect.getdoc(fn.fn) or fn.summary
     if doc:
-        out.append(doc.strip() + "\n")
+        out.append(docstring_markdown(doc) + "\n")
     return "\n".join(out)
 
 

@@ -57,3 +57,45 @@ def anchor(text: str) -> str:
 def first_paragraph(doc: str | None) -> str:
     """The first paragraph of a docstring, on one line (``""`` for none)."""
     return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Note|Notes|Example|Examples):\s*$")
+_ENTRY = re.compile(r"^([\w.*]+)(?: \(([^)]*)\))?:\s+(.*)$")
+
+
+def _section_lines(title: str, block: list[str]) -> list[str]:
+    """A Google-style section's indented `block` as Markdown: ``name: text`` entries as a list,
+    anything else as one paragraph."""
+    entries: list[list[str]] = []
+    indent = min((len(b) - len(b.lstrip()) for b in block if b.strip()), default=0)
+    for line in block:
+        text = line[indent:]
+        match = _ENTRY.match(text) if text and not text[0].isspace() else None
+        if match and title not in ("Returns", "Yields", "Note", "Notes", "Example", "Examples"):
+            entries.append([f"- {code(match.group(1))}: {match.group(3)}"])
+        elif entries and text.strip():
+            entries[-1].append(text.strip())
+        elif text.strip():
+            entries.append([text.strip()])
+    if title in ("Returns", "Yields", "Note", "Notes") or not all(e[0].startswith("- ") for e in entries):
+        return [f"**{title}**: " + " ".join(" ".join(e) for e in entries), ""]
+    return [f"**{title}**", "", *(" ".join(e) for e in entries), ""]
+
+
+def docstring_markdown(doc: str) -> str:
+    """A docstring as Markdown: its Google-style sections (``Args:``, ``Returns:``, ``Raises:``…,
+    each followed by indented lines) made a bold title with a list or a paragraph; the rest as
+    written (reST double backticks read as code in Markdown too)."""
+    lines, out, i = doc.strip().splitlines(), [], 0
+    while i < len(lines):
+        match = _SECTION.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        block, i = [], i + 1
+        while i < len(lines) and (not lines[i].strip() or lines[i].startswith((" ", "\t"))):
+            block.append(lines[i])
+            i += 1
+        out += _section_lines(match.group(1), block)
+    return "\n".join(out).strip()
