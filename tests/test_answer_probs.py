@@ -426,6 +426,38 @@ def test_faithfulness_quick_edge_cases_and_hard_scoring():
     assert fallback.score == 1.0 and fallback.scoring == "hard" and fallback.warnings
 
 
+NO_YES_YES = [{"verdict": "no"}, {"verdict": "yes"}, {"verdict": "yes"}]
+
+
+def test_hard_scored_samples_of_a_one_call_scorer_take_the_majority():
+    """Three samples answering no, yes, yes: hard scoring counts the majority's verdict (1), as
+    faithfulness does with the same answers, not the mean of the samples' hard labels (0.6667)."""
+    judge = FakeJudge({"analyze": NO_YES_YES})
+    quick = load_scorer("faithfulness_quick", judge=judge, scoring="hard").with_samples(3)
+    result = quick.run(output="A.", context=["A."])
+    assert (result.score, result.scoring, result.agreement) == (1.0, "hard", pytest.approx(2 / 3))
+    assert len(judge.calls) == 3 and not any(call.probabilities for call in judge.calls)
+    full = load_scorer("faithfulness", judge=FakeJudge({"preprocess": {"claims": ["A."]},
+                                                         "analyze": [{**a, "reason": "r"} for a in NO_YES_YES]}),
+                       ).with_samples(3).run(output="A.", context=["A."])
+    assert full.score == result.score == 1.0
+
+
+def test_a_judge_reporting_no_probabilities_falls_back_to_the_majority_of_the_samples():
+    result = load_scorer("faithfulness_quick", judge=FakeJudge({"analyze": NO_YES_YES})).with_samples(3) \
+        .run(output="A.", context=["A."])
+    assert (result.score, result.scoring) == (1.0, "hard") and result.warnings
+
+
+def test_probability_scored_samples_keep_the_mean_of_their_probabilities():
+    replies = [WithProbs({"verdict": "no"}, {"verdict": {"yes": 0.2, "no": 0.8}}),
+               WithProbs({"verdict": "yes"}, {"verdict": {"yes": 0.7, "no": 0.3}}),
+               WithProbs({"verdict": "yes"}, {"verdict": {"yes": 0.9, "no": 0.1}})]
+    result = load_scorer("faithfulness_quick", judge=FakeJudge({"analyze": replies})).with_samples(3) \
+        .run(output="A.", context=["A."])
+    assert (result.score, result.scoring) == (0.6, "probability")
+
+
 def test_criteria_scores_p_yes_by_default():
     reply = WithProbs({"verdict": "yes", "reason": "It names blue."}, {"verdict": {"yes": 0.93, "no": 0.05}})
     scorer = load_scorer("criteria", judge=FakeJudge({"analyze": reply}), criterion="Names a colour.")

@@ -365,6 +365,19 @@ def test_paired_statistics_are_never_nan():
         assert not any(isinstance(v, float) and math.isnan(v) for v in found.to_json_dict().values())
 
 
+@pytest.mark.parametrize("baseline, version, ending", [
+    ([0.2, 0.4, 0.6, 0.8], [0.3, 0.3, 0.7, 0.7], "; a difference this large could well be chance, p = 1"),
+    ([0.0] * 20, [0.5] * 20, "; a difference this large is unlikely to be chance, p < 0.001"),
+])
+def test_the_paired_difference_reads_as_a_sentence(baseline, version, ending):
+    from engine.analysis.comparison import _words
+
+    paired = paired_difference(baseline, version)
+    text = _words("A", "B", paired)
+    assert text.endswith(ending), text
+    assert " is could " not in text
+
+
 def test_the_mean_difference_is_exact_on_decimal_forms():
     found = paired_difference([0.1, 0.2, 0.7], [0.2, 0.4, 0.9])
     assert found.mean_difference == float(Decimal("0.5") / 3)

@@ -278,6 +278,38 @@ def test_histogram_bins():
     assert len(histogram_bins([i / 10 for i in range(DISTINCT_BARS)], 1)) == DISTINCT_BARS
 
 
+def _svg_texts(svg: str) -> list[str]:
+    import re
+
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+@pytest.mark.parametrize("scores, ticks", [
+    ([0.5, 0.5, 1.0], [0, 1, 2]),                       # one bar per score, at most 2 items
+    ([i / 10 for i in range(15)] + [0.3], [0, 1, 2]),   # binned
+    ([1.0] * 37 + [0.5], [0, 10, 20, 30, 40]),
+    ([1.0] * 7, [0, 2, 4, 6, 8]),
+])
+def test_the_histogram_counts_items_in_whole_numbers_only(scores, ticks):
+    from engine.report.charts import histogram_chart, histogram_svg
+
+    axis = histogram_chart(scores, 1, "s").to_dict()["encoding"]["y"]
+    assert axis["axis"]["values"] == ticks and axis["axis"]["format"] == "d"
+    assert axis["scale"]["domain"] == [0, ticks[-1]]
+    texts = _svg_texts(histogram_svg(scores, 1, "s"))
+    assert texts[texts.index("score") + 1:texts.index("items")] == [str(t) for t in ticks]
+
+
+def test_the_scatter_legend_counts_items_in_whole_numbers_only():
+    from engine.report.charts import scatter_chart, scatter_svg
+
+    pairs = [(0.1, 0.2), (0.1, 0.2), (0.5, 0.5), (0.3, 0.9), (0.3, 0.9), (0.3, 0.9)]
+    legend = scatter_chart(pairs, "a", "b", "s").to_dict()["layer"][1]["encoding"]["size"]["legend"]
+    assert legend["values"] == [1, 2, 3] and legend["format"] == "d"
+    texts = _svg_texts(scatter_svg(pairs, "a", "b", "s"))
+    assert texts[texts.index("b") + 1:texts.index("items")] == ["1", "2", "3"]
+
+
 def test_scatter_points_count_positions():
     assert scatter_points([(0.5, 1), (0.5, 1), (1, 0)]) == [{"x": 0.5, "y": 1.0, "n": 2}, {"x": 1.0, "y": 0.0, "n": 1}]
 

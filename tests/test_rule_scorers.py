@@ -94,6 +94,26 @@ def test_completeness_with_no_elements_in_the_reference_scores_the_scale():
     assert result.score == 1 and "no key elements" in result.reason
 
 
+@pytest.mark.parametrize("scorer_id", ["keyword_coverage", "completeness"])
+@pytest.mark.parametrize("output, reference", [(f"the {CAFE_NFC} menu", f"the {CAFE_NFD} menu"),
+                                               (f"the {CAFE_NFD} menu", f"the {CAFE_NFC} menu")])
+def test_words_are_compared_after_nfc_whichever_side_is_decomposed(scorer_id, output, reference):
+    result = score(scorer_id, output, reference)
+    assert result.score == 1
+    assert result.analyze_step_result["missing"] == []
+    assert result.analyze_step_result["matched"] == [CAFE_NFC, "menu"]
+
+
+@pytest.mark.parametrize("scorer_id", ["keyword_coverage", "completeness"])
+def test_a_combining_mark_with_no_composed_form_stays_inside_its_word(scorer_id):
+    """Devanagari vowel signs and viramas are combining marks (not ``\\w``): हिन्दी is one word,
+    not the three letters between its marks; q with a combining acute has no composed form."""
+    result = score(scorer_id, "भाषा q\u0301x", "हिन्दी भाषा q\u0301x")
+    assert result.analyze_step_result["total"] == 3
+    assert result.analyze_step_result["missing"] == ["हिन्दी"]
+    assert result.score == pytest.approx(2 / 3)
+
+
 # --- tone_consistency -----------------------------------------------------------------------------------
 
 

@@ -208,8 +208,54 @@ def test_long_texts_that_mostly_agree_fit_where_one_alignment_would_not():
 def test_unrelated_long_texts_are_refused_naming_both_lengths():
     with pytest.raises(ValueError, match=r"^texts of 60,000 and 59,000 characters are too long to align: a part of "
                                          r"60,000 × 59,000 characters has no common run to cut it at, and aligning it "
-                                         r"whole would need about 422 MB \(the limit is 298 MB"):
+                                         r"whole would need about 425 MB \(the limit is 298 MB"):
         textual_difference("a" * 60_000, "b" * 59_000)
     with pytest.raises(ValueError, match=r"^texts of 300,000 and 300,000 characters are too long to align: they "
                                          r"differ by more than 33,333 insertions and deletions"):
         textual_difference("a" * 300_000, "b" * 300_000)
+
+
+def _long_text(n_chars: int, seed: int = 5) -> str:
+    rng = random.Random(seed)
+    vocabulary = ["word", "river", "stone", "a", "of", "light", "quiet", "seven"]
+    out, size = [], 0
+    while size < n_chars:
+        w = rng.choice(vocabulary)
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out)[:n_chars]
+
+
+@pytest.mark.parametrize("long_is_reference", [True, False])
+def test_a_short_text_against_a_million_characters_is_aligned_within_the_limit(long_is_reference):
+    """Aligning 9 characters with 1,000,000 needs about 25 MB (a bit matrix of 1.1 MB and an
+    edit per extra character), far below the limit: it scores, with the exact Indel ratio."""
+    long = _long_text(1_000_000)
+    a, b = (long, "word word") if long_is_reference else ("word word", long)
+    r = textual_difference(a, b)
+    assert r["ratio"] == pytest.approx(Indel.normalized_similarity(a, b), abs=1e-12)
+    assert r["ratio"] == pytest.approx(18 / 1_000_009, abs=1e-12)  # all 9 characters in common
+    assert r["lengthDiff"] == pytest.approx(999_991 / 1_000_000)
+    assert r["confidence"] == pytest.approx(9 / 1_000_000)
+    assert 1 <= r["changes"] <= 10  # the 9 matched characters split the rest into at most 10 regions
+
+
+def test_the_textual_difference_scorer_scores_a_short_output_against_a_long_ground_truth():
+    from engine import load_scorer
+
+    long = _long_text(1_000_000)
+    result = load_scorer("textual_difference").run(output="word word", ground_truth=long)
+    assert result.status == "scored", result.error
+    assert result.score == pytest.approx(Indel.normalized_similarity(long, "word word") * 9 / 1_000_000, abs=1e-15)
+
+
+@pytest.mark.parametrize("a, b", [("a" * 60_000, "b" * 59_000), ("a" * 300_000, "b" * 300_000),
+                                  ("x" * 1_000_000, "y" * 1_000_000)], ids=["unrelated", "banded", "megabyte"])
+def test_a_refusal_states_a_need_above_its_limit(a, b):
+    import re
+
+    with pytest.raises(ValueError) as info:
+        textual_difference(a, b)
+    need, limit = map(lambda n: int(n.replace(",", "")),
+                      re.search(r"would need about ([\d,]+) MB \(the limit is ([\d,]+) MB", str(info.value)).groups())
+    assert need > limit

@@ -454,8 +454,8 @@ def _words(baseline: str, label: str, paired: PairedDifference) -> str:
     if paired.p_value is None:
         why = next((note for note in paired.notes if "signed-rank" in note), "the signed-rank test is not computable")
         return text + "; " + why
-    chance = "unlikely to be chance" if paired.significant else "could well be chance"
-    return text + f"; a difference this large is {chance}, {p_text(paired.p_value)}"
+    chance = "is unlikely to be chance" if paired.significant else "could well be chance"
+    return text + f"; a difference this large {chance}, {p_text(paired.p_value)}"
 
 
 def _label_comparison(pairs: Sequence[str], a: Sequence[float], b: Sequence[float], labels: HumanLabels,

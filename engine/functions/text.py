@@ -12,11 +12,16 @@ from rapidfuzz.distance import Indel
 
 from .rule_function import rule_function
 
-__all__ = ["TEXTUAL_DIFFERENCE", "textual_difference", "MAX_ALIGNMENT_CELLS"]
+__all__ = ["MAX_ALIGNMENT_BYTES", "MAX_ALIGNMENT_CELLS", "TEXTUAL_DIFFERENCE", "alignment_bytes",
+           "textual_difference"]
 
-#: One alignment keeps a bit matrix of len(a) × len(b) bits; a piece that would need more than
-#: about 300 MB is refused instead of exhausting memory (two 200,000-character texts: ~4.7 GB).
+#: One alignment keeps a bit matrix of about len(a) × len(b) bits; a pair past this many cells
+#: costs more than the distance's time budget (4 × this many cells) to compare whole.
 MAX_ALIGNMENT_CELLS = 2_500_000_000
+#: The memory one rapidfuzz alignment may take (`alignment_bytes`, about 298 MB); a piece that
+#: would need more is refused instead of exhausting memory (two 200,000-character texts: ~4.7 GB).
+MAX_ALIGNMENT_BYTES = MAX_ALIGNMENT_CELLS // 8
+_EDIT_BYTES = 24  # one edit operation rapidfuzz keeps: its kind and two positions
 #: Pairs larger than this (about 2,000 × 2,000 characters) are aligned piecewise, cut where an
 #: optimal alignment is proven to pass (see `_cut`).
 SPLIT_CELLS = 4_000_000
@@ -59,8 +64,10 @@ def textual_difference(reference: str, candidate: str) -> dict:
     piece is aligned whole. Measured here: 10-25 microseconds per pair of 500-character texts,
     5-8 ms and +0.5 MB per pair of 10,000-character texts that mostly agree (15-20 ms and
     +12 MB aligned whole), 0.8 s for two 115,000-character texts. Unrelated long texts cannot
-    be cut: past `MAX_ALIGNMENT_CELLS` (two unrelated texts of 50,000 characters) they are
-    refused rather than exhausting memory.
+    be cut: aligned whole, one that would take more than `MAX_ALIGNMENT_BYTES`
+    (`alignment_bytes`: two unrelated texts of 50,000 characters) is refused rather than
+    exhausting memory; a short text against a long one (9 characters against 1,000,000: 25 MB)
+    is aligned whole.
 
     When several optimal alignments exist, ``changes`` follows the one found (rapidfuzz's
     choice within each piece), so it may differ by a few between ``(a, b)`` and ``(b, a)``.
@@ -75,10 +82,10 @@ def textual_difference(reference: str, candidate: str) -> dict:
 
     Raises:
         TypeError: if either argument is not a ``str``.
-        ValueError: if a piece that cannot be cut exceeds `MAX_ALIGNMENT_CELLS` (its
-            alignment's memory, ~len(a)·len(b)/8 bytes, would pass ~300 MB), or a pair larger
-            than that differs by more edits than a band of 4 × `MAX_ALIGNMENT_CELLS` cells holds;
-            the message names both lengths.
+        ValueError: if a piece that cannot be cut would take more than `MAX_ALIGNMENT_BYTES`
+            (~300 MB) to align whole, or a pair of more than 4 × `MAX_ALIGNMENT_CELLS` cells
+            differs by more edits than a band of that many cells holds; the message names both
+            lengths and the memory needed, always above the limit it names.
     """
     if not isinstance(reference, str) or not isinstance(candidate, str):
         raise TypeError(
@@ -126,13 +133,29 @@ def _alignment(reference: str, candidate: str) -> tuple[int, int]:
             distance = _distance(reference, candidate)
             changes = _gaps(_blocks(reference, candidate, distance, 0, 0, []), la, lb)
         except _TooLong as exc:
-            limit = f"the limit is {MAX_ALIGNMENT_CELLS // 8 // 2**20:,} MB, e.g. two unrelated texts of 50,000 characters"
-            why = (f"they differ by more than {exc.differ_by:,} insertions and deletions" if exc.differ_by is not None
-                   else f"a part of {exc.piece_a:,} × {exc.piece_b:,} characters has no common run to cut it at")
-            raise ValueError(f"texts of {la:,} and {lb:,} characters are too long to align: {why}, and aligning "
-                             f"it whole would need about {exc.piece_a * exc.piece_b // 8 // 2**20:,} MB ({limit})"
-                             ) from None
+            raise ValueError(_too_long(la, lb, exc)) from None
     return distance, changes
+
+
+def alignment_bytes(la: int, lb: int, distance: int) -> int:
+    """The memory (bytes) one rapidfuzz alignment of texts of `la` and `lb` characters whose
+    Indel distance is `distance` takes: its bit matrix (a 64-bit word per 64 characters of the
+    first text, for each character of the second) and its edit operations (one per insertion
+    or deletion, `_EDIT_BYTES` each). 9 characters against 1,000,000: about 25 MB."""
+    return -(-la // 64) * 8 * lb + _EDIT_BYTES * distance
+
+
+def _too_long(la: int, lb: int, exc: _TooLong) -> str:
+    """The refusal of a pair of `la` and `lb` characters: why it cannot be cut, and the memory
+    aligning the piece whole would need (rounded up) against the limit (rounded down), so the
+    need shown always exceeds the limit shown."""
+    need = -(-exc.need // 2**20)
+    limit = f"the limit is {MAX_ALIGNMENT_BYTES // 2**20:,} MB, e.g. two unrelated texts of 50,000 characters"
+    why = (f"they differ by more than {exc.differ_by:,} insertions and deletions, and aligning them"
+           if exc.differ_by is not None
+           else f"a part of {exc.piece_a:,} × {exc.piece_b:,} characters has no common run to cut it at, and "
+           "aligning it")
+    return f"texts of {la:,} and {lb:,} characters are too long to align: {why} whole would need about {need:,} MB ({limit})"
 
 
 _SHARE = {"type": "number", "minimum": 0, "maximum": 1}
@@ -143,8 +166,8 @@ TEXTUAL_DIFFERENCE = rule_function(
             "required": ["ratio", "changes", "lengthDiff", "confidence"],
             "properties": {"ratio": _SHARE, "changes": {"type": "integer", "minimum": 0}, "lengthDiff": _SHARE,
                            "confidence": _SHARE}},
-    limit="texts that align within about 300 MB: any that mostly agree; unrelated texts up to about 50,000 "
-          "characters each",
+    limit="texts that align within about 300 MB: any that mostly agree, a short text against a long one "
+          "(9 characters against 1,000,000: 25 MB); unrelated texts up to about 50,000 characters each",
 )
 """`textual_difference` as the registry holds it, with its declared arguments and result."""
 
@@ -163,21 +186,24 @@ def _gaps(blocks: list[tuple[int, int, int]], la: int, lb: int) -> int:
 
 
 class _TooLong(Exception):
-    """A piece of `piece_a` × `piece_b` characters that cannot be aligned within the limit;
+    """A piece of `piece_a` × `piece_b` characters that cannot be aligned within the limit:
+    aligned whole it would take `need` bytes (`alignment_bytes`, more than `MAX_ALIGNMENT_BYTES`);
     `differ_by` set when the whole pair differs by more than that many edits."""
 
-    def __init__(self, piece_a: int, piece_b: int, differ_by: int | None = None):
-        self.piece_a, self.piece_b, self.differ_by = piece_a, piece_b, differ_by
+    def __init__(self, piece_a: int, piece_b: int, need: int, differ_by: int | None = None):
+        self.piece_a, self.piece_b, self.need, self.differ_by = piece_a, piece_b, need, differ_by
 
 
 def _distance(a: str, b: str) -> int:
     """The Indel distance, computed in a band that doubles until the distance fits in it
     (rapidfuzz's banded LCS: a third to a half of the unbanded time for texts that mostly
-    agree). Raises `_TooLong` when the pair exceeds `MAX_ALIGNMENT_CELLS` and its distance
-    needs a band that wide."""
+    agree). Raises `_TooLong` when the whole pair (la × lb cells) and the band its distance
+    needs both cost more than 4 × `MAX_ALIGNMENT_CELLS` cells (~0.5 s)."""
     la, lb = len(a), len(b)
-    # the band's cost grows with its width; past 4 × MAX_ALIGNMENT_CELLS cells (~0.5 s) give up
-    most = min(la + lb, 4 * MAX_ALIGNMENT_CELLS // max(la, lb))
+    # a band's cost grows with its width up to the whole pair's: a pair within the budget is
+    # compared whole if need be (9 characters against a million: a band as wide as the pair)
+    budget = 4 * MAX_ALIGNMENT_CELLS
+    most = la + lb if la * lb <= budget else min(la + lb, budget // max(la, lb))
     cutoff = abs(la - lb) + (la + lb) // 32 + 64
     while True:
         cutoff = min(cutoff, most)
@@ -185,7 +211,7 @@ def _distance(a: str, b: str) -> int:
         if distance <= cutoff:
             return distance
         if cutoff == most:
-            raise _TooLong(la, lb, most)
+            raise _TooLong(la, lb, alignment_bytes(la, lb, most), most)
         cutoff *= 2
 
 
@@ -218,8 +244,8 @@ def _blocks(a: str, b: str, distance: int, a0: int, b0: int, out: list) -> list:
     """Appends to `out` the matching blocks ``(position in a, position in b, size)`` of an
     optimal alignment of `a` and `b` (whose Indel distance is `distance`), offset by `a0`,
     `b0`. Pairs above `SPLIT_CELLS` are cut at proven points (`_cut`), so each rapidfuzz
-    alignment stays small. Raises `_TooLong` for a piece above `MAX_ALIGNMENT_CELLS` that
-    cannot be cut."""
+    alignment stays small. Raises `_TooLong` for a piece that cannot be cut and whose alignment
+    would take more than `MAX_ALIGNMENT_BYTES` (`alignment_bytes`)."""
     la, lb = len(a), len(b)
     if la * lb > SPLIT_CELLS and distance > 0:
         cut = _cut(a, b, distance)
@@ -227,7 +253,8 @@ def _blocks(a: str, b: str, distance: int, a0: int, b0: int, out: list) -> list:
             i, j, d1, d2 = cut
             _blocks(a[:i], b[:j], d1, a0, b0, out)
             return _blocks(a[i:], b[j:], d2, a0 + i, b0 + j, out)
-        if la * lb > MAX_ALIGNMENT_CELLS:
-            raise _TooLong(la, lb)
+        need = alignment_bytes(la, lb, distance)
+        if need > MAX_ALIGNMENT_BYTES:
+            raise _TooLong(la, lb, need)
     out.extend((a0 + m.a, b0 + m.b, m.size) for m in Indel.editops(a, b).as_matching_blocks() if m.size)
     return out

@@ -156,6 +156,8 @@ class PromptRunner:
         record.agreement, record.spread = reduced.agreement, reduced.spread
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=False)
+            if sampling.method == "majority":
+                _majority_labels(work, parts, reduced.answer, schema)
         return reduced.answer
 
     def ask(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
@@ -217,6 +219,18 @@ def _gather_samples(record: PromptStageRecord, parts: list[PromptStageRecord]) -
     if spreads:
         record.spread = {name: max(s[name] for s in spreads if name in s) for name in dict.fromkeys(
             name for s in spreads for name in s)}
+
+
+def _majority_labels(work: StageWork, parts: list[StageWork], answer: Any, schema: AnswerSchema) -> None:
+    """A question sampled and reduced by majority: each voted label field that no sample's judge
+    reported probabilities for is the hard label of the majority `answer` (hard scoring of samples
+    votes: no, yes, yes counts yes), not the mean of the samples' hard labels; a field some
+    sample reported keeps the mean (probability scoring)."""
+    reported = {name for part in parts for name in (part.record.answer_probs or {})}
+    hard, _ = with_hard_labels(answer, None, schema.labels)
+    for name in schema.labels:
+        if name not in reported and name in hard:
+            work.used_probs[name] = hard[name]
 
 
 def _gather_probs(work: StageWork, parts: list[StageWork], *, each: bool) -> None:

@@ -9,10 +9,10 @@ stage result that is not JSON data, ``formula`` for a score or scale that is not
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from ..core.errors import ScorerRunError
+from ..spec.expressions import decimal_half_away
 from ..spec.plans import ScorePlan
 
 SCALE_TOLERANCE = 1e-9
@@ -44,11 +44,11 @@ def render(template: Any, ns: dict[str, Any], where: str) -> str:
 
 
 def round_half_away(value: float, places: int) -> float:
-    """Round half away from zero on the number's shortest decimal form (``repr``), as the
-    reference implementation does: 0.575 → 0.58, 0.125 → 0.13, -0.125 → -0.13 (case C13;
-    Python's `round` gives 0.57 and 0.12 because it rounds the binary value half to even)."""
-    quantum = Decimal(1).scaleb(-places)
-    return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
+    """`value` rounded half away from zero to `places` decimals as the decimal the formula means:
+    float noise beyond `MEANT_DIGITS` significant digits removed first, so 0.22499999999999998
+    (0.225 computed) → 0.23; 0.575 → 0.58, 0.125 → 0.13, -0.125 → -0.13 (the reference's
+    rounding; Python's `round` gives 0.22, 0.57 and 0.12). See `decimal_half_away`."""
+    return float(decimal_half_away(value, places))
 
 
 def scale_of(score: ScorePlan, ns: dict[str, Any]) -> float:

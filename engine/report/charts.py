@@ -9,12 +9,13 @@ in one can run. Raises `ReportDependencyError` when altair or vl-convert is not 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ReportDependencyError", "chart_libraries", "histogram_bins", "histogram_svg", "roc_svg", "confusion_svg",
-           "scatter_svg", "scatter_points"]
+__all__ = ["ReportDependencyError", "chart_libraries", "count_ticks", "histogram_bins", "histogram_chart",
+           "histogram_svg", "roc_svg", "confusion_svg", "scatter_chart", "scatter_svg", "scatter_points"]
 
 WIDTH = 300
 HEIGHT = 150
@@ -64,20 +65,45 @@ def histogram_bins(scores: Sequence[float], top: float) -> list[dict[str, Any]]:
              "name": f"{_number(i * width)}–{_number((i + 1) * width)}"} for i, n in enumerate(tally)]
 
 
-def histogram_svg(scores: Sequence[float], top: float, title: str) -> str:
-    """A histogram of `scores` (see `histogram_bins`) as SVG; `title` names the scorer."""
+def count_ticks(top: int, most: int = 5) -> list[int]:
+    """Whole-number ticks for a count axis reaching `top` (>= 0): from 0 in a step of 1, 2 or 5
+    times a power of ten, at most `most` steps, the last tick at or above `top` (7 → 0, 2, 4, 6,
+    8; 2 → 0, 1, 2). Vega's own ticks put 0.5 between 0 and 1 even with ``tickMinStep``."""
+    top = max(int(math.ceil(top)), 1)
+    step, power = 1, 1
+    while math.ceil(top / step) > most:
+        step = next((m * power for m in (1, 2, 5) if math.ceil(top / (m * power)) <= most), 10 * power)
+        power *= 10
+    return list(range(0, math.ceil(top / step) * step + 1, step))
+
+
+def _count_y(alt: Any, top: int) -> Any:
+    """The y encoding of item counts (field ``n``): whole-number ticks only, the scale ending at the last."""
+    ticks = count_ticks(top)
+    return alt.Y("n:Q", title="items", axis=alt.Axis(values=ticks, format="d"),
+                 scale=alt.Scale(domain=[0, ticks[-1]], nice=False))
+
+
+def histogram_chart(scores: Sequence[float], top: float, title: str) -> Any:
+    """A histogram of `scores` (see `histogram_bins`) as an altair chart; `title` names the
+    scorer. Its count axis has whole-number ticks only (`count_ticks`)."""
     alt, _ = chart_libraries()
-    count_axis = alt.Axis(tickMinStep=1, format="d")
     bins = histogram_bins(scores, top)
     data = alt.Data(values=bins)
+    y = _count_y(alt, max((b["n"] for b in bins), default=0))
     if bins and bins[0]["lo"] == bins[0]["hi"]:  # one bar per distinct score, in score order
         x = alt.X("name:N", title="score", sort=[b["name"] for b in bins], axis=alt.Axis(labelAngle=0))
-        chart = alt.Chart(data).mark_bar(color=BAR).encode(x=x, y=alt.Y("n:Q", title="items", axis=count_axis))
+        chart = alt.Chart(data).mark_bar(color=BAR).encode(x=x, y=y)
     else:
         chart = alt.Chart(data).mark_bar(color=BAR).encode(
             x=alt.X("lo:Q", bin="binned", title="score", scale=alt.Scale(domain=[0, bins[-1]["hi"] if bins else 1])),
-            x2="hi:Q", y=alt.Y("n:Q", title="items", axis=count_axis))
-    return _svg(chart.properties(width=WIDTH, height=HEIGHT, title=title))
+            x2="hi:Q", y=y)
+    return chart.properties(width=WIDTH, height=HEIGHT, title=title)
+
+
+def histogram_svg(scores: Sequence[float], top: float, title: str) -> str:
+    """`histogram_chart` drawn as SVG."""
+    return _svg(histogram_chart(scores, top, title))
 
 
 def roc_svg(points: Sequence[tuple[float, float]], auc: float | None, title: str) -> str:
@@ -129,17 +155,26 @@ def scatter_points(pairs: Sequence[tuple[float, float]]) -> list[dict[str, Any]]
     return [{"x": x, "y": y, "n": n} for (x, y), n in sorted(counts.items())]
 
 
-def scatter_svg(pairs: Sequence[tuple[float, float]], x_title: str, y_title: str, title: str) -> str:
+def scatter_chart(pairs: Sequence[tuple[float, float]], x_title: str, y_title: str, title: str) -> Any:
     """One circle per distinct (x, y) position, its area the number of items there (see
-    `scatter_points`), with the diagonal y = x, as SVG."""
+    `scatter_points`; the legend names whole numbers of items only), with the diagonal y = x,
+    as an altair chart (layers: the diagonal, the circles)."""
     alt, _ = chart_libraries()
     points = scatter_points(pairs)
     values = [p["x"] for p in points] + [p["y"] for p in points]
     low, high = (min(values + [0.0]), max(values + [1.0]))
     domain = alt.Scale(domain=[low, high])
+    most = max((p["n"] for p in points), default=1)
+    sizes = [t for t in count_ticks(most) if 1 <= t <= most] or [most]
     dots = alt.Chart(alt.Data(values=points)).mark_circle(color=BAR, opacity=0.6).encode(
         x=alt.X("x:Q", title=x_title, scale=domain), y=alt.Y("y:Q", title=y_title, scale=domain),
-        size=alt.Size("n:Q", title="items", scale=alt.Scale(range=[15, 250])))
+        size=alt.Size("n:Q", title="items", scale=alt.Scale(range=[15, 250]),
+                      legend=alt.Legend(values=sizes, format="d")))
     diagonal = alt.Chart(alt.Data(values=[{"x": low, "y": low}, {"x": high, "y": high}])).mark_line(
         color="#999999", strokeDash=[4, 4]).encode(x="x:Q", y="y:Q")
-    return _svg((diagonal + dots).properties(width=220, height=220, title=title))
+    return (diagonal + dots).properties(width=220, height=220, title=title)
+
+
+def scatter_svg(pairs: Sequence[tuple[float, float]], x_title: str, y_title: str, title: str) -> str:
+    """`scatter_chart` drawn as SVG."""
+    return _svg(scatter_chart(pairs, x_title, y_title, title))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +44,23 @@ from jinja2.utils import Namespace, consume
 from .expression_limits import MAX_SIZE, SIZED_FILTERS, bounded, check_binop, is_int, reject_unsafe, too_big
 
 MAX_PLACES = 20  # decimals `num` may show
+MEANT_DIGITS = 12
+"""Significant digits a computed number keeps before it is rounded: the float noise of a formula
+(0.225 computed as 0.22499999999999998) lies far below them, what the formula means within."""
+
+
+def decimal_half_away(value: float, places: int) -> Decimal:
+    """`value` (a finite number) rounded half away from zero to `places` decimals (>= 0) as the
+    decimal it stands for: first to `MEANT_DIGITS` significant digits (removing float noise:
+    0.22499999999999998 → 0.225), then half away from zero (0.225 → 0.23, -0.125 → -0.13,
+    0.575 → 0.58). When `places` asks for digits at or below that noise cut, the number's shortest
+    decimal form (``repr``) is rounded instead. Python's `round` gives 0.22, 0.57 and 0.12: it
+    rounds the binary value half to even."""
+    exact = Decimal(value) if isinstance(value, int) else Decimal(repr(float(value)))
+    digits = Context(prec=max(28, exact.adjusted() + places + 2))  # room for 1e300 to 20 places
+    if exact and exact.adjusted() + places + 1 < MEANT_DIGITS:
+        exact = exact.quantize(Decimal(1).scaleb(exact.adjusted() - MEANT_DIGITS + 1), ROUND_HALF_EVEN, digits)
+    return exact.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP, digits)
 
 
 def _lower_trim(value: Any) -> Any:
@@ -114,12 +132,16 @@ def _get(item: Any, attribute: str) -> Any:
 
 
 def _num(value: Any, places: int = 4) -> str:
-    """A number for people: at most `places` decimals (0 to 20), no trailing zeros (10.0 → "10")."""
+    """A number for people: at most `places` decimals (0 to 20), rounded as scores are
+    (`decimal_half_away`: 0.22499999999999998 → "0.23"), no trailing zeros (10.0 → "10")."""
     if not isinstance(places, int) or not 0 <= places <= MAX_PLACES:
         raise ValueError(f"num: places must be an integer from 0 to {MAX_PLACES}, not {places!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
+    if not math.isfinite(value):
+        return f"{value}"
+    text = f"{decimal_half_away(value, places):f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
     return "0" if text == "-0" else text
 
 
@@ -362,4 +384,5 @@ def _attribute_uses(found: list[nodes.Node]) -> dict[tuple[str, str], int]:
     return uses
 
 
-__all__ = ["Expression", "Template", "TemplateSyntaxError", "environment", "neutralise_delimiters"]
+__all__ = ["MEANT_DIGITS", "Expression", "Template", "TemplateSyntaxError", "decimal_half_away", "environment",
+           "neutralise_delimiters"]

@@ -171,7 +171,8 @@ class ScoreSpec(_Model):
     formula: str = Field(description="Expression giving the score in [0, scale].")
     round: int | None = Field(
         None, ge=0, le=12,
-        description="Decimal places; half away from zero on the shortest decimal form (0.575 → 0.58).",
+        description="Decimal places; half away from zero on the decimal the formula means, float noise removed "
+        "first (0.575 → 0.58; 0.225, computed 0.22499999999999998, → 0.23).",
     )
     scale: str = Field(
         "options.scale", description="Expression giving the upper bound of the score."
