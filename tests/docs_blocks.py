@@ -25,6 +25,12 @@ MISTAKEN = {"sh": "bash", "shell": "bash", "console": "bash", "zsh": "bash", "sh
             "py": "python", "python3": "python"}
 SKIP_REASONS = ("install", "container", "bench")
 MARKER = re.compile(r"^\s*<!--\s*docs-test:(?P<words>.*?)-->\s*$")
+# Commands a block may only hold when marked skip (installs, containers, the benchmark suite):
+# such a block is reported and never run, so an unmarked one cannot change the machine.
+EXEMPT_COMMANDS = re.compile(r"\b(?:pip3?|uv pip|apt-get|apt|npm|brew) install\b|\bdocker\b|\bpodman\b|"
+                             r"\btests/(?:bench|reliability)/")
+# The embedded judge named in a block: it must be marked slow (the fast suite never loads a model).
+EMBEDDED_MODEL = re.compile(r"""--model[ =]['"]?(?:local\b|llamacpp/)|\bmodel\s*=\s*['"](?:local\b|llamacpp/)""")
 _ANY_MARKER = re.compile(r"<!--\s*docs-test\b")
 _OPENING = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _TITLE = re.compile(r"""\btitle=(?:"(?P<double>[^"]*)"|'(?P<single>[^']*)')""")
@@ -116,7 +122,24 @@ class Block:
             found.append(f"a docs-test marker on a block that is not run ({self.kind}, language {self.lang!r})")
         if self.marker.exit_code and self.lang != "bash":
             found.append("'exit N' applies to bash blocks only")
+        if self.unmarked_exemption():
+            found.append(self.unmarked_exemption())
         return found
+
+    def unmarked_exemption(self) -> str | None:
+        """Why a runnable block must be marked (skip: it installs, runs a container or the
+        benchmark suite; slow: it names the embedded judge) but is not; None when it is fine.
+        Such a block is never run."""
+        if self.kind != "run" or self.marker.skip:
+            return None
+        command = EXEMPT_COMMANDS.search(self.text)
+        if command is not None:
+            return (f"{command[0].strip()!r}: an install, container or benchmark command runs only when marked "
+                    "<!-- docs-test: skip install|container|bench --> (so it is never run)")
+        embedded = EMBEDDED_MODEL.search(self.text)
+        if embedded is not None and not self.marker.slow:
+            return f"{embedded[0]!r}: a block on the embedded judge must be marked <!-- docs-test: slow -->"
+        return None
 
     def title_problem(self) -> str | None:
         """Why the title is no relative path inside the page's folder, or None."""

@@ -14,6 +14,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import traceback
@@ -115,6 +116,8 @@ class PageRun:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.text, encoding="utf-8")
             return None
+        if block.unmarked_exemption():
+            return f"block {block.id} not run: {block.unmarked_exemption()}"
         text = _with_addresses(block, env[0])
         if block.lang == "python":
             return self._python(block, text, env)
@@ -136,11 +139,21 @@ class PageRun:
     def _bash(self, block: Block, text: str, env: Environment) -> str | None:
         variables = {k: v for k, v in os.environ.items() if k not in env[1]}
         variables.update(env[0])
-        try:
-            done = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=self.folder, env=variables,
-                                  capture_output=True, text=True, timeout=TIMEOUT_S[block.heavy])
-        except subprocess.TimeoutExpired as exc:
-            return f"bash block {block.id} ran over {exc.timeout} s"
+        # its own process group, so a block over time is stopped with every process it started
+        with subprocess.Popen(["bash", "-euo", "pipefail", "-c", text], cwd=self.folder, env=variables,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True) as process:
+            try:
+                stdout, stderr = process.communicate(timeout=TIMEOUT_S[block.heavy])
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                stdout, stderr = process.communicate()
+                return (f"bash block {block.id} ran over {TIMEOUT_S[block.heavy]} s (stopped)\n"
+                        f"--- stdout ---\n{tail(stdout)}\n--- stderr ---\n{tail(stderr)}")
+            finally:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+        done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
         if done.returncode == block.marker.exit_code:
             return None
         return (f"bash block {block.id} exited {done.returncode}, expected {block.marker.exit_code}\n"

@@ -3,8 +3,10 @@ Markdown pages: fences, markers, titles, order, and failures of earlier blocks."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import docs_pages
 import pytest
 from docs_blocks import MarkerWords, doc_pages, page_blocks, parse_marker, stray_markers
 from docs_pages import PageRun, _with_addresses, tail
@@ -53,6 +55,40 @@ def test_problems_name_misspelt_languages_and_markers_on_blocks_not_run(tmp_path
         ["language 'sh' is never run: write 'bash'"],
         ["a docs-test marker on a block that is not run (shown, language 'yaml')"],
         ["'exit N' applies to bash blocks only"]]
+
+
+def test_an_unmarked_install_container_or_benchmark_block_is_a_problem_and_never_runs(tmp_path):
+    page = _page(tmp_path, "```bash\npip install x && touch ran\n```\n\n```bash\ndocker run img\n```\n\n"
+                           "<!-- docs-test: skip bench -->\n```bash\npython tests/bench/run.py\n```\n\n"
+                           "```bash\necho pipe install\n```\n")
+    blocks = page_blocks(page, tmp_path)
+    assert [bool(b.unmarked_exemption()) for b in blocks] == [True, True, False, False]
+    assert "'pip install'" in blocks[0].problems[0]
+    run = PageRun(blocks, tmp_path / "repo", tmp_path / "run")
+    assert run.run_through(blocks[0], _no_environment, runs_heavy=False).startswith("block page.md:1 not run: ")
+    assert not (run.folder / "ran").exists()
+
+
+def test_an_unmarked_block_on_the_embedded_judge_is_a_problem_and_never_runs(tmp_path):
+    page = _page(tmp_path, "```bash\nscorespec run x --model local\n```\n\n"
+                           "```python\nload_scorer('x', model='llamacpp/m.gguf')\n```\n\n"
+                           "<!-- docs-test: slow -->\n```bash\nscorespec run x --model local-tiny\n```\n\n"
+                           "```bash\nscorespec run x --model openai/local-model\n```\n")
+    blocks = page_blocks(page, tmp_path)
+    assert [bool(b.unmarked_exemption()) for b in blocks] == [True, True, False, False]
+    assert blocks[0].problems == ["'--model local': a block on the embedded judge must be marked <!-- docs-test: slow -->"]
+
+
+def test_a_bash_block_over_time_is_stopped_with_its_children(tmp_path, monkeypatch):
+    monkeypatch.setitem(docs_pages.TIMEOUT_S, False, 1)
+    page = _page(tmp_path, "```bash\nsleep 30 &\necho $! > child.pid\nwait\n```\n")
+    blocks = page_blocks(page, tmp_path)
+    run = PageRun(blocks, tmp_path / "repo", tmp_path / "run")
+    assert "ran over 1 s (stopped)" in run.run_through(blocks[0], _no_environment, runs_heavy=False)
+    child = int((run.folder / "child.pid").read_text())
+    time.sleep(0.2)
+    state = Path(f"/proc/{child}/stat").read_text().split()[2] if Path(f"/proc/{child}").exists() else "gone"
+    assert state in ("gone", "Z")
 
 
 def test_a_marker_not_right_before_a_fence_is_stray_but_one_inside_a_block_is_text(tmp_path):
