@@ -132,11 +132,12 @@ class Block:
         Such a block is never run."""
         if self.kind != "run" or self.marker.skip:
             return None
-        command = EXEMPT_COMMANDS.search(self.text)
+        code = _without_comments(self.text)
+        command = EXEMPT_COMMANDS.search(code) if self.lang == "bash" else None
         if command is not None:
             return (f"{command[0].strip()!r}: an install, container or benchmark command runs only when marked "
                     "<!-- docs-test: skip install|container|bench --> (so it is never run)")
-        embedded = EMBEDDED_MODEL.search(self.text)
+        embedded = EMBEDDED_MODEL.search(code)
         if embedded is not None and not self.marker.slow:
             return f"{embedded[0]!r}: a block on the embedded judge must be marked <!-- docs-test: slow -->"
         return None
@@ -153,6 +154,12 @@ class Block:
         if ".." in path.parts or not path.parts:
             return f"title {self.title!r}: leaves the page's folder"
         return None
+
+
+def _without_comments(text: str) -> str:
+    """`text` without its ``#`` comments (a ``#`` starting a line or after a space; quotes are not
+    followed: a ``" #"`` inside a string cuts it too, which only hides words from the checks)."""
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines())
 
 
 def _fences(lines: list[str]) -> Iterator[tuple[int, int, str, str]]:

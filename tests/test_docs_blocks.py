@@ -60,9 +60,10 @@ def test_problems_name_misspelt_languages_and_markers_on_blocks_not_run(tmp_path
 def test_an_unmarked_install_container_or_benchmark_block_is_a_problem_and_never_runs(tmp_path):
     page = _page(tmp_path, "```bash\npip install x && touch ran\n```\n\n```bash\ndocker run img\n```\n\n"
                            "<!-- docs-test: skip bench -->\n```bash\npython tests/bench/run.py\n```\n\n"
-                           "```bash\necho pipe install\n```\n")
+                           "```bash\necho pipe install  # or: pip install x\n```\n\n"
+                           "```python\nimport os  # pip install os\n```\n")
     blocks = page_blocks(page, tmp_path)
-    assert [bool(b.unmarked_exemption()) for b in blocks] == [True, True, False, False]
+    assert [bool(b.unmarked_exemption()) for b in blocks] == [True, True, False, False, False]
     assert "'pip install'" in blocks[0].problems[0]
     run = PageRun(blocks, tmp_path / "repo", tmp_path / "run")
     assert run.run_through(blocks[0], _no_environment, runs_heavy=False).startswith("block page.md:1 not run: ")
