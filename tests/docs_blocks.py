@@ -1,5 +1,5 @@
-"""The fenced code blocks of README.md and docs/**/*.md, read as /work/tools/DOCS_CONVENTIONS.md
-says (the conventions the docs tests implement; docs/contributing pages repeat them).
+"""The fenced code blocks of README.md and docs/**/*.md, read as the docs conventions say (how
+the code blocks of the user-facing pages are written and tested).
 
 A block is *run* (language ``python`` or ``bash``), a *file* (a ``title="PATH"`` attribute: written
 to PATH in the page's working folder when its turn comes), or *shown* (any other language, or

@@ -1,5 +1,5 @@
-"""Every code block of README.md and docs/**/*.md does what the docs conventions say
-(/work/tools/DOCS_CONVENTIONS.md; docs/hooks/ left out): one test per runnable block, with the id
+"""Every code block of README.md and docs/**/*.md (docs/hooks/ left out) does what the docs
+conventions say: one test per runnable block, with the id
 ``PAGE:LINE`` of its fence, and tests that every marker, language and file title follows them.
 
 - A page's blocks run in order in one working folder (a copy of examples/ and datasets/) with a
@@ -14,7 +14,9 @@
   slow and local. ``ray``: marked ray (and slow), on the tests' Ray cluster (``--ray-address X``
   becomes its address; its token in the environment); the judge as for any block unless
   ``slow`` too. ``redis``: the tests' redis-server replaces ``127.0.0.1:6379``/``localhost:6379``.
-- ``skip install|container|bench``: collected, reported as skipped with that reason.
+- ``skip install|container|bench``: collected, reported as skipped with that reason. A block
+  that installs (pip/apt-get/npm… install), runs docker or tests/bench|reliability/ without that
+  marker, or names the embedded judge (``--model local``…) without ``slow``, fails unrun.
 - The page tests/docs_examples_fixture.md uses every convention, so the runner itself is tested.
 """
 
