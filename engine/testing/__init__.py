@@ -9,6 +9,8 @@
   `Fault`, `Tokens`, completions — in `fake_replies`).
 - `FaultInjector` (`engine.testing.faults`): a reply for that server injecting faults (429,
   5xx, resets, timeouts, malformed or cut-off answers, refusals) at seeded rates.
+- `answer_for` / `schema_reply` (`engine.testing.schema_answers`): a valid JSON value for any
+  stage's output schema, and a reply for that server answering every judge call with one.
 - `assert_scores` (`engine.testing.assertions`): a scorer on a few cases inside a pytest suite,
   failing with each case's id, score, reason and stage answers.
 
