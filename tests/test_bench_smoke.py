@@ -84,12 +84,13 @@ NUMBER = re.compile(r"^[\d,]+(\.\d+)?( \(\d+%\))?$")
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a first run installs the reference (npm ci) before the quick suite
-def test_quick_bench_prints_the_whole_table_beside_the_reference():
+def test_quick_bench_prints_the_whole_table_beside_the_reference(tmp_path):
     if missing := reference.missing_tools():
         pytest.skip(f"{' and '.join(missing)} not found on PATH: the benchmark's reference (Mastra's "
                     f"scorers) runs on Node")
     env = {**os.environ, reference.ENV: REFERENCE_DIR}
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "run.py"), "--quick"], cwd=ROOT,
+    page = tmp_path / "measured" / "full-suite.md"
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "run.py"), "--quick", "--page", str(page)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=1700)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
@@ -105,8 +106,12 @@ def test_quick_bench_prints_the_whole_table_beside_the_reference():
         assert NUMBER.match(cells[measure][3]), (measure, cells[measure])
         assert cells[measure][5].endswith(("faster", "less")), cells[measure]
     assert cells[CALLS["faithfulness"]][2:4] == ["4", "3"]  # one verify call per claim
-    assert cells[CALLS["answer_similarity"]][2:4] == ["3", "3 (issue 8)"]
+    assert cells[CALLS["answer_similarity"]][2:4] == ["3", "3 (from its source)"]
     for spec, calls, _ in SPECS:  # no reference count for the others
         if calls is not None and spec not in ("faithfulness", "answer_similarity"):
             assert cells[CALLS[spec]][2:4] == [str(calls), "—"], spec
     assert cells[WARM_CACHE_REQUESTS][2] == "0"  # a re-run with a warm cache asks the judge nothing
+    # --page: the same output as a dated page, saying the command that measured it
+    written = page.read_text(encoding="utf-8")
+    assert re.match(r"Measured on \d{4}-\d{2}-\d{2} with `python tests/bench/run.py --quick --page \S+`", written)
+    assert done.stdout.strip() in written

@@ -22,7 +22,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is s
 
 #: The --model option's help, shared by the judging commands.
 MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "
-              "'local?slots=1&threads=2' (README: The embedded judges).")
+              "'local?slots=1&threads=2' (the docs' guide to the embedded judges).")
 
 app = typer.Typer(
     add_completion=False,

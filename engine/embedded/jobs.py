@@ -3,7 +3,7 @@
 llama.cpp's worker threads meet at a barrier after every step of a layer; two models whose
 threads add up to more than the cores wait at those barriers for threads the other model holds,
 and both slow down many times over (measured on 2 cores: two jobs of 2 threads each took 7×
-their time alone; see the README's Performance). So a model loaded without an explicit thread
+their time alone; see the docs' Performance page). So a model loaded without an explicit thread
 count takes the CPUs no other embedded model of this user has taken, at least one
 (`default_threads`).
 

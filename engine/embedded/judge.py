@@ -23,7 +23,7 @@ from ..judge.provider import InstructorJudge
 from ..judge.window import WindowCheck, configured_window
 
 #: Ask a `for_each` stage's first element alone, then the others together (measured: see the
-#: README's Performance).
+#: docs/benchmarks/performance.md).
 LEAD_ALONE = True
 
 

@@ -124,6 +124,7 @@ def _num(value: Any, places: int = 4) -> str:
 
 
 def _finite(value: Any) -> bool:
+    """Whether `value` is a number that is neither infinite nor NaN (a boolean is not a number)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -86,7 +86,8 @@ class PromptStage(_Model):
     prompt: str = Field(description="Template file under prompts/, e.g. `faithfulness/verify.j2`.")
     output_schema: dict[str, Any] = Field(
         description="JSON Schema (Draft 2020-12, type object) the answer must satisfy. "
-        'A value written `{$expr: "…"}` is computed per item (e.g. minItems from a claim count).'
+        'A value written `{$expr: "…"}` is computed per item (e.g. minItems from a claim count). A key that '
+        "looks like a misspelled JSON Schema keyword (`enmu`) is a load error, since JSON Schema would ignore it."
     )
     when: str | None = Field(None, description="Expression; the stage is skipped when false.")
     for_each: str | None = Field(
@@ -161,7 +162,9 @@ class NotScorable(_Model):
 class ScoreSpec(_Model):
     """How the score is computed."""
 
-    not_scorable: NotScorable | None = None
+    not_scorable: NotScorable | None = Field(
+        None, description="When `when` holds (e.g. no claims to check), the item gets no score, only `reason`.",
+    )
     let: dict[str, str] = Field(
         default_factory=dict, description="Named expressions, evaluated in order; the formula uses them."
     )
@@ -176,7 +179,8 @@ class ScoreSpec(_Model):
 
 
 class ReasonCase(_Model):
-    """One way to explain the score; the first case whose `when` holds is used."""
+    """One way to explain the score; the first case whose `when` holds is used. Give exactly one of
+    `template` or `prompt`. Its expressions and templates also see `score` and `scale`."""
 
     id: str | None = Field(None, description="A name, so a spec that extends this one can override the case.")
     after: str | None = _after()
@@ -196,12 +200,14 @@ class ReasonCase(_Model):
 class Spec(_Model):
     """A scorer, as data."""
 
-    format: Literal[1] = Field(description="The spec format's version (this engine reads 1).")
+    format: Literal[1] = Field(description="The spec format's version: this engine reads 1 (later engines "
+                               "migrate older formats).")
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="The scorer's id: the file's stem.")
     extends: str | None = Field(
         None, description="The spec this one builds on: a scorer id (`faithfulness`) or a path to a YAML file, "
-        "relative to this one. Mappings merge key by key (null removes a value), stages merge by id; "
-        "see the README.",
+        "relative to this one. Mappings merge key by key (null removes a value), stages merge by id (a new one "
+        "goes last, or right after the one its `after` names), checks and reason cases by id when they have "
+        "one; other lists are replaced whole. See Guides → Extending a built-in on the docs site.",
     )
     abstract: bool = Field(
         False, description="A base for other specs, never run itself: name, description, version, stages and "
@@ -219,7 +225,7 @@ class Spec(_Model):
                                            "changes (required unless abstract).")
     direction: Direction = Field(
         "higher_is_better", description="Which scores are better: `higher_is_better` (the default) or "
-        "`lower_is_better` (e.g. hallucination). Summaries, eval thresholds (`LABEL=limit`: at least as good as "
+        "`lower_is_better` (e.g. hallucination, toxicity). `scorespec list`, summaries, eval thresholds (`LABEL=limit`: at least as good as "
         "limit) and `scorespec compare` (wins, losses, better, worse) follow it.",
     )
     fields: dict[str, FieldSpec] = Field(
@@ -231,16 +237,23 @@ class Spec(_Model):
     )
     options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Option name → JSON Schema with a `default`. User values are validated and "
-        "merged over the defaults.",
+        description="Option name → JSON Schema with a `default` (and a `description`). User values are validated "
+        "and merged over the defaults, so a partial override keeps the other defaults. `scale`, the score's upper "
+        "bound, is every shipped scorer's option (from scorer_base). A key that looks like a misspelled JSON "
+        "Schema keyword (`defualt`) is a load error, since JSON Schema would ignore it.",
     )
-    judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    judge: JudgeSpec = Field(
+        default_factory=JudgeSpec,
+        description="How the judge model is asked: system-message template, default model, temperature, "
+        "tokens, re-asks. A spec without prompt stages or prompt reasons never asks it.",
+    )
     vars: dict[str, str] = Field(
         default_factory=dict,
         description="Named expressions over run and options, evaluated before the stages.",
     )
     stages: list[Stage] | None = Field(None, min_length=1, description="Stages, run in order (required unless "
-                                       "abstract).")
+                                       "abstract). A stage with a `function` is a rule stage, any other a prompt "
+                                       "stage.")
     score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract).")
     reason: list[ReasonCase] = Field(
         default_factory=list, description="How the score is explained; first matching case wins."

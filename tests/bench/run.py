@@ -322,7 +322,7 @@ def table(sz: Sizes, tx: dict, oh: list[dict], tp: dict, ref_tp: dict, st: dict,
     for o in oh:
         if o["judge"]:
             ref_calls = {"faithfulness": num(ref_tp[level]["calls_item"]),
-                         "answer_similarity": "3 (issue 8)"}.get(o["id"], "—")  # the others: not measured
+                         "answer_similarity": "3 (from its source)"}.get(o["id"], "—")  # the others: not measured
             varies = f" (varies: `for_each` stage {', '.join(o['per_element'])} asks once per element)" \
                 if o["per_element"] else ""
             rows.append(("4", f"judge calls per item: {o['id']}{varies}", str(o["calls"]), ref_calls, "—", "", ""))
@@ -369,35 +369,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-dir", type=Path, default=None,
                         help="where the reference is installed (default $SCORESPEC_BENCH_REFERENCE_DIR, else "
                              "$SCORESPEC_CACHE/bench-reference, else ~/.cache/scorespec/bench-reference)")
+    parser.add_argument("--page", type=Path, default=None,
+                        help="also write the result as a dated Markdown page to this file (e.g. "
+                             "docs/benchmarks/measured/full-suite.md, which the docs site's Performance page includes)")
     args = parser.parse_args(argv)
-    sz = QUICK if args.quick else FULL
+    lines = suite(args)
+    if lines is None:
+        return 2
+    print("\n".join(lines))
+    if args.page is not None:
+        write_page(args.page, lines, argv if argv is not None else sys.argv[1:])
+    return 0
+
+
+def suite(args: argparse.Namespace) -> list[str] | None:
+    """The run the arguments ask for, as Markdown lines (None: it could not run; the reason is on stderr)."""
+    sz, out = (QUICK if args.quick else FULL), []
     if args.only == "ray":
         started = time.perf_counter()
         rows = bench_ray.ray_rows(200 if args.quick else 2000, [(2, 4)] if args.quick else [(1, 32), (2, 16)],
                                   1 if args.quick else 3)
-        print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the Ray executor rows"
+        out.append(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the Ray executor rows"
               f"{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
-        print("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in bench_ray.table_rows(rows)]))
-        print("\nRay: a local cluster of 2 CPUs on 127.0.0.1, ½ CPU per actor, started once for every run (a warm-up "
+        out.append("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in bench_ray.table_rows(rows)]))
+        out.append("\nRay: a local cluster of 2 CPUs on 127.0.0.1, ½ CPU per actor, started once for every run (a warm-up "
               "run first); the fake server (50 ms) in a child process. The Python-alternative column is one process "
               "at the same total concurrency. Medians of the runs.")
-        return 0
+        return out
     if args.only == "local":
         return local_rows(args)
     if args.only == "cache":
         started = time.perf_counter()
         ca = cache_rows(sz)
-        print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the judge-call cache rows"
+        out.append(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; only the judge-call cache rows"
               f"{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
-        print("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in cache_table_rows(ca)]))
-        print("\n" + cache_note(ca))
-        return 0
+        out.append("\n".join(HEADER + ["| " + " | ".join(row) + " |" for row in cache_table_rows(ca)]))
+        out.append("\n" + cache_note(ca))
+        return out
 
     try:
         ref_dir = reference.install(args.reference_dir)
     except reference.ReferenceUnavailable as exc:
         print(f"error: the reference is needed for a side-by-side run and is not usable: {exc}", file=sys.stderr)
-        return 2
+        return None
     load_start, started = os.getloadavg()[0], time.perf_counter()
     tx = textual(sz, ref_dir)
     oh = overhead(sz)
@@ -408,24 +422,24 @@ def main(argv: list[str] | None = None) -> int:
     ca = cache_rows(sz)
     minutes = (time.perf_counter() - started) / 60
 
-    print(f"Machine: {machine()}. Load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
+    out.append(f"Machine: {machine()}. Load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; "
           f"{minutes:.1f} min{'; --quick: tiny sizes, the figures mean nothing' if args.quick else ''}.\n")
-    print("\n".join(table(sz, tx, oh, tp, ref_tp, st, mem, ca)))
-    print(f"\nMedians of {sz.runs} run(s). Textual pairs: {sz.pairs:,} (scorespec), {sz.difflib_pairs:,} (difflib), "
+    out.append("\n".join(table(sz, tx, oh, tp, ref_tp, st, mem, ca)))
+    out.append(f"\nMedians of {sz.runs} run(s). Textual pairs: {sz.pairs:,} (scorespec), {sz.difflib_pairs:,} (difflib), "
           f"{sz.node_pairs:,} (reference) per run; the {sz.long_chars:,}-character pair in a fresh process per run "
           f"({min(sz.runs, sz.difflib_long_runs)} run(s) for difflib). Throughput: {sz.items} items per level "
           f"(the reference {sz.ref_items}; fewer at concurrency 1). Cold start: `python -m engine` from this "
           f"checkout; a bare `python -c pass` takes {st['python'] * 1000:.0f} ms here and importing the libraries "
           f"`validate` needs (pydantic, typer, Jinja, PyYAML, jsonschema-rs) {st['libraries'] * 1000:.0f} ms. Memory: VmHWM of a child "
-          f"process. The reference's answer-similarity call count is from issue 8, not measured. {cache_note(ca)}")
-    return 0
+          f"process. The reference's answer-similarity call count is read from its source, not measured. {cache_note(ca)}")
+    return out
 
 
 LOCAL_HEADER = ["| # | measure | before | after | after vs before | target |", "|---|---|---:|---:|---:|---|"]
 
 
-def local_rows(args: argparse.Namespace) -> int:
-    """Section 8 alone: the embedded judge, the `--old` code against this checkout."""
+def local_rows(args: argparse.Namespace) -> list[str] | None:
+    """Section 9 alone: the embedded judge, the `--old` code against this checkout."""
     quick = dict(rounds=1, begin_items=1, main_items=1, model="local-tiny") if args.quick else \
         dict(rounds=args.rounds, begin_items=args.begin_items, main_items=6, model="local")
     started = time.perf_counter()
@@ -433,13 +447,23 @@ def local_rows(args: argparse.Namespace) -> int:
         m = bench_local.measure(args.old, old_python=args.old_python, pair_before=not args.no_old_pair, **quick)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; the embedded judge `{m['model']}` "
-          f"before ({args.old}) and after (this checkout, its defaults)"
-          f"{'; --quick: one item on local-tiny, the figures mean nothing' if args.quick else ''}.\n")
-    print("\n".join(LOCAL_HEADER + ["| " + " | ".join(row) + " |" for row in bench_local.rows(m)]))
-    print(f"\nJobs, in the order run: {bench_local.loads(m)}.")
-    return 0
+        return None
+    return [f"Machine: {machine()}; {(time.perf_counter() - started) / 60:.1f} min; the embedded judge `{m['model']}` "
+            f"before ({args.old}) and after (this checkout, its defaults)"
+            f"{'; --quick: one item on local-tiny, the figures mean nothing' if args.quick else ''}.\n",
+            "\n".join(LOCAL_HEADER + ["| " + " | ".join(row) + " |" for row in bench_local.rows(m)]),
+            f"\nJobs, in the order run: {bench_local.loads(m)}."]
+
+
+def write_page(path: Path, lines: list[str], argv: list[str]) -> None:
+    """`lines` as a dated Markdown page: the date (UTC), the command that measured it, then the
+    machine line, the table and its notes exactly as printed."""
+    command = " ".join(["python tests/bench/run.py", *argv])
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    text = "\n".join([f"Measured on {when} with `{command}` (the load averages say how busy the machine was):",
+                      "", *lines, ""])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

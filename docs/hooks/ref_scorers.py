@@ -1,0 +1,155 @@
+"""The scorer catalogue pages: an index of the shipped scorers and one page per scorer, from each
+spec merged over the specs it extends.
+
+`scorer_page(doc)` and `scorer_index(docs, bases)` are pure: they read `ScorerDoc`s (a merged
+`engine.spec.models.Spec` with what the merge and the compiler know) and return Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ref_markdown import anchor, code, json_value, table
+
+
+@dataclass(frozen=True)
+class ScorerDoc:
+    """What a scorer's page shows. spec: the merged `Spec`. chain: its id, then the ids it extends,
+    nearest first. judged: whether it asks the judge. written_by: key path (``options.scale``) →
+    the id of the spec that wrote it. outputs: stage id → the keys of its result, in words."""
+
+    spec: Any
+    chain: tuple[str, ...] = ()
+    judged: bool = False
+    written_by: Mapping[str, str] = field(default_factory=dict)
+    outputs: Mapping[str, str] = field(default_factory=dict)
+
+
+def direction_words(direction: str) -> str:
+    return "higher is better" if direction == "higher_is_better" else "lower is better"
+
+
+def schema_type(schema: Mapping[str, Any]) -> str:
+    """An option's JSON Schema type in words: ``number``, ``"hard" | "probability"``, ``list of string``."""
+    if "enum" in schema:
+        return " | ".join(code(json.dumps(v)) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"list of {schema_type(schema['items'])}"
+    return str(kind)
+
+
+def _link(spec_id: str, pages: set[str], base_sections: set[str]) -> str:
+    if spec_id in pages:
+        return f"[{spec_id}]({spec_id}.md)"
+    if spec_id in base_sections:
+        return f"[{spec_id}](index.md#{anchor(spec_id)})"
+    return code(spec_id)
+
+
+def _fields_table(spec: Any) -> str:
+    rows = []
+    for name, f in spec.fields.items():
+        required = f.required if isinstance(f.required, str) else ("yes" if f.required else "no")
+        rows.append([code(name), code(required) if isinstance(f.required, str) else required, f.description])
+    return table(["field", "required", "description"], rows)
+
+
+def _options_table(doc: ScorerDoc) -> str:
+    rows = [[code(name), schema_type(schema), json_value(schema["default"]) if "default" in schema else "—",
+             doc.written_by.get(f"options.{name}", doc.spec.id), schema.get("description", "")]
+            for name, schema in doc.spec.options.items()]
+    return table(["option", "type", "default", "from", "description"], rows)
+
+
+def _judge_table(judge: Any) -> str:
+    rows = [[code(key), json_value(getattr(judge, key))] for key in type(judge).model_fields]
+    return table(["key", "value"], rows)
+
+
+def _stage_row(stage: Any, outputs: Mapping[str, str]) -> list[str]:
+    if hasattr(stage, "function"):
+        args = ", ".join(f"{k}={v}" for k, v in stage.args.items())
+        kind, what = "rule", code(f"{stage.function}({args})")
+    else:
+        kind, what = "prompt", code(stage.prompt)
+        extra = [f"for each of {code(stage.for_each)}" if stage.for_each else "",
+                 f"{stage.samples} samples" if stage.samples else ""]
+        what += "".join(f"; {e}" for e in extra if e)
+    keys = outputs.get(stage.id) or ", ".join(code(k) for k in (getattr(stage, "output_schema", None) or {})
+                                                .get("properties", {}))
+    return [code(stage.id), kind, what, keys, code(stage.when) if stage.when else "always"]
+
+
+def _score_block(score: Any) -> str:
+    lines = []
+    if score.not_scorable is not None:
+        lines.append(f"not scorable when: {score.not_scorable.when}")
+    lines += [f"{name} = {expr}" for name, expr in score.let.items()]
+    lines.append(f"score = {score.formula}")
+    lines.append(f"scale = {score.scale}" + (f"; rounded to {score.round} places" if score.round is not None else ""))
+    return "```text\n" + "\n".join(lines) + "\n```\n"
+
+
+def _reasons(cases: Sequence[Any]) -> str:
+    out = []
+    for i, case in enumerate(cases):
+        label = code(case.id) if case.id else f"case {i + 1}"
+        when = f"when {code(case.when)}" if case.when else "otherwise"
+        if case.prompt:
+            out.append(f"- {label}, {when}: the judge writes it from {code(case.prompt)}.")
+        else:
+            out.append(f"- {label}, {when}: written from the template below.\n\n"
+                       + "    ```jinja\n" + "\n".join("    " + ln for ln in case.template.strip().splitlines())
+                       + "\n    ```")
+    return "\n\n".join(out) + "\n"
+
+
+def scorer_page(doc: ScorerDoc, pages: set[str] = frozenset(), base_sections: set[str] = frozenset()) -> str:
+    """A scorer's reference page (Markdown). `pages`: ids with a page; `base_sections`: abstract
+    ids with a section on the index page (for the links of what it extends)."""
+    spec = doc.spec
+    kind = "asks the judge" if doc.judged else "rule-only (no judge)"
+    out = [f"# {spec.name}\n", f"`{spec.id}` · {direction_words(spec.direction)} · {kind} · version "
+           f"{spec.version}\n", f"{spec.description}\n"]
+    if spec.notes:
+        out.append(spec.notes.strip() + "\n")
+    if len(doc.chain) > 1:
+        out.append("**Extends**: " + " → ".join(_link(i, set(pages), set(base_sections))
+                                                for i in doc.chain[1:])
+                   + f". `scorespec render {spec.id} --resolved` shows the merged spec, each value with the "
+                   "file and line that wrote it.\n")
+    out += ["## Inputs\n", _fields_table(spec) or "No fields.\n", "## Options\n", _options_table(doc) or "None.\n"]
+    if doc.judged:
+        out += ["## Judge defaults\n", _judge_table(spec.judge)]
+    out += ["## Stages\n", table(["stage", "kind", "prompt or function", "result keys", "runs"],
+                                 [_stage_row(s, doc.outputs) for s in spec.stages or ()])]
+    if spec.score is not None:
+        out += ["## Score\n", f"Scores lie in [0, scale]; {direction_words(spec.direction)}.\n",
+                _score_block(spec.score)]
+    if spec.reason:
+        out += ["## Reason\n", "The first case whose condition holds explains the score.\n", _reasons(spec.reason)]
+    return "\n".join(out)
+
+
+def scorer_index(docs: Sequence[ScorerDoc], bases: Sequence[Any]) -> str:
+    """The catalogue's index page: a table of `docs` (shipped, not abstract), then a section per
+    abstract base spec in `bases` that has notes."""
+    rows = [[f"[{d.spec.id}]({d.spec.id}.md)", d.spec.name, d.spec.description,
+             "judged" if d.judged else "rule-only", direction_words(d.spec.direction)] for d in docs]
+    out = ["# Scorers\n",
+           "Every scorer shipped with scorespec, generated from its spec (merged over the specs it "
+           "extends). `scorespec list` prints the same catalogue; a spec of your own with the same id "
+           "in `scorer_specs/` shadows a built-in ([Extending a built-in](../../guides/extending.md)).\n",
+           table(["scorer", "name", "what it measures", "judge", "direction"], rows)]
+    noted = [b for b in bases if b.notes]
+    if noted:
+        out.append("## Base specs\n\nAbstract specs the scorers above extend; never run themselves.\n")
+        for base in noted:
+            out += [f"### {base.id}\n", f"{base.description}\n" if base.description else "", base.notes.strip() + "\n"]
+    return "\n".join(part for part in out if part)
