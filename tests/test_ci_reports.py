@@ -267,20 +267,21 @@ def test_calibrate_writes_both_reports(tmp_path):
         "numeric", "3", "1", "0", "0.5333", "0.1", "0.6", "0.9", ""]
 
 
-# --- the README's CI recipes ---------------------------------------------------------------------------
+# --- the CI guide's recipes ------------------------------------------------------------------------
 
 
-def test_the_readme_ci_recipes_are_yaml_and_use_only_flags_eval_knows():
+def test_the_ci_guide_recipes_are_yaml_and_use_only_flags_eval_knows():
     import shlex
 
     import typer.main
     import yaml
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## In CI", 1)[1].split("\n## ", 1)[0]
-    recipes = [yaml.safe_load(block.split("```", 1)[0]) for block in section.split("```yaml\n")[1:]]
-    assert len(recipes) == 2
-    github, gitlab = recipes[0]["jobs"]["eval"], recipes[1]["eval"]
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "ci.md").read_text(encoding="utf-8")
+    recipes = [yaml.safe_load(block.split("```", 1)[0]) for block in guide.split("```yaml\n")[1:]]
+    github = [r["jobs"]["eval"] for r in recipes if isinstance(r, dict) and "jobs" in r]
+    gitlab = [r["eval"] for r in recipes if isinstance(r, dict) and "eval" in r]
+    assert len(github) == 1 and len(gitlab) == 1
+    github, gitlab = github[0], gitlab[0]
     commands = [step["run"] for step in github["steps"] if "run" in step] + gitlab["script"]
     evals = [shlex.split(c) for c in commands if c.startswith("scorespec eval")]
     assert len(evals) == 2

@@ -1,6 +1,6 @@
 """Hostile input: template syntax, data delimiters, NUL bytes, 1 MB texts and broken dataset lines
 in every field reach the judge as plain text, fail only their own item with a clear error, and
-never become a score. The README's "Hostile input" table is this file:
+never become a score. The "Hostile input" table of docs/guides/reliability.md is this file:
 ``python -m pytest tests/test_hostile_input.py tests/test_spec_safety.py tests/test_secrets.py -v``."""
 
 from __future__ import annotations

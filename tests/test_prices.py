@@ -1,4 +1,4 @@
-"""Price tables and cost: the shipped table (every model the README names, with its date), the
+"""Price tables and cost: the shipped table (every model the README and the docs name, with its date), the
 user's table over it (--prices, $SCORESPEC_PRICES, prices.yaml in the cache folder), patterns,
 bad tables at their line, token sums and cost on a fixed table, a model without a price, the
 embedded judge free, cache hits free; cost in results, run summaries and on the command line."""
@@ -38,9 +38,10 @@ def table(text: str = TABLE, source: str = "prices.yaml") -> PriceTable:
 # --- the tables ----------------------------------------------------------------------------------------
 
 
-def test_shipped_table_prices_every_model_the_readme_names_and_says_when():
-    named = set(re.findall(r"\b(?:openai|anthropic|ollama|groq|mistral|litellm)/[A-Za-z0-9._:-]*[A-Za-z0-9]",
-                           (ROOT / "README.md").read_text(encoding="utf-8")))
+def test_shipped_table_prices_every_model_the_readme_and_the_docs_name_and_says_when():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
+    named = set(re.findall(r"\b(?:openai|anthropic|ollama|groq|mistral|litellm)/[A-Za-z0-9._:-]*[A-Za-z0-9]", text))
     named -= {"openai/MODEL", "openai/my-finetune"}  # placeholders: a model of your own server, your own price
     assert {"openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "ollama/qwen2.5:7b"} <= named
     shipped = load_prices(shipped=True)
