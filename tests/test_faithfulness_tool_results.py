@@ -63,7 +63,8 @@ def test_faithfulness_without_context_checks_claims_against_the_tool_results(too
 def test_faithfulness_prefers_the_given_context_to_the_tool_results():
     scorer, judge = faithfulness()
     result = scorer.run(input=QUESTION, output=ANSWER, context=["Paris: 18 degrees."], **FLAT)
-    assert result.reason == 'The score is 1 of 1: 1 of 1 claim supported. Supported by the context: "It is 18 degrees in Paris.".'
+    assert result.reason == ('The score is 1 of 1: 1 of 1 claim supported. Supported by the context: '
+                             '"It is 18 degrees in Paris.".')
     (prompt,) = judge.prompts("analyze")
     assert "[1] Paris: 18 degrees." in prompt and "temp" not in prompt
 
@@ -112,7 +113,8 @@ def test_a_tool_invocation_still_running_has_no_result():
 
 
 def test_a_failed_tool_result_part_is_the_calls_error():
-    output = [{"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "f", "input": {}}]},
+    output = [{"role": "assistant",
+               "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "f", "input": {}}]},
               {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "f",
                                             "output": {"type": "error-text", "value": "timeout"}}]}]
     assert run_namespace({"output": output})["tool_calls"] == [{"name": "f", "arguments": {}, "id": "c1",

@@ -103,7 +103,9 @@ def read_messages(value: Any, field: str) -> list[Message]:
             place = f"{where}.content"
         text = content_text(content, place)
         read = {**message, "role": role.strip().lower(), "text": text}
-        calls = read_tool_calls(message["tool_calls"], f"{where}.tool_calls") if message.get("tool_calls") is not None else []
+        calls = []
+        if message.get("tool_calls") is not None:
+            calls = read_tool_calls(message["tool_calls"], f"{where}.tool_calls")
         part_calls, results = _tool_parts(content, place)
         if calls or part_calls:
             read["tool_calls"] = calls + part_calls
@@ -251,5 +253,5 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "an object" if isinstance(value, Mapping) else type(value).__name__)
 
 
-__all__ = ["TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_messages", "last_user_text",
-           "read_messages", "read_tool_calls", "system_text", "tool_calls_of"]
+__all__ = ["TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_messages",
+           "last_user_text", "read_messages", "read_tool_calls", "system_text", "tool_calls_of"]

@@ -224,8 +224,9 @@ class InstructorJudge:
             usage.seconds = time.perf_counter() - started
             _add_tokens(usage, getattr(stopped.completion, "usage", None))
             n = max(calls[0], 1)
-            error = ScorerRunError("content_filter", f"the provider's content filter stopped the answer ({stopped.why}); "
-                                   "it is not scored", stage=call.stage, raw_answer=_raw(stopped.completion), attempts=n)
+            error = ScorerRunError("content_filter", f"the provider's content filter stopped the answer "
+                                   f"({stopped.why}); it is not scored", stage=call.stage,
+                                   raw_answer=_raw(stopped.completion), attempts=n)
             raise self._failure(error, usage, reasks=n - 1) from None
         except (InstructorRetryException, IncompleteOutputException) as exc:
             usage.seconds = time.perf_counter() - started
