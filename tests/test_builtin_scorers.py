@@ -115,7 +115,9 @@ def test_one_match_per_ground_truth_unit_is_enforced():
     assert result.score == 0.15
     analyze = [c for c in judge.calls if c.stage == "analyze"]
     assert analyze[0].schema["properties"]["matches"]["minItems"] == 4
-    assert "Give exactly one match per ground-truth unit" in analyze[1].messages[-1]["content"]
+    reask = analyze[1].messages[-1]["content"]
+    assert "the answer does not match the required JSON schema: matches has 3 items; at least 4 are required" in reask
+    assert "Give exactly one match per ground-truth unit" not in reask  # no check runs on what the schema refused
 
 
 # --- textual difference ---------------------------------------------------------------------------------

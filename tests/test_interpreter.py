@@ -112,6 +112,12 @@ def verdict_list(script: dict):
     return Scorer(compile_file(SPEC_FIXTURES / "stages" / "verdict_list.yaml"), judge=judge), judge
 
 
+def verdict_count_checked(script: dict):
+    """`verdict_list` with the verdict count held by its check alone (no schema bounds)."""
+    judge = FakeJudge(script)
+    return Scorer(compile_file(SPEC_FIXTURES / "stages" / "verdict_count_checked.yaml"), judge=judge), judge
+
+
 def listed(*values: str) -> dict:
     return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
 
@@ -125,16 +131,26 @@ def test_c05_wrong_verdict_count_is_reasked_then_scored():
     assert len(analyze_calls) == 2
     reask = analyze_calls[1].messages[-1]
     assert reask["role"] == "user"
-    assert "Give exactly one verdict per claim, in the same order as the claims." in reask["content"]
     assert "verdicts has 2 items; at least 3 are required" in reask["content"]
+    # the schema refused the answer: the checks never ran on it (case C35)
+    assert "Give exactly one verdict per claim" not in reask["content"]
     assert result.stages["analyze"].usage.reasks == 1
     assert result.stages["analyze"].attempts == 2
     assert result.usage.reasks == 1
     assert result.usage.transport_retries == 0
 
 
+def test_c05_a_check_tells_the_judge_what_was_wrong_on_reask():
+    scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
+                                           "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
+    assert scorer.run(output="A. B. C.").score == 0.67
+    reask = [c for c in judge.calls if c.stage == "analyze"][1].messages[-1]["content"]
+    assert "Give exactly one verdict per claim, in the same order as the claims." in reask
+
+
 def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
-    scorer, judge = verdict_list({"preprocess": {"claims": ["A", "B", "C"]}, "analyze": listed("yes", "yes")})
+    scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
+                                           "analyze": listed("yes", "yes")})
     result = scorer.run(output="A. B. C.")
     assert result.status == "failed"
     assert result.score is None

@@ -57,8 +57,8 @@ class SpecError(Exception):
 
 
 ErrorKind = Literal[
-    "input", "judge", "auth", "truncated", "check", "transport", "expression", "formula", "function", "target",
-    "prompt_too_long", "internal",
+    "input", "judge", "auth", "truncated", "content_filter", "check", "transport", "expression", "formula",
+    "function", "target", "prompt_too_long", "internal",
 ]
 """Why an item failed — a closed set:
 
@@ -68,13 +68,18 @@ ErrorKind = Literal[
 - ``judge``: no valid answer after the allowed re-asks;
 - ``auth``: the provider refused the credentials or the model's access (HTTP 401/403, not retried);
 - ``truncated``: the answer was cut off by its token limit (never parsed, never a partial score);
+- ``content_filter``: the provider's content filter stopped the answer (``finish_reason``
+  ``content_filter``, Anthropic's ``stop_reason`` ``refusal``): never scored, even when what came
+  back parses, and not asked again;
 - ``check``: a stage check never passed;
 - ``transport``: the provider could not be reached after retries;
 - ``expression``: an expression or template raised;
 - ``formula``: the score is NaN, infinite, not a number or outside [0, scale];
 - ``function``: a rule function raised;
 - ``target``: the system under test raised (batch runs with a target);
-- ``prompt_too_long``: the prompt cannot fit the model's context window (no call made; `engine.judge.window`);
+- ``prompt_too_long``: the prompt cannot fit the model's context window: found before the call
+  (no call made; `engine.judge.window`), or the provider refused it as too long (an HTTP 400 saying
+  so: ``context_length_exceeded``, "maximum context length", "prompt is too long"; not retried);
 - ``internal``: a fault of the engine itself (a bug: please report it).
 """
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)

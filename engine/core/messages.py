@@ -17,7 +17,12 @@ Tool calls are normalised to ``{name, arguments, result?, error?, id?}`` (other 
 from a flat list or from OpenAI-style assistant messages (``tool_calls: [{id, type:
 "function", function: {name, arguments}}]``) whose results come in later ``role: tool``
 messages (``tool_call_id``, ``content``). Arguments given as a JSON text are parsed (kept as
-the text when it is not JSON).
+the text when it is not JSON). Calls and results may also come as content parts (`TOOL_PARTS`):
+an assistant's ``{"type": "tool-call", toolCallId, toolName, args | input}``, answered by a later
+``{"type": "tool-result", toolCallId, result | output}`` (an ``output`` of ``{type, value}``
+is its value; a type starting with ``error``, or ``isError``, makes it the call's error), or one
+``{"type": "tool-invocation", toolInvocation: {toolCallId, toolName, args, state, result}}``
+carrying both (its result only in state ``result``).
 
 Every reading function raises `MessageError` naming where the value is wrong
 (``input[2].content[0]``); nothing here guesses past a malformed value.
@@ -33,6 +38,8 @@ Message = dict[str, Any]
 ToolCall = dict[str, Any]
 
 TEXT_PART = "text"
+TOOL_PARTS = ("tool-call", "tool-result", "tool-invocation")
+"""The types of the content parts that carry tool calls and their results."""
 SYSTEM_ROLES = ("system", "developer")
 
 
@@ -75,7 +82,9 @@ def content_text(content: Any, where: str) -> str:
 
 def read_messages(value: Any, field: str) -> list[Message]:
     """The messages of `value` (see `is_messages`), each as given plus ``text`` (its
-    content's text) and, for a message with tool calls, ``tool_calls`` normalised.
+    content's text) and, for a message with tool calls, ``tool_calls`` normalised (its
+    ``tool_calls`` list, then the calls of its content parts); a message whose parts hold tool
+    results gets ``tool_results``, each ``{id?, result}`` or ``{id?, error}``.
 
     A role is compared in lower case. Raises `MessageError` naming ``field[i]`` for an element
     that is not ``{role: string, content?}``."""
@@ -89,14 +98,65 @@ def read_messages(value: Any, field: str) -> list[Message]:
             raise MessageError(f"{where}: a message needs a 'role' (user, assistant, system or tool)")
         content = message.get("content")
         if content is None and "parts" in message:
-            text = content_text(message["parts"], f"{where}.parts")
+            content, place = message["parts"], f"{where}.parts"
         else:
-            text = content_text(content, f"{where}.content")
+            place = f"{where}.content"
+        text = content_text(content, place)
         read = {**message, "role": role.strip().lower(), "text": text}
+        calls = []
         if message.get("tool_calls") is not None:
-            read["tool_calls"] = read_tool_calls(message["tool_calls"], f"{where}.tool_calls")
+            calls = read_tool_calls(message["tool_calls"], f"{where}.tool_calls")
+        part_calls, results = _tool_parts(content, place)
+        if calls or part_calls:
+            read["tool_calls"] = calls + part_calls
+        if results:
+            read["tool_results"] = results
         messages.append(read)
     return messages
+
+
+def _tool_parts(content: Any, where: str) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    """The tool calls (normalised) and the results (``{id?, result | error}``) that the parts of
+    a message's content carry (`TOOL_PARTS`; the content is already read by `content_text`)."""
+    if isinstance(content, Mapping) and isinstance(content.get("parts"), (list, tuple)):
+        content, where = content["parts"], f"{where}.parts"
+    if not isinstance(content, (list, tuple)):
+        return [], []
+    calls: list[ToolCall] = []
+    results: list[dict[str, Any]] = []
+    for i, part in enumerate(content):
+        kind = part["type"]
+        if kind == "tool-invocation" and isinstance(part.get("toolInvocation"), Mapping):
+            invocation = part["toolInvocation"]
+            call = _part_call(invocation, f"{where}[{i}].toolInvocation")
+            if invocation.get("state") == "result" and "result" in invocation:
+                call["result"] = invocation["result"]
+            calls.append(call)
+        elif kind == "tool-call":
+            calls.append(_part_call(part, f"{where}[{i}]"))
+        elif kind == "tool-result":
+            results.append(_part_outcome(part))
+    return calls, results
+
+
+def _part_call(part: Mapping[str, Any], where: str) -> ToolCall:
+    entry = {"name": part.get("toolName"), "arguments": part.get("args", part.get("input"))}
+    if part.get("toolCallId") is not None:
+        entry["id"] = part["toolCallId"]
+    return _tool_call(entry, where)
+
+
+def _part_outcome(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool-result part as ``{id?, result}`` or ``{id?, error}``."""
+    found: dict[str, Any] = {} if part.get("toolCallId") is None else {"id": part["toolCallId"]}
+    value, failed = part.get("result"), bool(part.get("isError"))
+    output = part.get("output")
+    if "result" not in part and isinstance(output, Mapping) and "type" in output and "value" in output:
+        value, failed = output["value"], failed or str(output["type"]).startswith("error")
+    elif "result" not in part:
+        value = output
+    found["error" if failed else "result"] = value
+    return found
 
 
 def last_user_text(messages: Sequence[Message]) -> str:
@@ -118,19 +178,23 @@ def system_text(messages: Sequence[Message]) -> str | None:
 
 def tool_calls_of(messages: Sequence[Message]) -> list[ToolCall]:
     """The tool calls the assistant messages make, in order, each with the ``result`` of the
-    ``tool`` message answering it: the one whose ``tool_call_id`` is the call's ``id``, else
-    (no id on either side) the next call still without a result."""
+    ``tool`` message answering it (its text; its tool-result parts when it has any: a result or
+    an error each): the one whose ``tool_call_id`` is the call's ``id``, else (no id on either
+    side) the next call still without a result."""
     calls: list[ToolCall] = []
     for message in messages:
         if message["role"] == "assistant":
             calls.extend(dict(call) for call in message.get("tool_calls") or ())
-        elif message["role"] == "tool":
-            wanted = message.get("tool_call_id")
+        outcomes = message.get("tool_results") or ()
+        if not outcomes and message["role"] == "tool":
+            outcomes = ({"id": message.get("tool_call_id"), "result": message["text"]},)
+        for outcome in outcomes:
+            wanted = outcome.get("id")
             target = next((c for c in calls if wanted is not None and c.get("id") == wanted), None)
             if target is None:
                 target = next((c for c in calls if "result" not in c and "error" not in c), None)
             if target is not None:
-                target["result"] = message["text"]
+                target.update((k, v) for k, v in outcome.items() if k != "id")
     return calls
 
 
@@ -189,5 +253,5 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "an object" if isinstance(value, Mapping) else type(value).__name__)
 
 
-__all__ = ["Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_messages", "last_user_text",
-           "read_messages", "read_tool_calls", "system_text", "tool_calls_of"]
+__all__ = ["TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_messages",
+           "last_user_text", "read_messages", "read_tool_calls", "system_text", "tool_calls_of"]

@@ -71,8 +71,8 @@ class JudgeAnswer:
 
 class Judge(Protocol):
     """Anything with a `model` string and ``async ask(call) -> JudgeAnswer``. `ask` raises
-    `ScorerRunError` (kinds ``judge``, ``check``, ``truncated``, ``transport``, ``auth``,
-    ``prompt_too_long``) with the usage spent attached. A judge may have ``async aclose()``,
+    `ScorerRunError` (kinds ``judge``, ``check``, ``truncated``, ``content_filter``, ``transport``,
+    ``auth``, ``prompt_too_long``) with the usage spent attached. A judge may have ``async aclose()``,
     releasing what it holds for the running event loop."""
 
     model: str

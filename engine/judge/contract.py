@@ -3,9 +3,10 @@
 A prompt stage's `JudgeCall` carries an `AnswerContract`. Every judge validates each answer it
 gets through `contract.validate(data)`, which returns the normalised answer or raises
 `AnswerInvalid`: the message is what the judge is told on re-ask, and `check` names the stage
-check that failed (None when only the schema failed). When the re-asks run out, the judge ends the
-call with `no_valid_answer`, which decides from the last `AnswerInvalid` whether the item fails
-with kind ``check`` (a check still failed) or ``judge``.
+check that failed (None when the schema failed: the checks run only on answers the schema
+accepts). When the re-asks run out, the judge ends the call with `no_valid_answer`, which decides
+from the last `AnswerInvalid` whether the item fails with kind ``check`` (the last answer matched
+the schema and a check still failed) or ``judge`` (the schema's error named).
 """
 
 from __future__ import annotations
@@ -73,16 +74,15 @@ class AnswerContract:
 
     def validate(self, data: Any) -> Any:
         """The answer normalised (`normalize_answer`) when it matches the schema and passes every
-        check; else raises `AnswerInvalid` naming the first three schema errors and the first
-        failed check."""
+        check; else raises `AnswerInvalid`: naming the first three schema errors (no check: the
+        checks run only on an answer the schema accepts, so they never read what the schema
+        refused), or the first failed check."""
         data = normalize_answer(data, self.schema)
         assert self.compiled is not None
         validator = self.compiled.validator
-        errors = [] if validator.is_valid(data) else list(validator.iter_errors(data))
+        if not validator.is_valid(data):
+            raise AnswerInvalid(schema_message(list(validator.iter_errors(data))))
         check = self.failed_check(data) if self.checks else None
-        if errors:
-            detail = schema_message(errors)
-            raise AnswerInvalid(f"{check.message} ({detail})" if check else detail, check)
         if check is not None:
             raise AnswerInvalid(check.message, check)
         return data
@@ -152,6 +152,8 @@ def schema_message(errors: list[Any]) -> str:
             need = f"at least {error.kind.limit} are required" if kind == "MinItems" \
                 else f"at most {error.kind.limit} are allowed"
             text = f"{where} has {len(error.instance)} items; {need}"
+        elif kind == "Required":  # worded as JSON Schema's own validators do: 'claims' is …
+            text = f"at {where}: {error.kind.property!r} is a required property"[:220]
         else:
             text = f"at {where}: {error.message[:200]}"
         parts.append(text)

@@ -5,7 +5,9 @@ messages through instructor, whose response model has the answer schema as its J
 validates each answer with the call's `AnswerContract`, re-asking an invalid answer with the
 error up to `call.max_reasks` times. A failure is classified here: `TransportFailure` for a try
 that may succeed when repeated (the retry layer, `engine.judge.retries`, repeats it), else
-`ScorerRunError` of kind ``auth``, ``truncated``, ``check`` or ``judge``. API keys are redacted
+`ScorerRunError` of kind ``auth``, ``prompt_too_long`` (the provider refused the prompt as longer
+than its context), ``truncated``, ``content_filter`` (the provider's filter stopped an answer:
+the call ends at that answer, parsed or not), ``check`` or ``judge``. API keys are redacted
 from every message and raw answer. A call that wants label probabilities (`JudgeCall.probabilities`)
 is sent with ``logprobs`` to a provider that reports them, and its answer carries them
 (`engine.core.answer_probs`).
@@ -41,6 +43,21 @@ from .window import WindowCheck
 logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+TOO_LONG_STATUS = {400, 413}
+"""The statuses a provider refuses a prompt longer than the model's context with (the body says so)."""
+_TOO_LONG = re.compile(r"context[_ ]length|maximum context|context window|(prompt|input) is too long|"
+                       r"too many (input )?tokens", re.IGNORECASE)
+
+
+class _Filtered(BaseException):
+    """Raised by the ``completion:response`` hook on an answer the provider's content filter
+    stopped, ending the call there (before instructor parses or re-asks it). A `BaseException`:
+    instructor swallows a hook's `Exception`s and re-asks anything that fails to parse."""
+
+    def __init__(self, completion: Any, why: str):
+        super().__init__(why)
+        self.completion = completion
+        self.why = why
 
 
 class ContractContext(Mapping[str, Any]):
@@ -179,6 +196,7 @@ class InstructorJudge:
         calls = [0]
         hooks = Hooks()
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
+        hooks.on("completion:response", _stop_if_filtered)
         extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
         if self.sample_seeds and call.sample_index:
             extra["seed"] = call.sample_index
@@ -202,6 +220,14 @@ class InstructorJudge:
                 max_tokens=call.max_tokens,
                 **extra,
             )
+        except _Filtered as stopped:
+            usage.seconds = time.perf_counter() - started
+            _add_tokens(usage, getattr(stopped.completion, "usage", None))
+            n = max(calls[0], 1)
+            error = ScorerRunError("content_filter", f"the provider's content filter stopped the answer "
+                                   f"({stopped.why}); it is not scored", stage=call.stage,
+                                   raw_answer=_raw(stopped.completion), attempts=n)
+            raise self._failure(error, usage, reasks=n - 1) from None
         except (InstructorRetryException, IncompleteOutputException) as exc:
             usage.seconds = time.perf_counter() - started
             _add_tokens(usage, getattr(exc, "total_usage", None))
@@ -229,8 +255,8 @@ class InstructorJudge:
                 "truncated", f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); "
                 "not parsed (raise judge.max_tokens or the stage's max_tokens)",
                 stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)), attempts=n)
-        elif _is_transport(cause) or _is_auth(cause):
-            error = self._classify(cause, call.stage, n)
+        elif _is_transport(cause) or isinstance(getattr(cause, "status_code", None), int):
+            error = self._classify(cause, call.stage, n)  # the provider answered with an HTTP error
         else:
             error = no_valid_answer(call.stage, max(getattr(exc, "n_attempts", 1), 1), _short(cause, self._redact),
                                     _last_invalid(exc), raw_answer=_raw(getattr(exc, "last_completion", None)))
@@ -238,16 +264,20 @@ class InstructorJudge:
         return error
 
     def _classify(self, exc: BaseException, stage: str, attempts: int) -> ScorerRunError:
-        """A provider error: transport (may succeed when repeated), auth, or judge."""
+        """A provider error: transport (may succeed when repeated), auth, prompt_too_long, or judge."""
         if _is_transport(exc):
             return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
                                     retry_after=_retry_after(exc))
+        described = _describe(exc, self._redact)
         if _is_auth(exc):
-            described = _describe(exc, self._redact)
             return ScorerRunError("auth", f"the provider refused the request's credentials ({described}); "
                                   "check the API key (api_key=, or the provider's variable such as OPENAI_API_KEY) "
                                   "and the key's access to the model", stage=stage, attempts=attempts)
-        return ScorerRunError("judge", _describe(exc, self._redact), stage=stage, attempts=attempts)
+        if _is_prompt_too_long(exc):
+            return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
+                                  f"than the model's context window ({described}); shorten the item's text, or "
+                                  "use a model with a larger window", stage=stage, attempts=attempts)
+        return ScorerRunError("judge", described, stage=stage, attempts=attempts)
 
     def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:
         """`exc` with the usage spent on the try attached and any API key redacted."""
@@ -297,6 +327,33 @@ def _is_transport(exc: BaseException) -> bool:
 def _is_auth(exc: BaseException) -> bool:
     """The provider refused the credentials or the model's access (HTTP 401 or 403)."""
     return getattr(exc, "status_code", None) in (401, 403)
+
+
+def _is_prompt_too_long(exc: BaseException) -> bool:
+    """The provider refused the prompt as longer than the model's context: HTTP 400 (or 413) with
+    the error code ``context_length_exceeded``, or a message saying so (OpenAI's "maximum context
+    length", Anthropic's "prompt is too long", "context window", …)."""
+    if getattr(exc, "status_code", None) not in TOO_LONG_STATUS:
+        return False
+    return getattr(exc, "code", None) == "context_length_exceeded" or bool(_TOO_LONG.search(str(exc)))
+
+
+def _filtered_by(completion: Any) -> str | None:
+    """Why the provider's content filter stopped `completion` (``finish_reason content_filter``;
+    Anthropic: ``stop_reason refusal``), or None when it did not."""
+    try:
+        reason = completion.choices[0].finish_reason
+    except (AttributeError, IndexError, TypeError):
+        stop = getattr(completion, "stop_reason", None)
+        return "stop_reason refusal" if stop == "refusal" else None
+    return "finish_reason content_filter" if reason == "content_filter" else None
+
+
+def _stop_if_filtered(completion: Any = None, *args: Any, **kwargs: Any) -> None:
+    """The ``completion:response`` hook: raise `_Filtered` for an answer a content filter stopped."""
+    why = _filtered_by(completion)
+    if why is not None:
+        raise _Filtered(completion, why)
 
 
 def _retry_after(exc: BaseException) -> float | None:

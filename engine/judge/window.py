@@ -12,7 +12,8 @@ The window, first found wins:
 3. the embedded models (``local``, ``local-tiny``, ``llamacpp/…``): the context the model was
    loaded with (4096 tokens by default). A larger value from 1 or 2 cannot raise it;
 4. `KNOWN_WINDOWS`, a short table of hosted models (matched by prefix);
-5. otherwise none: no check (the provider's own refusal, if any, fails the item as usual).
+5. otherwise none: no check (the provider's own refusal, if any, fails the item with kind
+   ``prompt_too_long`` too: `engine.judge.provider`).
 
 Counting. The embedded models count exactly with their own tokenizer, and only when the
 prompt might not fit: their byte-level tokenizers never make more tokens than the text has

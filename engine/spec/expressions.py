@@ -34,7 +34,7 @@ from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.parser import Parser
 from jinja2.runtime import LoopContext
@@ -127,6 +127,17 @@ def _copied(values: Any, examples: Any, source: Any = "") -> list[Any]:
             if isinstance(value, str) and _folded(value) in shown and _folded(value) not in text]
 
 
+def _as_text(value: Any) -> str:
+    """A value as text: a text as it is, None (or undefined) as ``""``, anything else as its
+    JSON (``{"temp": 18}``, ``true``, ``18``), non-ASCII kept. E.g. tool results as passages:
+    ``run.tool_calls | map(attribute='result', default=none) | map('as_text')``."""
+    if value is None or isinstance(value, Undefined):
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _get(item: Any, attribute: str) -> Any:
     return item.get(attribute) if isinstance(item, dict) else getattr(item, attribute, None)
 
@@ -206,7 +217,8 @@ def neutralise_delimiters(value: Any) -> str:
 @lru_cache(maxsize=2)
 def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     """The shared environment. Filters beyond Jinja's built-ins: `count(attr, value)`,
-    `average_precision(attr, value)`, `num(places=4)`, `distinct` and `copied(examples, source)`;
+    `average_precision(attr, value)`, `num(places=4)`, `distinct`, `copied(examples, source)` and
+    `as_text` (a value as text: JSON unless it is one);
     globals `min`, `max`, `abs`, `finite` (and Jinja's `range`, `dict`,
     `namespace`; not `lipsum`, `cycler`, `joiner`).
 
@@ -230,6 +242,7 @@ def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
     env.filters["num"] = _num
     env.filters["distinct"] = _distinct
     env.filters["copied"] = _copied
+    env.filters["as_text"] = _as_text
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
     env.globals.update(min=min, max=max, abs=abs, finite=_finite)

@@ -236,5 +236,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif fault.kind == "truncated":
             text = json.dumps(fault.answer) if not isinstance(fault.answer, str) else fault.answer
             self._send_json(200, self.server.owner._completion(request, text[: len(text) // 2], finish="length"))
+        elif fault.kind == "content_filter":
+            text = json.dumps(fault.answer) if not isinstance(fault.answer, str) else fault.answer
+            self._send_json(200, self.server.owner._completion(request, text, finish="content_filter"))
         else:
             raise ValueError(f"unknown fault kind {fault.kind!r}")

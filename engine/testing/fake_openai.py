@@ -27,7 +27,8 @@ A *reply* is one of:
 - a ``str``: raw assistant content, sent as is with ``finish_reason``
   ``"stop"`` (a plain-text refusal, malformed JSON such as ``'{"claims": ['``).
 - a :class:`Fault`: an HTTP error, a connection reset, a late answer, a
-  non-JSON body, malformed JSON in the answer's place, or a truncated answer.
+  non-JSON body, malformed JSON in the answer's place, a truncated answer, or
+  an answer stopped by a content filter (``finish_reason`` ``"content_filter"``).
 - a :class:`Tokens`: content given token by token, each with its probability
   and the alternatives at its position (for label probabilities).
 - a callable ``reply(request_json) -> reply``, called in the handler thread

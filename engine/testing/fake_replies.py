@@ -42,7 +42,8 @@ class Fault:
     """A scripted failure. Build one with the class methods, not directly.
 
     Attributes are read by the server: ``kind`` (``"status"``, ``"reset"``,
-    ``"delay"``, ``"malformed"``, ``"invalid_json"`` or ``"truncated"``) and the
+    ``"delay"``, ``"malformed"``, ``"invalid_json"``, ``"truncated"`` or
+    ``"content_filter"``) and the
     fields that kind uses. `engine.testing.faults.FaultInjector` injects them
     at seeded rates.
     """
@@ -115,6 +116,13 @@ class Fault:
         (tool-call arguments or content, as for a normal answer) is cut to its
         first half (``text[: len(text) // 2]``)."""
         return cls("truncated", answer=answer)
+
+    @classmethod
+    def content_filter(cls, answer: Any) -> "Fault":
+        """A 200 completion with ``finish_reason`` ``"content_filter"`` carrying `answer` where a
+        normal answer goes: a JSON value sent whole as its JSON text (an answer that parses), a
+        text as it is (script a cut-off one as ``'{"claims": ["Par'``)."""
+        return cls("content_filter", answer=answer)
 
 
 class Tokens:
