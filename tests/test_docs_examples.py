@@ -70,9 +70,14 @@ def docs_bin(tmp_path_factory) -> Path:
     return shim_folder(tmp_path_factory.mktemp("docs-bin"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def page_runs(tmp_path_factory):
-    """``page_runs(page)``: the page's `PageRun`, made on first use, kept for the session."""
+    """``page_runs(page)``: the page's `PageRun`, made on first use, kept for this module. Python
+    blocks run in this process: rule functions a page registers are unregistered at the end, so
+    no other test sees them."""
+    from engine import functions
+
+    registered = dict(functions._REGISTRY)
     runs: dict[str, PageRun] = {}
 
     def get(page: str) -> PageRun:
@@ -80,7 +85,9 @@ def page_runs(tmp_path_factory):
             runs[page] = PageRun(BLOCKS[page], ROOT, tmp_path_factory.mktemp("docs-page"))
         return runs[page]
 
-    return get
+    yield get
+    functions._REGISTRY.clear()
+    functions._REGISTRY.update(registered)
 
 
 def block_environment(block: Block, run: PageRun, request, judge: FakeOpenAIServer, bin_folder: Path) -> Environment:
