@@ -109,6 +109,35 @@ def test_every_shipped_scorer_has_a_page_an_index_row_and_a_nav_entry(hook, page
     assert [next(iter(entry)) for entry in nav[1:]] == ids
 
 
+def test_every_scorer_page_example_item_is_one_the_scorer_accepts():
+    """The item each scorer page shows under "Use it" gives what the scorer needs: scored through a
+    judge that answers every stage validly (the fake OpenAI server), it is scored or not scorable,
+    never failed."""
+    from engine import load_scorer
+    from engine.testing.fake_openai import FakeOpenAIServer
+    from engine.testing.schema_answers import schema_reply
+
+    docs, _ = ref_sources.shipped_scorers()
+    failed = {}
+    with FakeOpenAIServer(schema_reply) as server:
+        for doc in docs:
+            item = ref_scorers.example_item(doc.spec)
+            scorer = load_scorer(doc.spec.id, model="openai/fake-model", base_url=server.base_url, api_key="test",
+                                 cache=False)
+            result = scorer.run(**item)
+            if result.status == "failed":
+                failed[doc.spec.id] = (result.error.kind, result.error.message[:200])
+    assert len(docs) >= 30 and not failed, failed
+
+
+def test_a_page_comparing_with_the_reference_names_it():
+    docs, _ = ref_sources.shipped_scorers()
+    page = ref_scorers.scorer_page(next(d for d in docs if d.spec.id == "trajectory_accuracy"))
+    assert "Unlike the reference" in page and "`@mastra/evals` 1.10.2" in page
+    page = ref_scorers.scorer_page(next(d for d in docs if d.spec.id == "equals"))
+    assert "Use it" in page and '"output": "Paris is the capital of France."' in page
+
+
 def test_every_command_of_the_typer_app_has_its_heading_and_every_option_its_row(pages):
     command = ref_sources.cli_command()
     page = pages["reference/cli.md"]

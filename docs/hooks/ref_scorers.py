@@ -14,6 +14,51 @@ from typing import Any
 
 from ref_markdown import anchor, code, json_value, table
 
+#: What an example item gives for each run field (a declared field gets a value its schema accepts).
+EXAMPLE_VALUES: Mapping[str, Any] = {
+    "input": "What is the capital of France?",
+    "output": "Paris is the capital of France.",
+    "ground_truth": "The capital of France is Paris.",
+    "context": ["Paris is the capital and largest city of France."],
+    "system": "You are a helpful assistant. Answer in one sentence.",
+    "tool_calls": [{"name": "search", "arguments": {"query": "capital of France"}, "result": "Paris"}],
+    # fields shipped scorers declare
+    "tool": "search",
+    "order": ["search"],
+    "criterion": "The answer names the capital and nothing else.",
+    "rubric": ["Names Paris as the capital.", "Answers in one sentence."],
+    "available_tools": [{"name": "search", "description": "Search the web."}],
+    "expected_trajectory": ["search"],
+    "baseline_response": "The capital of France is Paris.",
+    "original_query": "What is the capital of France?",
+    "noise_type": "typos",
+}
+
+#: Said on every page whose notes compare the scorer with "the reference".
+REFERENCE_NOTE = ('!!! note "The reference"\n    "The reference" is Mastra\'s scorers (`@mastra/evals` 1.10.2), the '
+                  "implementation these scorers were checked against, case by case and side by side "
+                  "([Performance](../../benchmarks/performance.md)).\n")
+
+
+def example_item(spec: Any) -> dict[str, Any]:
+    """An item that gives every field `spec` declares: the run fields from `EXAMPLE_VALUES`, a
+    declared field a value its JSON Schema accepts (`engine.testing.schema_answers.answer_for`)."""
+    from engine.testing.schema_answers import answer_for
+
+    return {name: EXAMPLE_VALUES[name] if name in EXAMPLE_VALUES else answer_for(f.schema_ or {})
+            for name, f in spec.fields.items()}
+
+
+def _use_it(spec: Any) -> list[str]:
+    item = json.dumps(example_item(spec), ensure_ascii=False)
+    return ["## Use it\n",
+            "Each line of a JSONL dataset is an item; one that gives every field this scorer reads:\n",
+            f"```json\n{item}\n```\n",
+            f"Score a dataset of such lines with `scorespec eval {spec.id} --data items.jsonl --out "
+            f"{spec.id}.jsonl`, one item with `scorespec run {spec.id}` and a flag per field, or in Python "
+            f"`load_scorer(\"{spec.id}\").run(**item)` ([Evaluating a dataset](../../guides/datasets.md), "
+            "[Python](../../guides/python.md)).\n"]
+
 
 @dataclass(frozen=True)
 class ScorerDoc:
@@ -119,11 +164,14 @@ def scorer_page(doc: ScorerDoc, pages: set[str] = frozenset(), base_sections: se
            f"{spec.version}\n", f"{spec.description}\n"]
     if spec.notes:
         out.append(spec.notes.strip() + "\n")
+        if "the reference" in spec.notes.lower():
+            out.append(REFERENCE_NOTE)
     if len(doc.chain) > 1:
         out.append("**Extends**: " + " → ".join(_link(i, set(pages), set(base_sections))
                                                 for i in doc.chain[1:])
                    + f". `scorespec render {spec.id} --resolved` shows the merged spec, each value with the "
                    "file and line that wrote it.\n")
+    out += _use_it(spec)
     out += ["## Inputs\n", _fields_table(spec) or "No fields.\n", "## Options\n", _options_table(doc) or "None.\n"]
     if doc.judged:
         out += ["## Judge defaults\n", _judge_table(spec.judge)]
