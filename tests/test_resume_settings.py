@@ -210,3 +210,29 @@ def test_resuming_an_out_file_left_empty_by_its_run_id_continues_that_run(tmp_pa
     assert (summary.run_id, summary.verdict) == (run_id, "below_threshold")  # the stored 0.99 threshold
     with Store(store) as db:
         assert [run["run_id"] for run in db.list_runs()] == [run_id]
+
+
+def test_a_model_set_by_the_environment_is_recorded_and_another_one_on_resume_is_refused(tmp_path, monkeypatch):
+    """$SCORESPEC_MODEL chooses the judge as --model does: the run records it, a resume under
+    another $SCORESPEC_MODEL fails naming both instead of scoring the rest with another judge, and a
+    resume without it reads the recorded one back."""
+    monkeypatch.chdir(tmp_path)
+    data, out, store = write_items(tmp_path / "mid.jsonl"), tmp_path / "o.jsonl", tmp_path / "store.sqlite"
+    run = CliRunner().invoke(app, ["eval", "textual_difference", "--data", str(data), "--out", str(out), "--limit",
+                                   "2", "--store", str(store), "--quiet", "--json"],
+                             env={**ENV, "SCORESPEC_MODEL": "openai/model-a"})
+    assert run.exit_code == 0, run.stderr
+    run_id = json.loads(run.stdout)["runId"]
+    assert config_of(store, run_id)["cli"]["model"] == "openai/model-a"
+
+    other = CliRunner().invoke(app, ["eval", "--out", str(out), "--resume", "--store", str(store), "--quiet"],
+                               env={**ENV, "SCORESPEC_MODEL": "openai/model-b"})
+    assert other.exit_code == 2
+    message = " ".join(other.stderr.split())
+    assert "with model openai/model-a; this command gives" in message and "with model openai/model-b" in message
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2  # nothing more was scored
+
+    same = invoke("eval", "--out", out, "--resume", "--store", store, "--quiet")
+    assert same.exit_code == 0, same.stderr
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 4
+    assert config_of(store, run_id)["cli"]["model"] == "openai/model-a"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -170,6 +171,9 @@ def eval_cmd(
     settings = RunSettings(concurrency=concurrency, rate_limit=rate_limit, thresholds=threshold or None,
                            fields=field or None, samples=samples, prices=prices, max_cost=max_cost, limit=limit,
                            executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id)
+    # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
+    # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
+    model = model or os.environ.get("SCORESPEC_MODEL") or None
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file)
     run_eval(choice, settings, outputs, store, (cache, no_cache, refresh))
