@@ -44,17 +44,17 @@ def test_a_long_answer_with_26_statements_is_scored_on_its_first_n_and_says_so()
     assert result.stages["preprocess"].result == numbered("Statement", 25)
     assert result.reason.startswith("The score is 1 of 1: of 25 statements in the output, 25 are relevant")
     assert result.reason.endswith(
-        " Only the first 25 statements listed were judged: at most 25 are judged for this text (the "
-        "maxStatements option, raised to one per 15 words of the text, at most 36).")
+        " At most 25 statements are judged for this text (the maxStatements option, raised to one per 15 words "
+        "of the text, at most 36): the first 25 listed were judged.")
 
 
 def test_the_statement_cap_grows_with_the_length_of_the_answer():
-    judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 30)}, "analyze": verdicts(30)})
+    judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 29)}, "analyze": verdicts(29)})
     relevancy = load_scorer("answer_relevancy", judge=judge)
-    result = relevancy.run(input="Tell me about the bridge.", output=words(450))  # 450 words: 30 statements
+    result = relevancy.run(input="Tell me about the bridge.", output=words(450))  # 450 words: up to 30
     assert result.score == 1.0
-    assert len(judge.prompts("analyze")) == 30
-    assert "Only the first" not in result.reason
+    assert len(judge.prompts("analyze")) == 29
+    assert "At most" not in result.reason  # under the cap: nothing to say
 
 
 def test_the_statement_cap_never_passes_the_hard_bound_of_the_schema():
@@ -63,7 +63,7 @@ def test_the_statement_cap_never_passes_the_hard_bound_of_the_schema():
     relevancy = load_scorer("answer_relevancy", judge=judge, maxStatements=HARD_BOUND)
     result = relevancy.run(input="Tell me about the bridge.", output=words(2000))  # 2000 words: 134, bounded
     assert len(judge.prompts("analyze")) == HARD_BOUND
-    assert "at most 36 are judged for this text" in result.reason
+    assert "At most 36 statements are judged for this text" in result.reason
 
 
 def test_max_statements_lowers_the_cap_for_a_short_answer():
@@ -72,8 +72,8 @@ def test_max_statements_lowers_the_cap_for_a_short_answer():
     result = bias.run(output=SHORT_ANSWER)
     assert (result.score, len(judge.prompts("analyze"))) == (0.0, 5)
     assert result.stages["preprocess"].result == numbered("Opinion", 5)
-    assert result.reason.endswith(" Only the first 5 opinions listed were judged: at most 5 are judged for this "
-                                  "text (the maxStatements option, raised to one per 15 words of the text, at most 36).")
+    assert result.reason.endswith(" At most 5 opinions are judged for this text (the maxStatements option, raised "
+                                  "to one per 15 words of the text, at most 36): the first 5 listed were judged.")
 
 
 def test_a_list_past_the_hard_bound_is_asked_again():
@@ -108,8 +108,8 @@ def test_faithfulness_with_26_claims_verifies_its_first_n_and_says_so():
     assert result.stages["preprocess"].result == claims[:25]
     assert result.reason.startswith("The score is 1 of 1: 25 of 25 claims supported.")
     assert result.reason.endswith(
-        " Only the first 25 claims listed were verified: at most 25 are verified for this text (the maxClaims "
-        "option, raised to one per 15 words of the output, at most 36).")
+        " At most 25 claims are verified for this text (the maxClaims option, raised to one per 15 words of the "
+        "output, at most 36): the first 25 listed were verified.")
 
 
 def test_faithfulness_keeps_every_claim_under_the_cap_and_counts_a_repeated_one_once():
@@ -117,7 +117,7 @@ def test_faithfulness_keeps_every_claim_under_the_cap_and_counts_a_repeated_one_
     faithfulness = load_scorer("faithfulness", judge=judge, context=["Everything."], maxClaims=2)
     result = faithfulness.run(output=SHORT_ANSWER)
     assert result.stages["preprocess"].result == ["A.", "B."]  # distinct first, then the cap
-    assert "Only the first" in result.reason
+    assert "At most 2 claims are verified" in result.reason
 
 
 def test_summarization_keeps_its_first_max_questions_and_says_so():
