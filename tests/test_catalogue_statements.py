@@ -127,7 +127,7 @@ def test_answer_relevancy_asks_about_one_statement_at_a_time_with_the_input():
 def test_answer_relevancy_partial_options_keep_the_other_defaults(options, expected):
     relevancy, _ = scorer("answer_relevancy", RELEVANCY, **options)
     assert relevancy.run(input="q?", output="a").score == expected
-    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, **options}
+    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, "maxStatements": 25, **options}
 
 
 @pytest.mark.parametrize("output", ["", "   "])
@@ -498,11 +498,11 @@ def test_summarization_prompts_and_reason():
 
 def test_summarization_asks_at_most_max_questions():
     script = summary_script()
-    script["questions"] = [{"questions": ["a?", "b?", "c?"]}, {"questions": ["a?", "b?"]}]  # too many, then right
+    script["questions"] = {"questions": ["a?", "b?", "c?"]}  # too many: the first two are asked, no re-ask
     summarization, judge = scorer("summarization", script, maxQuestions=2)
     result = summarization.run(input=SOURCE, output="The bridge opened in 1932.")
     asked = [c for c in judge.calls if c.stage == "questions"]
-    assert [c.schema["properties"]["questions"]["maxItems"] for c in asked] == [2, 2]
+    assert [c.schema["properties"]["questions"]["maxItems"] for c in asked] == [25]  # the schema's hard bound
     assert "Write at most 2 questions" in asked[0].messages[-1]["content"]
     assert result.stages["questions"].result == ["a?", "b?"]
     assert len(judge.prompts("coverage")) == 2

@@ -94,7 +94,7 @@ def test_tiny_answer_similarity_one_match_per_unit():
 
 @pytest.mark.local
 def test_tiny_eval_command_on_the_example_data(tmp_path):
-    """Two items: at most 2 × (1 + 25) judge calls (25 claims at most, the schema's maxItems), each
+    """Two items: at most 2 × (1 + 25) judge calls (25 claims at most: maxClaims for a short output), each
     bounded by the spec's max_tokens. About a minute on a quiet machine; the timeout (conftest's
     MODEL_TEST_TIMEOUT_S) leaves room for a busy one."""
     _need("local-tiny")
