@@ -446,6 +446,43 @@ def test_compare_finished_runs_from_the_store(half_spec, tmp_path):
     assert unknown.exit_code == 2 and "has no scorer labelled 'nope' (its labels: verdicts)" in unknown.stderr
 
 
+def test_compare_of_finished_runs_shows_the_judge_usage_the_runs_stored(half_spec, tmp_path):
+    parent, child = half_spec
+    judge = word_judge()
+    judge.tokens = (100, 10)  # every request: 100 tokens in, 10 out; 2 requests an item
+    with Store(tmp_path / "store.sqlite") as db:
+        first = run_evals(twenty_items(), [load_scorer(str(parent), judge=judge)], store=db)
+        second = run_evals(twenty_items(), [load_scorer(str(child), judge=judge)], store=db)
+    runs = ["--runs", first.run_id, second.run_id, "--store", tmp_path / "store.sqlite"]
+    out = json.loads(invoke("compare", *runs, "--json").stdout)
+    assert {label: (v["tokensIn"], v["tokensOut"], v["judgeCalls"], v["cacheHits"], v["costUsd"])
+            for label, v in out["versions"].items()} == {"verdicts": (4000, 400, 40, 0, None),
+                                                          "half": (4000, 400, 40, 0, None)}
+    table = invoke("compare", *runs).stdout.splitlines()
+    rows = [line for line in table if line.split()[:2] in (["verdicts", "verdicts"], ["half", "half"])]
+    assert len(rows) == 2 and all(row.endswith("4,000 tokens in · 400 out") for row in rows), table
+
+
+def test_a_fully_cached_version_says_all_its_answers_came_from_the_cache(half_spec, fake_server, tmp_path):
+    parent, child = half_spec
+    fake_server.reply = server_reply
+    data = write_jsonl(tmp_path / "items.jsonl", twenty_items())
+    common = ["--data", data, "--model", "openai/x", "--base-url", fake_server.base_url, "--quiet"]
+    assert invoke("compare", parent, f"half@draft={child}", *common).exit_code == 0
+    asked = len(fake_server.requests)
+    again = invoke("compare", parent, f"half@draft={child}", *common, "--json")
+    assert again.exit_code == 0, again.output
+    assert len(fake_server.requests) == asked  # every answer from the cache
+    out = json.loads(again.stdout)
+    assert {label: (v["tokensIn"], v["tokensOut"], v["judgeCalls"], v["cacheHits"])
+            for label, v in out["versions"].items()} == {"verdicts": (0, 0, 0, 40), "half@draft": (0, 0, 0, 40)}
+    for shown in (invoke("compare", parent, f"half@draft={child}", *common).stdout,
+                  invoke("compare", "--runs", out["runIds"][0]).stdout):  # the same, read from the store
+        rows = [line for line in shown.splitlines() if line.split()[:2] in (["verdicts", "verdicts"],
+                                                                             ["half@draft", "half"])]
+        assert len(rows) == 2 and all(row.endswith("all answers from the cache (40 hits)") for row in rows), shown
+
+
 # --- direction elsewhere: spec, list, summaries, thresholds --------------------------------------
 
 

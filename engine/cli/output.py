@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.result import ScoreResult
 from ..run.items import DatasetProblem, Item
-from ..run.reporting import EvalReporter, RunState
+from ..run.reporting import EvalReporter, RunState, cached_text
 from ..run.summary import EvalSummary, ScorerSummary
 
 
@@ -102,7 +102,7 @@ class ConsoleReporter(EvalReporter):
         self._task = self._progress.add_task(self._means(run), total=run.total)
 
     def _means(self, run: RunState) -> str:
-        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}"] if run.answers else []
+        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}{cached_text(run)}"] if run.answers else []
         for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
