@@ -287,6 +287,20 @@ def test_status_changes_through_the_command_line(tmp_path):
     assert "3: scored 0.3 → not scorable — Not scorable: the output is n/a." in result.stderr
 
 
+def test_without_a_terminal_compare_prints_a_progress_line_every_tenth_of_the_items(tmp_path):
+    rows = [{"id": i, "output": str(i / 20)} for i in range(20)]
+    data = write_jsonl(tmp_path / "items.jsonl", rows)
+    result = invoke("compare", NUMERIC, f"again={NUMERIC}", "--data", data, "--concurrency", "1")  # no terminal
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "item(s) done" in line]
+    assert lines == [f"{n}/20 item(s) done · numeric {mean} · again {mean}" for n, mean in
+                     ((2, "0.025"), (4, "0.075"), (6, "0.125"), (8, "0.175"), (10, "0.225"), (12, "0.275"),
+                      (14, "0.325"), (16, "0.375"), (18, "0.425"), (20, "0.475"))]
+    assert "━" not in result.stderr  # no progress bar drawn into a log
+    assert [line for line in invoke("compare", NUMERIC, f"again={NUMERIC}", "--data", data, "--quiet").stderr
+            .splitlines() if "item(s) done" in line] == []
+
+
 # --- human labels ------------------------------------------------------------------------------
 
 

@@ -112,14 +112,20 @@ class StderrReporter(EvalReporter):
 
     @staticmethod
     def _line(run: RunState) -> str:
-        done = run.done_items + run.resumed
-        of = f"/{run.total}" if run.total is not None else ""
-        means = []
-        for label in run.labels:
-            mean = run.stats[label].running_mean
-            means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
-        answers = f" · {run.answers} judge answer(s){cached_text(run)}" if run.answers else ""
-        return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
+        return progress_line(run)
+
+
+def progress_line(run: RunState) -> str:
+    """``12/20 item(s) done · 24 judge answer(s) (4 from the cache) · faithfulness 0.75``: the
+    run's progress on one plain line (the total left out when unknown, ``—`` for no mean yet)."""
+    done = run.done_items + run.resumed
+    of = f"/{run.total}" if run.total is not None else ""
+    means = []
+    for label in run.labels:
+        mean = run.stats[label].running_mean
+        means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
+    answers = f" · {run.answers} judge answer(s){cached_text(run)}" if run.answers else ""
+    return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
 
 
 def cached_text(run: RunState) -> str:
@@ -127,4 +133,4 @@ def cached_text(run: RunState) -> str:
     return f" ({run.cached_answers} from the cache)" if run.cached_answers else ""
 
 
-__all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S", "cached_text"]
+__all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S", "cached_text", "progress_line"]
