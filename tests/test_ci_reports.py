@@ -184,6 +184,18 @@ def test_summary_md_has_the_table_checks_and_worst_items(tmp_path):
     assert lines[-1] == "run run-md · 6 item(s) · 1 below the item cut-off · " + lines[-1].split(" · ")[-1]
 
 
+def test_the_markdown_footer_counts_cut_off_misses_only_when_a_cut_off_was_set():
+    summaries = {"numeric": ScorerSummary("numeric", scored=2, label="numeric")}
+
+    def footer(cutoff):
+        outcomes = [ItemOutcome("a", "numeric", "numeric", "scored", 0.2, cutoff=cutoff),
+                    ItemOutcome("b", "numeric", "numeric", "scored", 0.9, cutoff=cutoff)]
+        return summary_markdown(CIReport("compare", "run-1", summaries, outcomes, seconds=1.0)).splitlines()[-1]
+
+    assert footer(None) == "run run-1 · 2 item(s) · 1.0 s"
+    assert footer(0.5) == "run run-1 · 2 item(s) · 1 below the item cut-off · 1.0 s"
+
+
 def test_md_cell_keeps_user_text_inside_its_cell():
     assert md_cell("a\nb | `c` *d* _e_ [f](g) <img src=x> & \\ ~h~ \x00\x1b") == (
         r"a b \| \`c\` \*d\* \_e\_ \[f\](g) \<img src=x\> &amp; \\ \~h\~")

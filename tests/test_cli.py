@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from engine.bind import stack as judge_module
 from engine.cli.main import app, parse_option_value
-from engine.spec.catalog import builtin_specs_dir
+from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir
 from engine.spec.models import spec_json_schema
 
 BUILTIN_IDS = sorted(path.stem for path in builtin_specs_dir().glob("*.yaml"))
@@ -326,6 +326,43 @@ def test_new_then_render_resolved_and_validate(tmp_path, monkeypatch):
     shipped = len(list(builtin_specs_dir().glob("*.yaml")))
     assert invoke("validate").stderr == f"ok: {shipped + 1} spec(s) valid\n"
     assert invoke("run", "judge_base", "--output", "x").exit_code == 2  # an abstract base is not run
+
+
+def test_new_names_the_prompts_it_wrote_and_how_to_override_another_stage(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = invoke("new", "strict", "--extends", "faithfulness")
+    assert made.exit_code == 0, made.stderr
+    lines = made.stderr.splitlines()
+    assert lines[:2] == ["wrote scorer_specs/strict.yaml", "wrote prompts/strict/extract_claims.j2 (stage preprocess)"]
+    assert "inherited as it is: analyze (faithfulness/verify_claim.j2)" in made.stderr
+    assert f"to override it too: cp {(builtin_prompts_dir() / 'faithfulness' / 'verify_claim.j2').resolve()} prompts/strict/ " \
+           "and uncomment its lines in scorer_specs/strict.yaml" in made.stderr and "--stage analyze" in made.stderr
+    spec = (tmp_path / "scorer_specs" / "strict.yaml").read_text()
+    assert spec.endswith("  # - id: analyze\n  #   prompt: strict/verify_claim.j2  # from faithfulness/verify_claim.j2\n")
+
+
+def test_new_copies_the_stages_named_by_stage_or_all_stages(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = invoke("new", "strict", "--extends", "faithfulness", "--stage", "analyze")
+    assert made.exit_code == 0, made.stderr
+    assert made.stderr.splitlines()[:2] == ["wrote scorer_specs/strict.yaml",
+                                            "wrote prompts/strict/verify_claim.j2 (stage analyze)"]
+    every = invoke("new", "every", "--extends", "faithfulness", "--all-stages")
+    assert every.exit_code == 0, every.stderr
+    assert every.stderr.splitlines()[1:3] == ["wrote prompts/every/extract_claims.j2 (stage preprocess)",
+                                              "wrote prompts/every/verify_claim.j2 (stage analyze)"]
+    assert "inherited as it is" not in every.stderr
+    shipped = len(list(builtin_specs_dir().glob("*.yaml")))
+    assert invoke("validate").stderr == f"ok: {shipped + 2} spec(s) valid\n"
+
+
+def test_new_with_an_unknown_stage_is_a_usage_error_listing_the_stage_ids(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("new", "strict", "--extends", "faithfulness", "--stage", "verify")
+    assert result.exit_code == 2
+    assert "Invalid value for '--stage': faithfulness has no prompt stage 'verify' (its prompt stages: " \
+           "preprocess, analyze)" in " ".join(result.stderr.split())
+    assert not (tmp_path / "scorer_specs").exists()
 
 
 def test_validate_counts_specs_not_the_files_their_problems_are_in(tmp_path, monkeypatch):

@@ -287,6 +287,20 @@ def test_status_changes_through_the_command_line(tmp_path):
     assert "3: scored 0.3 → not scorable — Not scorable: the output is n/a." in result.stderr
 
 
+def test_without_a_terminal_compare_prints_a_progress_line_every_tenth_of_the_items(tmp_path):
+    rows = [{"id": i, "output": str(i / 20)} for i in range(20)]
+    data = write_jsonl(tmp_path / "items.jsonl", rows)
+    result = invoke("compare", NUMERIC, f"again={NUMERIC}", "--data", data, "--concurrency", "1")  # no terminal
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "item(s) done" in line]
+    assert lines == [f"{n}/20 item(s) done · numeric {mean} · again {mean}" for n, mean in
+                     ((2, "0.025"), (4, "0.075"), (6, "0.125"), (8, "0.175"), (10, "0.225"), (12, "0.275"),
+                      (14, "0.325"), (16, "0.375"), (18, "0.425"), (20, "0.475"))]
+    assert "━" not in result.stderr  # no progress bar drawn into a log
+    assert [line for line in invoke("compare", NUMERIC, f"again={NUMERIC}", "--data", data, "--quiet").stderr
+            .splitlines() if "item(s) done" in line] == []
+
+
 # --- human labels ------------------------------------------------------------------------------
 
 
@@ -444,6 +458,43 @@ def test_compare_finished_runs_from_the_store(half_spec, tmp_path):
     assert twice.exit_code == 2 and "is given twice" in twice.stderr
     unknown = invoke("compare", "--runs", f"{first.run_id}/nope", second.run_id, "--store", tmp_path / "store.sqlite")
     assert unknown.exit_code == 2 and "has no scorer labelled 'nope' (its labels: verdicts)" in unknown.stderr
+
+
+def test_compare_of_finished_runs_shows_the_judge_usage_the_runs_stored(half_spec, tmp_path):
+    parent, child = half_spec
+    judge = word_judge()
+    judge.tokens = (100, 10)  # every request: 100 tokens in, 10 out; 2 requests an item
+    with Store(tmp_path / "store.sqlite") as db:
+        first = run_evals(twenty_items(), [load_scorer(str(parent), judge=judge)], store=db)
+        second = run_evals(twenty_items(), [load_scorer(str(child), judge=judge)], store=db)
+    runs = ["--runs", first.run_id, second.run_id, "--store", tmp_path / "store.sqlite"]
+    out = json.loads(invoke("compare", *runs, "--json").stdout)
+    assert {label: (v["tokensIn"], v["tokensOut"], v["judgeCalls"], v["cacheHits"], v["costUsd"])
+            for label, v in out["versions"].items()} == {"verdicts": (4000, 400, 40, 0, None),
+                                                          "half": (4000, 400, 40, 0, None)}
+    table = invoke("compare", *runs).stdout.splitlines()
+    rows = [line for line in table if line.split()[:2] in (["verdicts", "verdicts"], ["half", "half"])]
+    assert len(rows) == 2 and all(row.endswith("4,000 tokens in · 400 out") for row in rows), table
+
+
+def test_a_fully_cached_version_says_all_its_answers_came_from_the_cache(half_spec, fake_server, tmp_path):
+    parent, child = half_spec
+    fake_server.reply = server_reply
+    data = write_jsonl(tmp_path / "items.jsonl", twenty_items())
+    common = ["--data", data, "--model", "openai/x", "--base-url", fake_server.base_url, "--quiet"]
+    assert invoke("compare", parent, f"half@draft={child}", *common).exit_code == 0
+    asked = len(fake_server.requests)
+    again = invoke("compare", parent, f"half@draft={child}", *common, "--json")
+    assert again.exit_code == 0, again.output
+    assert len(fake_server.requests) == asked  # every answer from the cache
+    out = json.loads(again.stdout)
+    assert {label: (v["tokensIn"], v["tokensOut"], v["judgeCalls"], v["cacheHits"])
+            for label, v in out["versions"].items()} == {"verdicts": (0, 0, 0, 40), "half@draft": (0, 0, 0, 40)}
+    for shown in (invoke("compare", parent, f"half@draft={child}", *common).stdout,
+                  invoke("compare", "--runs", out["runIds"][0]).stdout):  # the same, read from the store
+        rows = [line for line in shown.splitlines() if line.split()[:2] in (["verdicts", "verdicts"],
+                                                                             ["half@draft", "half"])]
+        assert len(rows) == 2 and all(row.endswith("all answers from the cache (40 hits)") for row in rows), shown
 
 
 # --- direction elsewhere: spec, list, summaries, thresholds --------------------------------------

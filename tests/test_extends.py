@@ -262,6 +262,54 @@ def test_new_writes_a_child_of_a_builtin_that_compiles_and_copies_its_prompt(tmp
         new_spec("strict_faith", "faithfulness")
 
 
+def test_new_copies_the_stages_asked_for_and_points_each_at_its_copy(tmp_path, monkeypatch):
+    from engine.spec.catalog import builtin_prompts_dir
+    from engine.spec.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    written = new_spec("strict_faith", "faithfulness", stages=["analyze"])
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
+        "scorer_specs/strict_faith.yaml", "prompts/strict_faith/verify_claim.j2"]
+    plan = compile_file(written[0])
+    assert plan.stages[1].id == "analyze" and plan.stages[1].template.file == str(written[1].resolve())
+    assert plan.stages[0].template.file == str((builtin_prompts_dir() / "faithfulness/extract_claims.j2").resolve())
+    assert written[1].read_text() == (builtin_prompts_dir() / "faithfulness/verify_claim.j2").read_text()
+
+
+def test_new_with_all_stages_copies_every_prompt_stage(tmp_path, monkeypatch):
+    from engine.spec.scaffold import new_spec
+
+    monkeypatch.chdir(tmp_path)
+    written = new_spec("strict_faith", "faithfulness", all_stages=True)
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
+        "scorer_specs/strict_faith.yaml", "prompts/strict_faith/extract_claims.j2",
+        "prompts/strict_faith/verify_claim.j2"]
+    plan = compile_file(written[0])
+    assert [s.template.file for s in plan.stages] == [str(p.resolve()) for p in written[1:]]
+
+
+def test_new_with_an_unknown_stage_lists_the_prompt_stages_and_writes_nothing(tmp_path, monkeypatch):
+    from engine.spec.scaffold import StageChoiceError, new_spec
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StageChoiceError, match=r"faithfulness has no prompt stage 'verify' \(its prompt stages: "
+                                                r"preprocess, analyze\)"):
+        new_spec("strict_faith", "faithfulness", stages=["preprocess", "verify"])
+    with pytest.raises(StageChoiceError, match="only with --extends"):
+        new_spec("polite", stages=["judge"])
+    assert not (tmp_path / "scorer_specs").exists()
+
+
+def test_new_lists_the_parents_prompt_stages_with_their_files(tmp_path, monkeypatch):
+    from engine.spec.catalog import builtin_prompts_dir
+    from engine.spec.scaffold import prompt_stages
+
+    monkeypatch.chdir(tmp_path)
+    assert prompt_stages("faithfulness") == [
+        ("preprocess", (builtin_prompts_dir() / "faithfulness/extract_claims.j2").resolve()),
+        ("analyze", (builtin_prompts_dir() / "faithfulness/verify_claim.j2").resolve())]
+
+
 def test_new_without_a_parent_writes_a_one_question_judge(tmp_path, monkeypatch):
     from engine.spec.scaffold import new_spec
 

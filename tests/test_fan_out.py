@@ -198,9 +198,11 @@ def test_distinct_folds_case_and_spacing(values, kept):
 class Recorder(EvalReporter):
     def __init__(self):
         self.events: list[tuple[str, int, int]] = []
+        self.answers = self.cached = 0
 
     def judge_answered(self, run):
         self.events.append(("answer", run.answers, run.done_items))
+        self.answers, self.cached = run.answers, run.cached_answers
 
     def item_done(self, run, item, results):
         self.events.append(("item", run.answers, run.done_items))
@@ -225,3 +227,34 @@ def test_the_plain_progress_line_counts_judge_answers():
     run = RunState("r1", ["faithfulness"], {"faithfulness": ScorerStats("faithfulness")}, total=6, out=None, store=None)
     run.answers = 7
     assert StderrReporter._line(run) == "0/6 item(s) done · 7 judge answer(s) · faithfulness —"
+
+
+def test_the_progress_counts_answers_from_the_cache_apart():
+    from engine.cli.output import ConsoleReporter
+    from engine.run.reporting import RunState, StderrReporter
+    from engine.run.summary import ScorerStats
+
+    run = RunState("r1", ["faithfulness"], {"faithfulness": ScorerStats("faithfulness")}, total=6, out=None, store=None)
+    run.answers, run.cached_answers = 15, 15
+    assert StderrReporter._line(run) == "0/6 item(s) done · 15 judge answer(s) (15 from the cache) · faithfulness —"
+    assert ConsoleReporter(quiet=True)._means(run) == "15 judge answers (15 from the cache) · faithfulness —"
+    run.cached_answers = 0
+    assert ConsoleReporter(quiet=True)._means(run) == "15 judge answers · faithfulness —"
+
+
+def test_a_run_counts_the_answers_its_cache_gave(fake_server, tmp_path):
+    from engine.testing.schema_answers import schema_reply
+
+    fake_server.reply = schema_reply
+    items = [{"id": str(i), "output": f"Answer {i}.", "input": f"Question {i}?"} for i in range(3)]
+
+    def state_after() -> tuple[int, int]:
+        reporter = Recorder()
+        scorer = load_scorer("answer_relevancy", model="openai/x", base_url=fake_server.base_url, api_key="t",
+                             cache=tmp_path / "cache.sqlite")
+        run_evals(items, [scorer], store=False, progress=reporter)
+        return reporter.answers, reporter.cached
+
+    asked = state_after()
+    assert asked[0] > 0 and asked[1] == 0
+    assert state_after() == (asked[0], asked[0])  # every answer of the second run from the cache

@@ -74,7 +74,7 @@ def test_make_judge_stacks_every_layer_in_the_declared_order(tmp_path):
     judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", rate_limit=50,
                        cache=tmp_path / "c.sqlite")
     assert kinds(judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]
-    with_progress = restack(judge, on_answer=lambda call: None, rate_limit=RateLimiter(10))
+    with_progress = restack(judge, on_answer=lambda call, answer: None, rate_limit=RateLimiter(10))
     assert kinds(with_progress) == [ProgressJudge, CachedJudge, RateLimitedJudge, RateLimitedJudge, RetryingJudge,
                                     InstructorJudge]
     assert kinds(judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]  # left as it was
@@ -136,7 +136,7 @@ def test_rebind_puts_a_runs_parts_on_a_twin_and_leaves_rule_scorers_alone():
     judge = FakeJudge({"preprocess": {"claims": ["a"]}})
     scorer = load_scorer(str(SPEC_FIXTURES / "claims.yaml"), judge=judge)
     answered = []
-    twin = rebind(scorer, rate_limit=100, on_answer=answered.append)
+    twin = rebind(scorer, rate_limit=100, on_answer=lambda call, answer: answered.append(answer))
     assert kinds(twin.judge) == [ProgressJudge, RateLimitedJudge, FakeJudge] and scorer.judge is judge
     assert twin.run(output="x").status == "scored" and len(answered) == 1
     assert rebind(scorer) is scorer  # nothing asked

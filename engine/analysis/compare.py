@@ -185,6 +185,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
         usage = summary.usage.get(label)
         if usage is not None:
             version.tokens_in, version.tokens_out = usage.tokens_in, usage.tokens_out
+            version.judge_calls, version.cache_hits = usage.calls, usage.cache_hits
         version.cost_usd = summary.cost_by_label.get(label)
     return comparison
 
@@ -265,13 +266,15 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
         for run, label in picked:
             name = label if names.count(label) == 1 else f"{label}@{run['run_id']}"
             about = ((run.get("config") or {}).get("labels") or {}).get(label, {})
-            found, scorer = {}, about.get("scorer")
+            found, scorer, lines = {}, about.get("scorer"), []
             for line in db.results(run["run_id"]):
                 if line.get("label") == label:
                     found[item_key(line["id"])] = outcome_of(line)
                     scorer = scorer or line.get("scorer")
-            infos.append(Version(name, scorer or label, about.get("specHash"), run["run_id"],
-                                 about.get("direction") or HIGHER_IS_BETTER, about.get("scale")))
+                    lines.append(line)
+            infos.append(_with_stored_usage(Version(name, scorer or label, about.get("specHash"), run["run_id"],
+                                                    about.get("direction") or HIGHER_IS_BETTER, about.get("scale")),
+                                            lines))
             outcomes[name] = found
         _check_directions(infos)
         notes = [f"run {run['run_id']} is {run['status']}: it holds the results made so far"
@@ -290,10 +293,29 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
                                       top=settings.top, seed=settings.seed)
         comparison.run_ids = list(dict.fromkeys(run["run_id"] for run, _ in picked))
         comparison.notes.extend(notes)
+        comparison.judge_calls = sum(v.judge_calls for v in comparison.versions.values())
         return comparison
     finally:
         if db is not store:
             db.close()
+
+
+def _with_stored_usage(version: Version, lines: Sequence[Mapping[str, Any]]) -> Version:
+    """`version` with the judge usage its stored result lines kept (each line's ``usage``:
+    calls, tokens, cache hits) added up, and their cost (``costUsd``) when every line that made a
+    request has one (else None: a model without a price)."""
+    costs: list[float | None] = []
+    for line in lines:
+        usage = line.get("usage") or {}
+        version.judge_calls += int(usage.get("calls") or 0)
+        version.tokens_in += int(usage.get("tokensIn") or 0)
+        version.tokens_out += int(usage.get("tokensOut") or 0)
+        version.cache_hits += int(usage.get("cacheHits") or 0)
+        if usage.get("calls"):
+            costs.append(line.get("costUsd"))
+    if costs and all(cost is not None for cost in costs):
+        version.cost_usd = sum(costs)  # type: ignore[arg-type]
+    return version
 
 
 def _stored_run(db: Any, run_id: str) -> dict[str, Any]:

@@ -127,6 +127,8 @@ class Version:
     tokens_in: int = 0  # judge tokens of this version in the run (cache hits: none)
     tokens_out: int = 0
     cost_usd: float | None = None  # what they cost (None: unknown, no price; `engine.run.prices`)
+    judge_calls: int = 0  # requests made to the judge
+    cache_hits: int = 0  # calls the judge-call cache answered (no request, no tokens)
 
     def summary(self) -> ScorerSummary:
         """This version as a `engine.run.summary.ScorerSummary` (statistics over the common items),
@@ -140,7 +142,8 @@ class Version:
                 "direction": self.direction, "scale": self.scale,
                 "counts": {"scored": self.scored, "notScorable": self.not_scorable, "failed": self.failed},
                 "common": self.common, "mean": self.mean, "median": self.median, "min": self.min, "max": self.max,
-                "tokensIn": self.tokens_in, "tokensOut": self.tokens_out, "costUsd": self.cost_usd}
+                "tokensIn": self.tokens_in, "tokensOut": self.tokens_out, "costUsd": self.cost_usd,
+                "judgeCalls": self.judge_calls, "cacheHits": self.cache_hits}
 
 
 @dataclass(frozen=True)

@@ -106,14 +106,14 @@ def taken_apart(judge: Judge) -> JudgeStack:
 
 
 def restack(judge: Judge, *, cache: CacheSetting = KEEP, refresh: bool = False, rate_limit: Any = None,
-            on_answer: Callable[[JudgeCall], None] | None = None) -> Judge:
+            on_answer: Callable[[JudgeCall, JudgeAnswer | None], None] | None = None) -> Judge:
     """`judge` (any judge; it is left as it is) with more layers, each in its place of `LAYERS`:
     `cache` replaces its cache layer (`open_cache`: None or False takes it off; `KEEP` leaves
     it), with `refresh`; `rate_limit` (requests per second > 0, a `RateLimiter` several judges
     share, or any object with an async ``acquire()``, e.g. the Ray executor's cluster-wide limiter)
-    adds a rate limit below the cache, so a cache hit takes no token; `on_answer` is called after
-    each answer (`engine.judge.progress`). Raises `ValueError` for a rate that is not > 0,
-    what `open_cache` raises for a bad cache setting."""
+    adds a rate limit below the cache, so a cache hit takes no token; `on_answer(call, answer)` is
+    called after each answer, None for a failed call (`engine.judge.progress`). Raises
+    `ValueError` for a rate that is not > 0, what `open_cache` raises for a bad cache setting."""
     stack = taken_apart(judge)
     if cache is not KEEP:
         stack = _replace(stack, cache=_cache_wraps(open_cache(cache), refresh))
@@ -213,7 +213,7 @@ def bind(plan: ScorerPlan, settings: JudgeSettings | None = None, *, judge: Judg
 
 
 def rebind(scorer: Any, *, cache: CacheSetting = KEEP, refresh: bool = False, rate_limit: Any = None,
-           on_answer: Callable[[JudgeCall], None] | None = None) -> Any:
+           on_answer: Callable[[JudgeCall, JudgeAnswer | None], None] | None = None) -> Any:
     """`scorer` asking its judge with a run's layers (`restack`: `cache`, `refresh`,
     `rate_limit`, `on_answer`), as a twin (``scorer.with_judge``); the scorer itself is left as
     it is. Unchanged when nothing is asked, for a rule-only scorer, one without ``with_judge``,

@@ -50,7 +50,7 @@ from .options import (
     SummaryMd,
 )
 
-__all__ = ["compare_cmd", "print_comparison"]
+__all__ = ["compare_cmd", "print_comparison", "usage_text"]
 
 SHOWN_CHANGES = 20  # status changes listed on the terminal (--json lists all)
 
@@ -223,12 +223,10 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
     _say(console, f"compare · baseline {comparison.baseline} · {words(comparison.direction)} · run "
          f"{', '.join(comparison.run_ids) or '—'} · {comparison.items} item(s), {comparison.common} scored by every "
          "version (the means below are over those)")
-    from .output import tokens_text
-
     table = Table("version", "scorer", "spec", "scored", "not scorable", "failed", "mean", "median", "judge usage",
                   box=None, pad_edge=False)
     for v in comparison.versions.values():
-        used = tokens_text(v.tokens_in, v.tokens_out, v.cost_usd) if v.tokens_in or v.tokens_out else "—"
+        used = usage_text(v)
         table.add_row(escape(v.label), escape(v.scorer), (v.spec_hash or "—")[:12], str(v.scored), str(v.not_scorable),
                       f"[red]{v.failed}[/red]" if v.failed else "0", fmt(v.mean), fmt(v.median), escape(used))
     console.print(table)
@@ -260,6 +258,20 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
              "retry them (exit 2)", "red")
     if comparison.dataset_problems:
         _say(console, f"{comparison.dataset_problems} dataset record(s) unreadable (exit 2)", "red")
+
+
+def usage_text(v: Any) -> str:
+    """A version's judge usage for the table: its tokens and cost (with the cache hits), ``all
+    answers from the cache (N hits)`` when the cache answered every call, else ``—``."""
+    from .output import tokens_text
+
+    if v.tokens_in or v.tokens_out:
+        return tokens_text(v.tokens_in, v.tokens_out, v.cost_usd, v.cache_hits)
+    if v.cache_hits and not v.judge_calls:
+        return f"all answers from the cache ({v.cache_hits} hit{'s' if v.cache_hits != 1 else ''})"
+    if v.judge_calls:
+        return f"{v.judge_calls} judge call{'s' if v.judge_calls != 1 else ''} (no token counts)"
+    return "—"
 
 
 def _print_changes(console: Any, c: Any) -> None:

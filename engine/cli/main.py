@@ -362,24 +362,53 @@ def _print_resolved(spec: str) -> None:
 def new_cmd(
     spec_id: str = typer.Argument(..., metavar="ID", help="The new scorer's id (lower case, digits, _)."),
     extends: Optional[str] = typer.Option(None, "--extends", help="Start from this scorer: the new spec extends "
-                                          "it and overrides its first prompt with a copy to edit."),
+                                          "it and overrides its first prompt stage (or those --stage names) with a "
+                                          "copy of its prompt to edit."),
+    stage: list[str] = typer.Option([], "--stage", metavar="STAGE", help="With --extends: copy this prompt "
+                                    "stage's prompt (repeatable; default: the first prompt stage)."),
+    all_stages: bool = typer.Option(False, "--all-stages", help="With --extends: copy every prompt stage's prompt."),
     shadow: bool = typer.Option(False, "--shadow", help="Allow the id of a built-in scorer: the local spec replaces "
                                 "it in this folder."),
 ) -> None:
     """Write a starting spec into ./scorer_specs/ and a prompt to edit into ./prompts/."""
     from ..core.errors import SpecError
-    from ..spec.scaffold import new_spec
+    from ..spec.scaffold import StageChoiceError, new_spec
 
     try:
-        written = new_spec(spec_id, extends, shadow=shadow)
+        written = new_spec(spec_id, extends, shadow=shadow, stages=stage, all_stages=all_stages)
+    except StageChoiceError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--stage'") from None
     except (ValueError, FileExistsError, FileNotFoundError) as exc:
         fail(str(exc))
     except SpecError as exc:
         fail(f"{extends} has problems:\n" + exc.render())
-    for path in written:
-        _stderr().print(f"wrote {_relative(path)}", markup=False)
-    _stderr().print(f"next: edit them, then `scorespec validate` and `scorespec run {spec_id} --output …`",
-                    markup=False)
+    for line in _new_lines(spec_id, extends, written, stage, all_stages):
+        _stderr().print(line, markup=False, soft_wrap=True)
+
+
+def _new_lines(spec_id: str, extends: Optional[str], written: list[Path], stages: list[str],
+               all_stages: bool) -> list[str]:
+    """What `new` tells: each file written (a copied prompt with its stage), the parent's prompt
+    stages left inherited and how to override one, then what to do next."""
+    from ..spec.catalog import is_abstract, resolve_spec
+    from ..spec.scaffold import prompt_name, stage_copies
+
+    lines = [f"wrote {_relative(written[0]).as_posix()}"]
+    if extends is None or is_abstract(resolve_spec(extends)):
+        lines += [f"wrote {_relative(path).as_posix()}" for path in written[1:]]
+        copies = []
+    else:
+        copies = stage_copies(spec_id, extends, stages, all_stages)
+    left = [c for c in copies if not c.copied]
+    lines += [f"wrote prompts/{c.prompt} (stage {c.stage})" for c in copies if c.copied]
+    lines += [f"inherited as it is: {c.stage} ({prompt_name(c.source)})" for c in left]
+    if left:
+        lines.append(f"to override {'it' if len(left) == 1 else 'one'} too: cp {left[0].source} prompts/{spec_id}/ "
+                     f"and uncomment its lines in scorer_specs/{spec_id}.yaml (`scorespec new` copies the prompts of "
+                     f"the stages --stage names when it writes a spec, e.g. --stage {left[0].stage}; --all-stages "
+                     "copies every one)")
+    lines.append(f"next: edit them, then `scorespec validate` and `scorespec run {spec_id} --output …`")
+    return lines
 
 
 BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report"}

@@ -5,12 +5,13 @@ needs the whole eval machinery (pydantic result models among it)."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.result import ScoreResult
 from ..run.items import DatasetProblem, Item
-from ..run.reporting import EvalReporter, RunState
+from ..run.reporting import EvalReporter, RunState, cached_text
 from ..run.summary import EvalSummary, ScorerSummary
 
 
@@ -58,11 +59,21 @@ def failure_line(item_id: Any, result: ScoreResult) -> str:
     return f"item {item_id}: {result.label} failed{where} ({e.kind}): {message[:400]}"
 
 
+PLAIN_LINES = 10  # without a terminal: a progress line per tenth of the items (and at the end)
+PLAIN_EVERY_S = 30.0  # … and at least this often while judge answers come in
+
+
 class ConsoleReporter(EvalReporter):
     """Progress on stderr: a rich bar with ETA, the judge answers so far (they move while an item
     is in flight: an embedded judge may take a minute an item) and the running mean per scorer,
-    one line per item (unless `quiet`), and — always — dataset problems and one line per failed
-    result."""
+    one line per item (unless `quiet` or not `per_item`), and — always — dataset problems and one
+    line per failed result.
+
+    Without a terminal (a CI log, a pipe: no bar can be drawn) and not `quiet`, plain lines stand
+    in for the bar when items get no line of their own (not `per_item`): ``12/20 item(s) done ·
+    24 judge answer(s) · faithfulness 0.75`` every tenth of the items (`PLAIN_LINES`; every 10
+    items when the total is unknown), at least every `PLAIN_EVERY_S` seconds while judge answers
+    come in, and at the end."""
 
     def __init__(self, *, quiet: bool = False, per_item: bool = True, console: Any = None):
         self.quiet = quiet
@@ -70,6 +81,9 @@ class ConsoleReporter(EvalReporter):
         self.console = console or err_console()
         self._progress: Any = None
         self._task: Any = None
+        self._plain = False  # plain progress lines instead of the bar
+        self._every = 10
+        self._said: tuple[int, int, float] = (0, 0, 0.0)  # items done and answers at the last plain line, when
 
     def start(self, run: RunState) -> None:
         verb = "resuming run" if run.resuming else "run"
@@ -83,6 +97,11 @@ class ConsoleReporter(EvalReporter):
                            + (" · " + " · ".join(where) if where else ""), markup=False, highlight=False,
                            soft_wrap=True)
         if self.quiet:
+            return
+        if not self.console.is_terminal:
+            self._plain = True
+            self._every = max(1, -(-run.total // PLAIN_LINES)) if run.total else 10
+            self._said = (0, 0, time.perf_counter())
             return
         from rich.progress import (
             BarColumn,
@@ -102,7 +121,7 @@ class ConsoleReporter(EvalReporter):
         self._task = self._progress.add_task(self._means(run), total=run.total)
 
     def _means(self, run: RunState) -> str:
-        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}"] if run.answers else []
+        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}{cached_text(run)}"] if run.answers else []
         for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
@@ -121,7 +140,24 @@ class ConsoleReporter(EvalReporter):
     def note(self, message: str) -> None:
         self._print(message, style="dim")
 
+    def _plain_line(self, run: RunState, *, at_end: bool = False) -> None:
+        """A plain progress line (no terminal) when the items done reach the next multiple of
+        `_every`, when `PLAIN_EVERY_S` passed since the last one, or at the end; never twice for
+        the same items and answers."""
+        if not self._plain or self.per_item and not at_end:
+            return
+        from ..run.reporting import progress_line
+
+        done = run.done_items + run.resumed
+        last_done, last_answers, last_time = self._said
+        due = at_end or done // self._every > last_done // self._every or \
+            time.perf_counter() - last_time >= PLAIN_EVERY_S
+        if due and (done, run.answers) != (last_done, last_answers):
+            self._said = (done, run.answers, time.perf_counter())
+            self._print(progress_line(run))
+
     def skipped(self, run: RunState, count: int) -> None:
+        self._plain_line(run)
         if self._progress is not None:
             self._progress.update(self._task, advance=count, description=self._means(run))
 
@@ -133,14 +169,17 @@ class ConsoleReporter(EvalReporter):
         if self.per_item and shown:
             self._print(f"{item['id']}: " + " · ".join(f"{sid} {_result_text(r)}" for sid, r in shown.items()),
                         style="dim")
+        self._plain_line(run)
         if self._progress is not None:
             self._progress.update(self._task, advance=1, description=self._means(run))
 
     def judge_answered(self, run: RunState) -> None:
+        self._plain_line(run)
         if self._progress is not None:
             self._progress.update(self._task, description=self._means(run))
 
     def finish(self, run: RunState, summary: EvalSummary | None) -> None:
+        self._plain_line(run, at_end=True)
         if self._progress is not None:
             if summary is not None:  # the estimate counted unreadable records too
                 done = run.done_items + run.resumed

@@ -5,7 +5,8 @@ and verdict, calibrate's figures) in one line; the summary table, a row per scor
 (scored, not scorable, failed, mean, min, median, max, threshold and whether it was met); the
 checks (each threshold and the other gates, passed or not); the worst items per scorer — failed
 items first with their stage, kind and message, then the lowest scores (by the scorer's
-direction) with their reasons, and cut-off misses marked; then the run id.
+direction) with their reasons, and cut-off misses marked; then a footer with the run id, the
+items, how many were below their item cut-off (only when a cut-off was set) and the seconds.
 
 User text (labels, item ids, reasons, messages) is made safe for a table cell by `md_cell`:
 whitespace runs (newlines included) become one space, control characters are dropped, and the
@@ -105,8 +106,9 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
     lines += _summary_table(report)
     lines += _checks(report)
     lines += _worst(report, top)
-    counts = report.counts()
-    footer = f"{len({o.item_id for o in report.outcomes})} item(s) · {counts['failure']} below the item cut-off"
+    footer = f"{len({o.item_id for o in report.outcomes})} item(s)"
+    if any(o.cutoff is not None for o in report.outcomes):  # no cut-off set: nothing to count
+        footer += f" · {report.counts()['failure']} below the item cut-off"
     if report.run_id:
         footer = f"run {md_cell(report.run_id)} · " + footer
     lines += ["", footer + f" · {report.seconds:.1f} s", ""]

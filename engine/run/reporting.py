@@ -2,7 +2,8 @@
 
 The runner calls a reporter at the run's start, for each unreadable dataset record, for notes
 (a repaired out file), for items skipped on resume, after each judge answer (`RunState.answers`
-counts them), after each item, and at the end. The
+counts them, `RunState.cached_answers` those the judge-call cache gave), after each item, and at
+the end. The
 library's own reporter, `StderrReporter`, writes plain lines to stderr; the terminal's progress
 bar and tables are `engine.cli.output.ConsoleReporter`, which the CLI passes in.
 """
@@ -43,6 +44,7 @@ class RunState:
     done_items: int = 0
     judge_calls: int = 0
     answers: int = 0  # judge answers so far, items in flight included (cache hits and failures too)
+    cached_answers: int = 0  # of those, the answers the judge-call cache gave
     usage: dict[str, Usage] = field(default_factory=dict)  # per label
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
     stopped: str | None = None
@@ -110,14 +112,25 @@ class StderrReporter(EvalReporter):
 
     @staticmethod
     def _line(run: RunState) -> str:
-        done = run.done_items + run.resumed
-        of = f"/{run.total}" if run.total is not None else ""
-        means = []
-        for label in run.labels:
-            mean = run.stats[label].running_mean
-            means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
-        answers = f" · {run.answers} judge answer(s)" if run.answers else ""
-        return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
+        return progress_line(run)
 
 
-__all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S"]
+def progress_line(run: RunState) -> str:
+    """``12/20 item(s) done · 24 judge answer(s) (4 from the cache) · faithfulness 0.75``: the
+    run's progress on one plain line (the total left out when unknown, ``—`` for no mean yet)."""
+    done = run.done_items + run.resumed
+    of = f"/{run.total}" if run.total is not None else ""
+    means = []
+    for label in run.labels:
+        mean = run.stats[label].running_mean
+        means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
+    answers = f" · {run.answers} judge answer(s){cached_text(run)}" if run.answers else ""
+    return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
+
+
+def cached_text(run: RunState) -> str:
+    """`` (15 from the cache)`` after the count of judge answers, when the cache gave any."""
+    return f" ({run.cached_answers} from the cache)" if run.cached_answers else ""
+
+
+__all__ = ["EvalReporter", "RunState", "StderrReporter", "PROGRESS_EVERY_S", "cached_text", "progress_line"]

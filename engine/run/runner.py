@@ -122,8 +122,10 @@ class Runner:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    def _answered(self, call: Any) -> None:
+    def _answered(self, call: Any, answer: Any) -> None:
         self.state.answers += 1
+        if answer is not None and answer.usage.cache_hits:
+            self.state.cached_answers += 1
         self.reporter.judge_answered(self.state)
 
     # -- the producer and the workers -----------------------------------------------------------

@@ -1,18 +1,23 @@
 """`scorespec new`: a starting spec and a prompt to edit, in the local ``scorer_specs/`` and
 ``prompts/`` folders.
 
-With a parent (``--extends faithfulness``) the new spec extends it and overrides its first
-prompt stage with a copy of that stage's template, ready to edit; everything else is inherited.
-Without one — or on an abstract base such as ``judge_base`` — it is a one-question judge: a yes /
-no verdict on a criterion written in the prompt.
+With a parent (``--extends faithfulness``) the new spec extends it and overrides prompt stages
+with copies of their templates, ready to edit: the first prompt stage by default, the stages
+named (``--stage ID``, repeatable), or every one (``--all-stages``); everything else is
+inherited, and the spec lists the parent's other prompt stages as commented-out entries to
+uncomment once their prompt is copied. Without a parent — or on an abstract base such as
+``judge_base`` — it is a one-question judge: a yes / no verdict on a criterion written in the
+prompt.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import builtin_specs_dir, is_abstract, resolve_spec
+from .catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, resolve_spec
 from .compile import load_spec
 from .plans import PromptStagePlan
 
@@ -75,17 +80,107 @@ name: {name}
 version: 1
 
 stages:
+{stages}"""
+
+_COPIED_STAGE = """\
   - id: {stage}  # merged into {parent}'s stage of this id
     prompt: {prompt}  # a copy of {parent}'s prompt: edit it
 """
 
+_INHERITED_HEAD = """\
+  # inherited as they are; to change one, copy its prompt into prompts/{id}/ and uncomment its lines:
+"""
 
-def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None, shadow: bool = False) -> list[Path]:
-    """Write ``scorer_specs/ID.yaml`` and its prompt under `root` (default: the current folder);
-    return the files written. Raises `ValueError` for an id that is not a spec id (lower case
-    letters, digits, _), the id of a built-in scorer unless `shadow` (the local spec would replace
-    it in this folder), or a parent with no prompt stage, `FileExistsError` rather than
-    overwrite a file, and `SpecError` / `FileNotFoundError` for a parent that cannot be loaded."""
+_INHERITED_STAGE = """\
+  # - id: {stage}
+  #   prompt: {prompt}  # from {source}
+"""
+
+
+class StageChoiceError(ValueError):
+    """``--stage`` / ``--all-stages`` that cannot be followed: a stage id the parent has no prompt
+    stage of (the message lists its prompt stages), or a stage asked for without a parent."""
+
+
+@dataclass(frozen=True)
+class StageCopy:
+    """A prompt stage of the parent as the new child spec treats it: `stage` (its id), `source`
+    (the parent's template file, resolved), `prompt` (the copy's name under ``prompts/``,
+    ``ID/NAME``) and `copied` (False: inherited as it is, listed commented out in the spec)."""
+
+    stage: str
+    source: Path
+    prompt: str
+    copied: bool
+
+
+def prompt_stages(parent: str) -> list[tuple[str, Path]]:
+    """The prompt stages of the scorer `parent` (an id or a spec path), in order: (stage id, its
+    template file, resolved). Raises `SpecError` / `FileNotFoundError` for a parent that cannot
+    be loaded."""
+    plan = load_spec(parent)
+    return [(s.id, Path(s.template.file).resolve()) for s in plan.stages if isinstance(s, PromptStagePlan)]
+
+
+def stage_copies(spec_id: str, parent: str, stages: Sequence[str] | None = None,
+                 all_stages: bool = False) -> list[StageCopy]:
+    """The parent's prompt stages, in order, each copied or not as `new_spec` does it (see
+    there). Each copy is ``ID/NAME`` (the parent's file name; ``STAGE_NAME`` when two stages'
+    different files share a name). Raises `ValueError` for a parent with no prompt stage,
+    `StageChoiceError` as `chosen_stages`, and what `prompt_stages` raises."""
+    found = prompt_stages(parent)
+    if not found:
+        raise ValueError(f"{parent} asks no judge, so it has no prompt to copy: write a spec with "
+                         f"`extends: {parent}` and the options or stages you change")
+    copied = set(chosen_stages(parent, [stage for stage, _ in found], stages, all_stages))
+    names: dict[Path, str] = {}  # source file → the copy's name under prompts/ID/
+    out = []
+    for stage, source in found:
+        if source not in names:
+            names[source] = source.name if source.name not in names.values() else f"{stage}_{source.name}"
+        out.append(StageCopy(stage, source, f"{spec_id}/{names[source]}", stage in copied))
+    return out
+
+
+def prompt_name(path: Path) -> str:
+    """How a spec names the prompt file `path`: relative to the built-in prompts or the local
+    ``prompts/`` folder (``faithfulness/verify_claim.j2``), else the path itself."""
+    for folder in (builtin_prompts_dir(), Path.cwd() / "prompts"):
+        try:
+            return path.relative_to(folder.resolve()).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def chosen_stages(parent: str, available: Sequence[str], stages: Sequence[str] | None, all_stages: bool) -> list[str]:
+    """The prompt stages to copy, in the parent's order: every one with `all_stages`, those in
+    `stages`, else the first. Raises `StageChoiceError` for both given, or an id not among
+    `available` (the parent's prompt stage ids)."""
+    if all_stages and stages:
+        raise StageChoiceError("give --stage or --all-stages, not both")
+    if all_stages:
+        return list(available)
+    unknown = [s for s in dict.fromkeys(stages or ()) if s not in available]
+    if unknown:
+        which = ", ".join(repr(s) for s in unknown)
+        raise StageChoiceError(f"{parent} has no prompt stage {which} (its prompt stages: {', '.join(available)})")
+    return [s for s in available if s in set(stages or available[:1])]
+
+
+def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None, shadow: bool = False,
+             stages: Sequence[str] | None = None, all_stages: bool = False) -> list[Path]:
+    """Write ``scorer_specs/ID.yaml`` and its prompts under `root` (default: the current folder);
+    return the files written, the spec first, then each copied prompt in stage order. With a
+    parent, `stages` names the prompt stages whose prompts are copied (default: the first),
+    `all_stages` copies every one.
+
+    Raises `ValueError` for an id that is not a spec id (lower case letters, digits, _), the id
+    of a built-in scorer unless `shadow` (the local spec would replace it in this folder), or a
+    parent with no prompt stage; `StageChoiceError` (a `ValueError`) for a stage the parent has
+    no prompt stage of, or stages asked for without a parent to copy from; `FileExistsError`
+    rather than overwrite a file, and `SpecError` / `FileNotFoundError` for a parent that
+    cannot be loaded. Nothing is written when it raises."""
     if not _ID.match(spec_id):
         raise ValueError(f"{spec_id!r} is not a spec id: lower-case letters, digits and _, starting with a letter")
     if not shadow and (builtin_specs_dir() / f"{spec_id}.yaml").is_file():
@@ -96,18 +191,13 @@ def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None,
     spec_path = root / "scorer_specs" / f"{spec_id}.yaml"
     name = spec_id.replace("_", " ").capitalize()
     if extends is None or is_abstract(resolve_spec(extends)):  # a base: the one-question judge on it
+        if stages or all_stages:
+            raise StageChoiceError(f"--stage and --all-stages copy a parent's prompts: they work only with --extends "
+                                   f"SCORER ({extends or 'no parent'} gives a one-question judge with its own prompt)")
         files = {spec_path: _QUESTION_SPEC.format(id=spec_id, name=name, base=extends or "judge_base"),
                  root / "prompts" / spec_id / "judge.j2": _QUESTION_PROMPT}
     else:
-        parent = load_spec(extends)
-        stage = next((s for s in parent.stages if isinstance(s, PromptStagePlan)), None)
-        if stage is None:
-            raise ValueError(f"{extends} asks no judge, so it has no prompt to copy: write a spec with "
-                             f"`extends: {extends}` and the options or stages you change")
-        prompt = f"{spec_id}/{Path(stage.template.file).name}"
-        files = {spec_path: _CHILD_SPEC.format(id=spec_id, parent=parent.id, name=name, stage=stage.id,
-                                               prompt=prompt),
-                 root / "prompts" / prompt: stage.template.source}
+        files = _child_files(spec_id, extends, name, root, stages, all_stages, spec_path)
     taken = [str(path) for path in files if path.exists()]
     if taken:
         raise FileExistsError(f"not overwriting {', '.join(taken)}")
@@ -117,4 +207,20 @@ def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None,
     return list(files)
 
 
-__all__ = ["new_spec"]
+def _child_files(spec_id: str, extends: str, name: str, root: Path, stages: Sequence[str] | None,
+                 all_stages: bool, spec_path: Path) -> dict[Path, str]:
+    """A child spec of `extends` (at `spec_path`) and the copies of the chosen stages' prompts:
+    path → text, the spec first."""
+    parent = load_spec(extends)
+    copies = stage_copies(spec_id, extends, stages, all_stages)
+    entries = [_COPIED_STAGE.format(stage=c.stage, parent=parent.id, prompt=c.prompt) for c in copies if c.copied]
+    inherited = [_INHERITED_STAGE.format(stage=c.stage, prompt=c.prompt, source=prompt_name(c.source))
+                 for c in copies if not c.copied]
+    if inherited:
+        entries += [_INHERITED_HEAD.format(id=spec_id), *inherited]
+    spec = _CHILD_SPEC.format(id=spec_id, parent=parent.id, name=name, stages="".join(entries))
+    prompts = {root / "prompts" / c.prompt: c.source.read_text(encoding="utf-8") for c in copies if c.copied}
+    return {spec_path: spec, **prompts}
+
+
+__all__ = ["StageChoiceError", "StageCopy", "chosen_stages", "new_spec", "prompt_name", "prompt_stages", "stage_copies"]
