@@ -462,9 +462,12 @@ def compile_text(text: str, path: Path) -> ScorerPlan:
     return compile_document(resolve_extends(parse_document(text, path)))
 
 
-def validate_specs(paths: list[Path]) -> dict[Path, list[Problem]]:
+def validate_specs(paths: list[Path], *, warnings: bool = False) -> dict[Path, list[Problem]]:
     """Compile every spec under `paths` (files or folders): each spec file → its problems
-    (empty when it is valid; a problem may be in a template or a parent spec's file)."""
+    (empty when it is valid; a problem may be in a template or a parent spec's file). With
+    `warnings`, a spec that compiles also gets its warnings (`engine.spec.field_reads`)."""
+    from .field_reads import unread_fields
+
     found: dict[Path, list[Problem]] = {}
     for path in paths:
         for file in sorted(path.glob("*.yaml")) if path.is_dir() else [path]:
@@ -474,8 +477,8 @@ def validate_specs(paths: list[Path]) -> dict[Path, list[Problem]]:
                     check_document(doc)
                     found[file] = list(doc.problems)
                 else:
-                    compile_document(doc)
-                    found[file] = []
+                    plan = compile_document(doc)
+                    found[file] = unread_fields(plan, doc) if warnings else []
             except SpecError as exc:
                 found[file] = list(exc.problems)
     return found
