@@ -55,7 +55,7 @@ def unread_fields(plan: ScorerPlan, doc: Document) -> list[Problem]:
         inherited = where.file and Path(where.file).resolve() != doc.path.resolve()
         found.append(Problem(
             "unread-field", f"field {name!r} is {'required' if required else 'declared'} but no prompt, expression "
-            "or rule stage of this spec reads it", where.file, where.line, where.column, f"fields.{name}",
+            "or rule stage of this spec reads it", where.file, where.line, where.column, doc.written(f"fields.{name}"),
             f"in spec {plan.id!r}, which extends the spec declaring it" if inherited else "", severity="warning"))
     return found
 
