@@ -230,9 +230,9 @@ def test_a_missing_key_of_a_childs_new_stage_is_named_as_the_child_writes_it(spe
 
 
 def test_a_childs_template_problem_names_the_stage_as_the_child_writes_it(specs):
-    folder = specs({"base": BASE, "child": child("stages:\n  - id: extra\n    prompt: base/extra.j2\n"
-                                                 "    output_schema: {type: object, properties: {x: {type: string}}}\n")},
-                   {"base/extra.j2": "Judge {{ run.outptu }}."})
+    extra = ("stages:\n  - id: extra\n    prompt: base/extra.j2\n"
+             "    output_schema: {type: object, properties: {x: {type: string}}}\n")
+    folder = specs({"base": BASE, "child": child(extra)}, {"base/extra.j2": "Judge {{ run.outptu }}."})
     with pytest.raises(SpecError) as info:
         compile_file(folder / "child.yaml")
     [problem] = info.value.problems

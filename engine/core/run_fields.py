@@ -198,5 +198,5 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
     return None if as_text(run[name], name).strip() else "it is empty"
 
 
-__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField", "as_text",
-           "coerce_context", "empty_reason", "run_keys", "run_namespace"]
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField",
+           "as_text", "coerce_context", "empty_reason", "run_keys", "run_namespace"]
