@@ -196,7 +196,48 @@ def test_a_misspelled_key_in_a_childs_stage_is_reported_at_the_childs_line(specs
         compile_file(folder / "child.yaml")
     [problem] = info.value.problems
     assert (Path(problem.file).name, problem.line, problem.code) == ("child.yaml", 6, "unknown-key")
-    assert problem.key_path == "stages[1].temprature" and "temperature" in problem.hint
+    # the child writes that stage first: the key path is the child file's, as its line is
+    assert problem.key_path == "stages[0].temprature" and "temperature" in problem.hint
+
+
+def test_a_new_stage_of_a_child_is_named_by_its_index_in_the_child_file(specs):
+    extra = ("stages:\n  - id: extra\n    prompt: base/judge.j2\n    temprature: 0.2\n"
+             "    output_schema: {type: object, properties: {x: {type: string}}}\n")
+    folder = specs({"base": BASE, "child": child(extra)})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    assert [p.render().split(str(folder) + "/")[-1] for p in info.value.problems] == [
+        "child.yaml:7:5: stages[0].temprature: unknown key (did you mean 'temperature'?) [unknown-key]"]
+
+
+def test_a_parents_problem_keeps_the_parents_key_path_when_a_child_adds_a_stage_before_it(specs):
+    broken = BASE.replace("    checks:\n", "    temprature: 0.1\n    checks:\n")
+    inserted = ("stages:\n  - id: first\n    after: preprocess\n    function: textual_difference\n"
+                "    args: {reference: run.input, candidate: run.output}\n")
+    folder = specs({"base": broken, "child": child(inserted)})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    [problem] = info.value.problems
+    assert (Path(problem.file).name, problem.key_path) == ("base.yaml", "stages[1].temprature")  # merged: [2]
+
+
+def test_a_missing_key_of_a_childs_new_stage_is_named_as_the_child_writes_it(specs):
+    folder = specs({"base": BASE, "child": child("stages:\n  - id: extra\n    prompt: base/judge.j2\n")})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    assert [(Path(p.file).name, p.line, p.key_path, p.code) for p in info.value.problems] == [
+        ("child.yaml", 5, "stages[0].output_schema", "missing-key")]
+
+
+def test_a_childs_template_problem_names_the_stage_as_the_child_writes_it(specs):
+    extra = ("stages:\n  - id: extra\n    prompt: base/extra.j2\n"
+             "    output_schema: {type: object, properties: {x: {type: string}}}\n")
+    folder = specs({"base": BASE, "child": child(extra)}, {"base/extra.j2": "Judge {{ run.outptu }}."})
+    with pytest.raises(SpecError) as info:
+        compile_file(folder / "child.yaml")
+    [problem] = info.value.problems
+    assert (Path(problem.file).name, problem.key_path, problem.code) == ("extra.j2", "stages[0].prompt",
+                                                                        "undefined-name")
 
 
 def test_a_problem_inherited_from_the_parent_is_reported_at_the_parents_line(specs):
@@ -376,7 +417,7 @@ def test_a_stage_id_that_is_not_text_is_a_spec_error_not_a_crash(specs):
     with pytest.raises(SpecError) as info:
         compile_file(folder / "child.yaml")
     assert [(p.key_path, p.file.endswith("child.yaml")) for p in info.value.problems if p.code == "wrong-type"] == [
-        ("stages[2].id", True)]
+        ("stages[0].id", True)]  # the child's first stage, merged third
 
 
 def test_a_child_giving_one_stage_id_twice_is_an_error_at_the_second(specs):
@@ -405,4 +446,5 @@ def test_a_reason_case_after_a_case_without_when_is_reported_as_never_used(specs
         compile_file(folder / "child.yaml")
     [problem] = info.value.problems
     assert (Path(problem.file).name, problem.code, problem.key_path) == ("child.yaml", "unreachable-reason",
-                                                                          "reason[2]")
+                                                                          "reason[0]")  # merged third
+    assert problem.message == "this reason case is never used: reason[1] of base.yaml before it has no `when`"

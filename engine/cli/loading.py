@@ -11,6 +11,21 @@ from .app import fail, parse_options
 __all__ = ["_load_scorers"]
 
 
+def _problems_text(failed: dict[str, list[Any]], count: int) -> str:
+    """Why the scorers `failed` (name → its `Problem`s, or a message) of `count` cannot load, as
+    `scorespec validate` prints it: a heading, each problem once (a shared parent's too) in file
+    order, the messages, and ``N problem(s) in M of K spec(s)``."""
+    found = [p for problems in failed.values() for p in problems if not isinstance(p, str)]
+    problems = sorted(dict.fromkeys(found), key=lambda p: (p.file, p.line, p.column, p.key_path, p.code))
+    messages = [p for problems in failed.values() for p in problems if isinstance(p, str)]
+    if len(failed) == 1 and not problems:  # one spec not found, or a bad label: its message alone
+        return "\n".join(messages)
+    heading = (f"{next(iter(failed))}: the spec has problems:" if len(failed) == 1 and problems
+               else f"{len(failed)} of {count} scorers have problems:")
+    lines = [heading, *(p.render() for p in problems), *messages]
+    return "\n".join([*lines, f"{len(problems) + len(messages)} problem(s) in {len(failed)} of {count} spec(s)"])
+
+
 def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
                   cache: Any = None, refresh: bool = False, samples: Optional[int] = None) -> list[Any]:
     """Compiled `Scorer`s for `names`, each ``SPEC`` or ``LABEL=SPEC`` (`engine.run.evals.
@@ -27,6 +42,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     from ..spec.compile import load_spec
 
     compiled_list, labels = [], []
+    failed: dict[str, list[Any]] = {}  # every spec's problems, reported together
     for name in names:
         try:
             label, spec = scorer_reference(name)
@@ -34,9 +50,11 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
             labels.append(compiled.id if label is None else check_label(label))
             compiled_list.append(compiled)
         except SpecError as exc:
-            fail(f"{name}: the spec has problems:\n" + exc.render())
+            failed[name] = list(exc.problems)
         except (FileNotFoundError, ValueError) as exc:
-            fail(str(exc))
+            failed[name] = [str(exc)]
+    if failed:
+        fail(_problems_text(failed, len(names)))
     try:
         check_labels(labels)
     except ValueError as exc:

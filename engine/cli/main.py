@@ -119,8 +119,12 @@ def schema_cmd() -> None:
 
 @app.command("validate")
 def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: what `scorespec "
-                                                   "list` shows: the local scorer_specs/ and the built-ins).")) -> None:
-    """Load and compile specs; print every problem as file:line:col: key: message (hint) [code]."""
+                                                   "list` shows: the local scorer_specs/ and the built-ins)."),
+                 strict: bool = typer.Option(False, "--strict", help="Count warnings (a declared field the spec "
+                                             "never reads) as errors: exit 2 when there is one.")) -> None:
+    """Load and compile specs; print every problem as file:line:col: key: message (hint) [code],
+    and every warning as file:line:col: warning: message [code]. Exit 2 on a problem (with
+    --strict, on a warning too), else 0."""
     from ..spec.catalog import list_specs
     from ..spec.compile import validate_specs
 
@@ -129,18 +133,26 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
-    by_spec = validate_specs(targets)
+    by_spec = validate_specs(targets, warnings=True)
     count = len(by_spec)
     problems = sorted({p: None for found in by_spec.values() for p in found},  # a parent's once, not per child
                       key=lambda p: (p.file, p.line, p.column, p.key_path, p.code))
     # plain lines, no rich console: importing rich is a tenth of this command's cold start
     for problem in problems:
         typer.echo(problem.render(), err=True)
-    if problems:
-        failing = sum(1 for found in by_spec.values() if found)
-        typer.echo(f"{len(problems)} problem(s) in {failing} of {count} spec(s)", err=True)
+
+    def counted(problem: Any) -> bool:
+        return strict or problem.severity == "error"
+
+    errors = [p for p in problems if counted(p)]
+    warnings = len(problems) - len(errors)
+    also = f", {warnings} warning(s)" if warnings else ""
+    if errors:
+        failing = sum(1 for found in by_spec.values() if any(counted(p) for p in found))
+        note = " (warnings are errors with --strict)" if strict and any(p.severity == "warning" for p in errors) else ""
+        typer.echo(f"{len(errors)} problem(s) in {failing} of {count} spec(s){also}{note}", err=True)
         raise typer.Exit(EXIT_ERROR)
-    typer.echo(f"ok: {count} spec(s) valid", err=True)
+    typer.echo(f"ok: {count} spec(s) valid" + (f"{also} (--strict makes them errors)" if warnings else ""), err=True)
 
 
 def _relative(path: Path) -> Path:

@@ -2,7 +2,8 @@
 
 A `Problem` is one finding about a spec (data, not text); `SpecError` carries every problem
 found in a file (or a directory) at once. Text is rendered only at the edge, as
-``file:line:col: key.path: message (hint) [code]``.
+``file:line:col: key.path: message (hint) [code]`` — a warning as
+``file:line:col: warning: message (hint) [code]``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+Severity = Literal["error", "warning"]
+"""An error stops a spec from loading; a warning (``scorespec validate`` finds them: a field the
+spec never reads) does not, unless ``validate --strict`` makes it one."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -19,7 +24,10 @@ class Problem:
 
     code: a stable identifier tests and tools match on (e.g. ``unknown-key``).
     file: the spec or template path as given; line/column are 1-based (0 when unknown).
-    key_path: the dotted path to the offending key, e.g. ``stages[1].temperature``.
+    key_path: the dotted path to the offending key as the file holding the line writes it, e.g.
+    ``stages[1].temperature`` (in a spec that extends another, the index within that file).
+    severity: ``error`` (the default) or ``warning`` (`Severity`); a warning's message names
+    what it is about, so its text leaves the key path out.
     """
 
     code: str
@@ -29,13 +37,16 @@ class Problem:
     column: int = 0
     key_path: str = ""
     hint: str = ""
+    severity: Severity = "error"
 
     def render(self) -> str:
         where = self.file or "<spec>"
         if self.line:
             where += f":{self.line}:{self.column or 1}"
         text = f"{where}: "
-        if self.key_path:
+        if self.severity == "warning":
+            text += "warning: "
+        elif self.key_path:
             text += f"{self.key_path}: "
         text += self.message
         if self.hint:

@@ -52,6 +52,16 @@ ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls"})
 DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages")
 RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"}
 """The keys of `run` in expressions (plus the fields a spec declares: `run_keys`)."""
+FIELDS_READ: dict[str, tuple[RunField, ...]] = {
+    "input": ("input",), "input_text": ("input",), "input_messages": ("input",),
+    "output": ("output",), "output_text": ("output",), "output_messages": ("output",),
+    "ground_truth": ("ground_truth",), "context": ("context",),
+    "system": ("system", "input"), "tool_calls": ("tool_calls", "output"), "given": (),
+}
+"""The fields each key of `run` reads: a derived name its field; ``system`` and ``tool_calls``
+also the field they fall back to (the input's system messages, the output's tool calls);
+``given`` none (``'NAME' in run.given`` reads NAME: `engine.spec.field_reads`). A field a spec
+declares under a name of its own reads itself."""
 
 
 def run_keys(declared: Any = ()) -> frozenset[str]:
@@ -188,5 +198,5 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
     return None if as_text(run[name], name).strip() else "it is empty"
 
 
-__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField", "as_text",
-           "coerce_context", "empty_reason", "run_keys", "run_namespace"]
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField",
+           "as_text", "coerce_context", "empty_reason", "run_keys", "run_namespace"]

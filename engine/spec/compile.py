@@ -106,14 +106,16 @@ class _Compiler:
             compiled = Template(source, str(found), prompt=True)
         except TemplateSyntaxError as exc:
             self.doc.problems.append(Problem("template-syntax", f"cannot parse template: {exc.message}", str(found),
-                                             exc.lineno or 1, 1, key_path, _syntax_hint(exc.message)))
+                                             exc.lineno or 1, 1, self.doc.written(key_path),
+                                             _syntax_hint(exc.message)))
             return None
         except RecursionError:
             self.doc.add("template-syntax", key_path, f"template {name!r} is nested too deeply to compile")
             return None
         for problem in scope.problems(compiled):  # at the template's line; the key path names its user
             self.doc.problems.append(Problem("undefined-name", f"template {name!r} uses {problem.what}, which is "
-                                             "not defined here", str(found), problem.line, 1, key_path, problem.hint))
+                                             "not defined here", str(found), problem.line, 1,
+                                             self.doc.written(key_path), problem.hint))
         return compiled
 
     def output_schema(self, raw: dict[str, Any], key_path: str,
@@ -352,8 +354,10 @@ def _reasons(spec: Spec, c: _Compiler, scope: Scope) -> list[ReasonPlan]:
     catch_all: int | None = None  # the first case without `when`: the cases after it are never used
     for i, case in enumerate(spec.reason):
         key = f"reason[{i}]"
-        if catch_all is not None:
-            c.doc.add("unreachable-reason", key, f"this reason case is never used: reason[{catch_all}] before it has no "
+        if catch_all is not None:  # the earlier case named as its file writes it
+            earlier, there = c.doc.written(f"reason[{catch_all}]"), c.doc.position(f"reason[{catch_all}]").file
+            earlier += f" of {Path(there).name}" if there != c.doc.position(key).file else ""
+            c.doc.add("unreachable-reason", key, f"this reason case is never used: {earlier} before it has no "
                       "`when`", "give that case a `when`, or place this one before it (in a child spec: `after:`, "
                       "or override the earlier case by its id)")
         elif not case.when:
@@ -462,9 +466,12 @@ def compile_text(text: str, path: Path) -> ScorerPlan:
     return compile_document(resolve_extends(parse_document(text, path)))
 
 
-def validate_specs(paths: list[Path]) -> dict[Path, list[Problem]]:
+def validate_specs(paths: list[Path], *, warnings: bool = False) -> dict[Path, list[Problem]]:
     """Compile every spec under `paths` (files or folders): each spec file → its problems
-    (empty when it is valid; a problem may be in a template or a parent spec's file)."""
+    (empty when it is valid; a problem may be in a template or a parent spec's file). With
+    `warnings`, a spec that compiles also gets its warnings (`engine.spec.field_reads`)."""
+    from .field_reads import unread_fields
+
     found: dict[Path, list[Problem]] = {}
     for path in paths:
         for file in sorted(path.glob("*.yaml")) if path.is_dir() else [path]:
@@ -474,8 +481,8 @@ def validate_specs(paths: list[Path]) -> dict[Path, list[Problem]]:
                     check_document(doc)
                     found[file] = list(doc.problems)
                 else:
-                    compile_document(doc)
-                    found[file] = []
+                    plan = compile_document(doc)
+                    found[file] = unread_fields(plan, doc) if warnings else []
             except SpecError as exc:
                 found[file] = list(exc.problems)
     return found

@@ -22,11 +22,14 @@ from .yamlload import load_yaml
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a value was written: its file, and 1-based line and column (0 when unknown)."""
+    """Where a value was written: its file, 1-based line and column (0 when unknown), and `path`,
+    the key path as that file writes it (``stages[0].id`` in a child spec whose first stage is
+    the merged spec's third; ``""`` when unknown). Positions compare by place, not by path."""
 
     file: str
     line: int = 0
     column: int = 0
+    path: str = field(default="", compare=False)
 
 
 @dataclass
@@ -57,21 +60,35 @@ class Document:
     def position(self, key_path: str) -> Position:
         """The position of `key_path`, or of its nearest written ancestor; the document's own
         file with no line when nothing on the way was written."""
+        return self._nearest(key_path)[1]
+
+    def _nearest(self, key_path: str) -> tuple[str, Position]:
+        """(the nearest written ancestor of `key_path`, or itself; its position)."""
         path = key_path
         while True:
             found = self.positions.get(path)
             if found is not None:
-                return found
+                return path, found
             if not path:
-                return Position(self.file)
+                return "", Position(self.file)
             cut = max(path.rfind("."), path.rfind("["))
             path = path[:cut] if cut > 0 else ""
 
+    def written(self, key_path: str) -> str:
+        """`key_path` of the merged spec as the file that wrote it (or its nearest written
+        ancestor) writes it: ``stages[2].temprature`` → ``stages[0].temprature`` when the child's
+        first stage is merged third. Unchanged in a spec that extends none."""
+        ancestor, where = self._nearest(key_path)
+        if not ancestor or not where.path:
+            return key_path
+        return where.path + key_path[len(ancestor):]
+
     def add(self, code: str, key_path: str, message: str, hint: str = "", *, at: str | None = None) -> None:
         """Record a problem about `key_path`, located at `at` (default: the key path itself) or
-        its nearest written ancestor, in the file that wrote it."""
+        its nearest written ancestor, in the file that wrote it; the problem names the key path
+        as that file writes it (`written`)."""
         where = self.position(at if at is not None else key_path)
-        self.problems.append(Problem(code, message, where.file, where.line, where.column, key_path, hint))
+        self.problems.append(Problem(code, message, where.file, where.line, where.column, self.written(key_path), hint))
 
     def hash(self, templates: Mapping[str, str]) -> str:
         """sha256 (hex) of every source file's text and every template's name and text."""
@@ -90,7 +107,7 @@ def parse_document(text: str, path: Path) -> Document:
     problems are in `.problems` (and `.data` is None when nothing could be read)."""
     file = str(path)
     loaded = load_yaml(text, file)
-    positions = {key: Position(file, line, col) for key, (line, col) in loaded.positions.items()}
+    positions = {key: Position(file, line, col, key) for key, (line, col) in loaded.positions.items()}
     spec_id = loaded.data.get("id") if isinstance(loaded.data, dict) else None
     return Document(path, loaded.data, positions, loaded.bool_like, list(loaded.problems), ((file, text),),
                     tuple(prompt_dirs(path)), (spec_id if isinstance(spec_id, str) else path.stem,))
