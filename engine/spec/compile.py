@@ -45,7 +45,8 @@ from .schema_keywords import misspelled
 from .scope import Scope
 from .validation import validate_document
 
-RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs"}
+RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
+            "listed"}
 _BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
@@ -234,6 +235,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
     shape = keys if stage.result is None and stage.for_each is None else None
     probabilities = _probabilities(stage, key, c, outer, schema)
+    keep_first = _keep_first(stage, key, c)
     if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
@@ -241,9 +243,33 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
-        sampling=sampling, probabilities=probabilities,
+        sampling=sampling, probabilities=probabilities, keep_first=keep_first,
     )
     return plan, shape
+
+
+def _keep_first(stage: PromptStage, key: str, c: _Compiler) -> tuple[str, ...]:
+    """A prompt stage's `keep_first` fields, each checked against its output schema as written: a
+    top-level property of type array with ``maxItems`` (a number, or ``{$expr}`` computed per
+    item); problems recorded at ``keep_first[i]``."""
+    properties = stage.output_schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    kept: list[str] = []
+    for i, name in enumerate(stage.keep_first):
+        where = f"{key}.keep_first[{i}]"
+        node = properties.get(name)
+        if not isinstance(node, dict):
+            c.doc.add("invalid-value", where, f"{name!r} is not a property of the stage's output schema",
+                      did_you_mean(name, properties) or "name a list field of the answer")
+        elif node.get("type") != "array":
+            c.doc.add("invalid-value", where, f"{name!r} is not a list: its schema has no type: array",
+                      "keep_first keeps the first items of a list the judge writes")
+        elif "maxItems" not in node:
+            c.doc.add("invalid-value", where, f"{name!r} has no maxItems, so there is no bound to keep the first "
+                      "items of", "give it maxItems: the longest list whose answer fits the stage's max_tokens")
+        elif name not in kept:
+            kept.append(name)
+    return tuple(kept)
 
 
 def _probabilities(stage: PromptStage, key: str, c: _Compiler, scope: Scope,
@@ -293,6 +319,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
     plans: list[StagePlan] = []
     seen: set[str] = set()
     with_probs: set[str] = set()  # the stages `answer_probs` has, so far (in scope after the first)
+    with_listed: set[str] = set()  # the stages `listed` has, so far (in scope after the first)
     for i, stage in enumerate(spec.stages):
         key = f"stages[{i}]"
         if stage.id in RESERVED or stage.id in spec.vars:
@@ -319,6 +346,9 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if isinstance(stage, PromptStage) and stage.probabilities is not False:
             with_probs.add(stage.id)
             scope = scope.with_names(answer_probs=frozenset(with_probs))
+        if isinstance(stage, PromptStage) and stage.keep_first:
+            with_listed.add(stage.id)
+            scope = scope.with_names(listed=frozenset(with_listed))
     return plans, scope
 
 
