@@ -18,10 +18,10 @@ from typing import Any, Union
 from jinja2 import TemplateSyntaxError
 
 from .. import functions
-from ..core.answer_probs import label_fields
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from ..core.schemas import answer_keys, schema_error
+from .answer_fields import BOOL_WORDS, keep_first_of, probabilities_of
 from .catalog import prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
@@ -47,7 +47,6 @@ from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
             "listed"}
-_BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -199,7 +198,7 @@ def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, U
             if plan is not None:
                 declared[name] = plan
         value = field_spec.required
-        if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
             c.doc.add("wrong-type", f"{key}.required", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
                       "only true/false as booleans)", "write true or false, or an expression over options")
         elif isinstance(value, str):
@@ -234,8 +233,8 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
     shape = keys if stage.result is None and stage.for_each is None else None
-    probabilities = _probabilities(stage, key, c, outer, schema)
-    keep_first = _keep_first(stage, key, c)
+    probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
+    keep_first = keep_first_of(stage, key, c.doc)
     if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
@@ -246,52 +245,6 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         sampling=sampling, probabilities=probabilities, keep_first=keep_first,
     )
     return plan, shape
-
-
-def _keep_first(stage: PromptStage, key: str, c: _Compiler) -> tuple[str, ...]:
-    """A prompt stage's `keep_first` fields, each checked against its output schema as written: a
-    top-level property of type array with ``maxItems`` (a number, or ``{$expr}`` computed per
-    item); problems recorded at ``keep_first[i]``."""
-    properties = stage.output_schema.get("properties")
-    properties = properties if isinstance(properties, dict) else {}
-    kept: list[str] = []
-    for i, name in enumerate(stage.keep_first):
-        where = f"{key}.keep_first[{i}]"
-        node = properties.get(name)
-        if not isinstance(node, dict):
-            c.doc.add("invalid-value", where, f"{name!r} is not a property of the stage's output schema",
-                      did_you_mean(name, properties) or "name a list field of the answer")
-        elif node.get("type") != "array":
-            c.doc.add("invalid-value", where, f"{name!r} is not a list: its schema has no type: array",
-                      "keep_first keeps the first items of a list the judge writes")
-        elif "maxItems" not in node:
-            c.doc.add("invalid-value", where, f"{name!r} has no maxItems, so there is no bound to keep the first "
-                      "items of", "give it maxItems: the longest list whose answer fits the stage's max_tokens")
-        elif name not in kept:
-            kept.append(name)
-    return tuple(kept)
-
-
-def _probabilities(stage: PromptStage, key: str, c: _Compiler, scope: Scope,
-                   schema: dict[str, Any]) -> bool | Expression | None:
-    """A prompt stage's `probabilities` (False, True or an expression over the names in scope);
-    None after a problem: an expression that does not compile, or an answer with no label field."""
-    value = stage.probabilities
-    if value is False:
-        return False
-    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-        c.doc.add("wrong-type", f"{key}.probabilities", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
-                  "only true/false as booleans)", "write true or false, or an expression such as "
-                  "options.scoring == 'probability'")
-        return None
-    if not label_fields(schema):
-        c.doc.add("invalid-value", f"{key}.probabilities", "label probabilities are read from the answer's enum "
-                  "and boolean fields, and this stage's output schema has none at its top level",
-                  "give the answer a field such as verdict: {enum: [\"yes\", \"no\"]}")
-        return None
-    if value is True:
-        return True
-    return c.expr(value, f"{key}.probabilities", scope)
 
 
 def _rule_function(name: str, args: dict[str, str], key: str, c: _Compiler) -> functions.RuleFunction | None:
