@@ -5,7 +5,8 @@ A span line may be an OTLP span (``traceId``, ``spanId``, ``parentSpanId``, ``at
 list of ``{key, value: AnyValue}``) or a flat one (``trace_id`` / ``context.trace_id``,
 ``span_id``, ``parent_id`` / ``parent_span_id``, ``attributes`` as an object, as Phoenix and many
 exporters write). Ids are read as hex (OTLP/JSON's spelling); 16 or 8 bytes written in base64
-(protobuf's default JSON) are turned into hex. Attributes are kept flat (``llm.input_messages.0
+(protobuf's default JSON) are turned into hex. A flat span's ``span_kind`` (Phoenix's) stands
+for ``openinference.span.kind``. Attributes are kept flat (``llm.input_messages.0
 .message.role``); a nested attributes object is flattened to dotted keys.
 
 `read_spans` yields ``(line, Span)``; a line that is not JSON, not an object or holds a span
@@ -127,10 +128,13 @@ def span_of(record: Mapping[str, Any]) -> Span:
         start = int(start)
     except (TypeError, ValueError):
         start = 0  # an ISO time (Phoenix): order falls back to the file's
+    attributes = attributes_of(record.get("attributes"))
+    kind = record.get("span_kind")  # Phoenix gives openinference.span.kind here, not among the attributes
+    if isinstance(kind, str) and kind and kind.upper() != "UNKNOWN":
+        attributes.setdefault("openinference.span.kind", kind)
     return Span(hex_id(trace, 16), hex_id(span, 8), hex_id(parent, 8), str(record.get("name") or ""), start,
                 "ERROR" if code in (2, "2", "STATUS_CODE_ERROR", "ERROR") else "",
-                str(status.get("message") or record.get("status_message") or ""),
-                attributes_of(record.get("attributes")))
+                str(status.get("message") or record.get("status_message") or ""), attributes)
 
 
 def spans_of_document(document: Mapping[str, Any]) -> Iterator[Span]:
