@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 from otel_spans import captured, genai_trace, openinference_trace, otlp_document, write_otlp
@@ -191,3 +190,13 @@ def test_bad_trace_flags_exit_2(tmp_path, flags):
     path = write_otlp(tmp_path / "t.jsonl", [spans_of(openinference_trace)])
     result = CliRunner().invoke(app, ["eval", "includes", "--data", str(path), *flags], env=ENV)
     assert result.exit_code == 2
+
+
+def test_the_generated_span_file_reads_as_one_item_per_trace(tmp_path):
+    from span_file import write
+
+    path = tmp_path / "spans.jsonl"
+    assert write(str(path), 400) == 100
+    items = list(iter_items(path))
+    assert [item["id"] for item in items[:2]] == [f"{1:032x}", f"{2:032x}"] and len(items) == 100
+    assert items[7]["context"][0].startswith("Passage 0 about country 7") and items[7]["tool_calls"][0]["name"] == "search"
