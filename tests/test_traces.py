@@ -200,3 +200,70 @@ def test_the_generated_span_file_reads_as_one_item_per_trace(tmp_path):
     items = list(iter_items(path))
     assert [item["id"] for item in items[:2]] == [f"{1:032x}", f"{2:032x}"] and len(items) == 100
     assert items[7]["context"][0].startswith("Passage 0 about country 7") and items[7]["tool_calls"][0]["name"] == "search"
+
+
+def test_export_otlp_url_sends_the_records_through_the_sdk_exporter(tmp_path, monkeypatch):
+    """A real OTLP/HTTP receiver on 127.0.0.1 (protobuf bodies on /v1/logs) gets the records."""
+    import gzip
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+    )
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            received.append((self.path, ExportLogsServiceRequest.FromString(body)))
+            reply = ExportLogsServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        spans = spans_of(openinference_trace)
+        path = write_otlp(tmp_path / "traces.jsonl", [spans])
+        monkeypatch.chdir(tmp_path)
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/logs"
+        result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                          "--export-otlp", url, "--store", "store.sqlite"], env=ENV)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 0, result.output
+    records = [r for p, request in received for rl in request.resource_logs for sl in rl.scope_logs
+               for r in sl.log_records]
+    assert [p for p, _ in received] == ["/v1/logs"]
+    [record] = records
+    root = next(s for s in spans if s.parent is None)
+    assert (record.trace_id.hex(), record.span_id.hex()) == ids(root)
+    assert record.event_name == "gen_ai.evaluation.result"
+    values = {a.key: a.value for a in record.attributes}
+    assert values["gen_ai.evaluation.name"].string_value == "includes"
+    assert values["gen_ai.evaluation.score.value"].double_value == 1.0
+    assert "gen_ai.evaluation.score.label" not in values  # no cut-off given
+
+
+def test_export_otlp_url_that_refuses_is_an_export_error(tmp_path, monkeypatch):
+    from phoenix_server import free_port
+
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace)])
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                      "--export-otlp", f"http://127.0.0.1:{free_port()}/v1/logs",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 2 and "export:" in result.output and "not accepted" in result.output
