@@ -47,7 +47,11 @@ from .options import (
     BaseUrl,
     Cache,
     Concurrency,
+    DataFormat,
+    ExportOtlp,
+    ExportPhoenix,
     Fields,
+    ItemPer,
     Junit,
     Limit,
     MaxCost,
@@ -63,9 +67,11 @@ from .options import (
     Resume,
     RunId,
     Samples,
+    SpanKinds,
     StorePath,
     SummaryMd,
 )
+from .telemetry import TraceFlags, export_or_exit, trace_data
 
 if TYPE_CHECKING:
     from ..run.settings import RunSettings
@@ -118,6 +124,7 @@ class EvalOutputs:
     summary_md: Optional[Path] = None
     item_cutoff: tuple[str, ...] = ()
     report_file: Optional[Path] = None
+    traces: TraceFlags = TraceFlags()
 
 
 @app.command("eval")
@@ -128,9 +135,14 @@ def eval_cmd(
     scorer_opts: Annotated[list[str], typer.Option("--scorer", help="A scorer (repeatable; same as the "
                                                                     "arguments).")] = [],
     data_arg: Annotated[Optional[str], typer.Option(
-        "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items (on Ray also a folder, a "
-        "glob or a URL Ray Data reads).")] = None,
+        "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items, OTLP JSON traces, "
+        "phoenix://HOST:PORT[/PROJECT] (on Ray also a folder, a glob or a URL Ray Data reads).")] = None,
     field: Fields = [],
+    data_format: DataFormat = None,
+    item_per: ItemPer = None,
+    span_kind: SpanKinds = [],
+    export_otlp: ExportOtlp = None,
+    export_phoenix: ExportPhoenix = None,
     model: Model = None,
     base_url: BaseUrl = None,
     concurrency: Concurrency = None,
@@ -175,7 +187,8 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = model or os.environ.get("SCORESPEC_MODEL") or None
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
-    outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file)
+    outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
+                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix))
     run_eval(choice, settings, outputs, store, (cache, no_cache, refresh))
 
 
@@ -198,9 +211,10 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
             settings.item_cutoffs or {})  # resumed: the run's own
         _check_fields(settings, scorers)
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
-        summary = _run(data, scorers, settings, db, outputs.quiet,
+        summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
-        _print_and_write(summary, scorers, cutoffs, outputs, db)
+        notes = export_or_exit(db, summary.run_id, scorers, cutoffs, outputs.traces)
+        _print_and_write(summary, scorers, cutoffs, outputs, db, notes)
     finally:
         db.close()
 
@@ -285,7 +299,10 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     if data is None:
         fail("--data FILE is required")
     remote = "://" in data
-    if remote and not on_ray:
+    if data.lower().startswith("phoenix://"):
+        if on_ray:
+            fail(f"--data {data}: Phoenix is read by the local executor only")
+    elif remote and not on_ray:
         fail(f"--data {data}: a URL is read by the Ray executor only (--executor ray)")
     pattern = on_ray and any(c in data for c in "*?[")  # a glob Ray Data expands
     if not remote and not pattern and not Path(data).is_file() and not (on_ray and Path(data).is_dir()):
@@ -322,7 +339,7 @@ def _check_fields(settings: RunSettings, scorers: list[Any]) -> None:
         fail(str(exc))
 
 
-def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: bool,
+def _run(data: Any, scorers: list[Any], settings: RunSettings, db: Any, quiet: bool,
          choice: ScorerChoice) -> EvalSummary:
     """The run on the terminal; exits with a message on bad input, 130 when interrupted."""
     import asyncio
@@ -336,7 +353,9 @@ def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
             from ..ray.runner import with_ray_executor
 
             settings = with_ray_executor(settings)
-        return asyncio.run(arun_evals(data if "://" in data else Path(data), scorers, settings, store=db,
+        if isinstance(data, str) and "://" not in data:
+            data = Path(data)
+        return asyncio.run(arun_evals(data, scorers, settings, store=db,
                                       progress=ConsoleReporter(quiet=quiet), config={"cli": choice.to_json_dict()}))
     except KeyboardInterrupt:
         err_console().print("interrupted: every completed result is saved; run the same command with --resume "
@@ -353,7 +372,7 @@ def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
 
 
 def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str, float], outputs: EvalOutputs,
-                     db: Any) -> None:
+                     db: Any, notes: list[str] = ()) -> None:
     """Print the summary (as JSON on stdout with --json), write the CI files and the HTML report,
     and exit with the run's exit code (the CI report's when higher)."""
     from .output import err_console, out_console, print_summary
@@ -370,6 +389,8 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
         sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
     else:
         print_summary(summary, out_console())
+    for note in notes:
+        err_console().print(note, markup=False)
     exit_code = summary.exit_code
     if report is not None:
         write_reports_or_exit(report, outputs.junit, outputs.summary_md)

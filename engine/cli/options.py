@@ -32,6 +32,7 @@ __all__ = [
     "Fields", "FiguresJson", "Junit", "LabelField", "LabelsJunit", "Limit", "LocalConcurrency", "MaxCost", "Model",
     "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh", "Report",
     "Resume", "ResumeOut", "RunId", "Samples", "StorePath", "SummaryMd", "Top", "with_help",
+    "DataFormat", "ItemPer", "SpanKinds", "ExportOtlp", "ExportPhoenix",
 ]
 
 SAMPLES_HELP = ("Ask every prompt stage N times and reduce the answers (the stage's reduce: majority vote, mean, "
@@ -105,6 +106,23 @@ Limit = Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only
 StorePath = Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP)]
 Prices = Annotated[Optional[Path], typer.Option("--prices", help=PRICES_HELP)]
 MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", callback=_positive, help=MAX_COST_HELP)]
+
+# --- traces (OpenTelemetry, Phoenix) ----------------------------------------------------------
+DataFormat = Annotated[Optional[str], typer.Option(
+    "--format", metavar="otlp", help="Read --data as OpenTelemetry traces (OTLP JSON, or a JSONL of spans) when "
+    "its start does not show it.")]
+ItemPer = Annotated[Optional[str], typer.Option(
+    "--item-per", metavar="trace|span", help="With traces: one item per trace (the default; judged span: the "
+    "root) or per span of the --span-kind kinds.")]
+SpanKinds = Annotated[list[str], typer.Option(
+    "--span-kind", metavar="KIND", help="With --item-per span: the kinds of span scored, LLM, AGENT, CHAIN, TOOL, "
+    "RETRIEVER… (repeatable) [default: LLM].")]
+ExportOtlp = Annotated[Optional[str], typer.Option(
+    "--export-otlp", metavar="FILE|URL", help="Write each result on a trace as a gen_ai.evaluation.result event on "
+    "its span: OTLP JSON log records to FILE, or sent to an OTLP/HTTP logs URL (needs scorespec[otlp]).")]
+ExportPhoenix = Annotated[Optional[str], typer.Option(
+    "--export-phoenix", metavar="URL", help="Log each result on a trace as an annotation of its span on the Phoenix "
+    "server at URL (http://HOST:PORT; needs scorespec[phoenix]).")]
 
 # --- human labels (calibrate, compare) ---------------------------------------------------------
 LabelField = Annotated[Optional[str], typer.Option(

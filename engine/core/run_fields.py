@@ -49,6 +49,10 @@ ITEM_FIELDS: tuple[RunField, ...] = RUN_FIELDS[:4]
 """The fields every dataset item holds (None when not given); the others only when given."""
 ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls"})
 """What the system produced: empty is a real answer, judged as one, even when required."""
+LOOKED_FOR = "_looked_for"
+"""An item's key holding, for a run field it does not give, where its reader looked (``{"output":
+"the trace's root span has no output.value …"}``): the text a missing required field's error
+gives instead of "the item has none" (`empty_reason`). Trace readers (`engine.traces`) set it."""
 DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages")
 RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"}
 """The keys of `run` in expressions (plus the fields a spec declares: `run_keys`)."""
@@ -179,14 +183,15 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
     return run
 
 
-def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
+def empty_reason(name: str, run: Mapping[str, Any], looked_for: Mapping[str, Any] | None = None) -> str | None:
     """Why a required built-in field does not count as given (None when it does): the item has
-    none, or — for a field the scorer is given rather than one the system produced
+    none (or, when `looked_for` — the item's `LOOKED_FOR` — says where its reader looked, that), or — for a field the scorer is given rather than one the system produced
     (`ANSWER_FIELDS`) — it holds no text (case C24: a question given as messages with no text
     fails, never scores as an empty question). A given ground truth counts even when empty: an
     empty text can be the expected answer (two empty texts are identical)."""
     if name not in run["given"]:
-        return "the item has none"
+        where = (looked_for or {}).get(name) if isinstance(looked_for, Mapping) else None
+        return where if isinstance(where, str) and where else "the item has none"
     if name in ANSWER_FIELDS or name == "ground_truth":
         return None
     if name == "input":
@@ -198,5 +203,5 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
     return None if as_text(run[name], name).strip() else "it is empty"
 
 
-__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField",
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "LOOKED_FOR", "RUN_FIELDS", "RUN_NAMES", "RunField",
            "as_text", "coerce_context", "empty_reason", "run_keys", "run_namespace"]

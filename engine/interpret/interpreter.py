@@ -21,7 +21,7 @@ from typing import Any
 from ..core.errors import ScorerRunError
 from ..core.messages import MessageError
 from ..core.result import ItemError, NotScorableInfo, PromptStageRecord, RuleStageRecord, ScoreResult
-from ..core.run_fields import empty_reason, run_namespace
+from ..core.run_fields import LOOKED_FOR, empty_reason, run_namespace
 from ..judge.call import JudgeCall
 from ..spec.expressions import prepare
 from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
@@ -145,13 +145,14 @@ class Interpreter:
         try:
             declared = resolve_declared(self.plan.declared, item, self.options)
             run = run_namespace(item, declared.values, declared.given)
-            self._check_required(run)
+            self._check_required(run, item.get(LOOKED_FOR))
         except (MessageError, FieldValueError) as exc:
             raise ScorerRunError("input", f"{self.plan.id}: {exc}") from None
         return run
 
-    def _check_required(self, run: Mapping[str, Any]) -> None:
-        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give,
+    def _check_required(self, run: Mapping[str, Any], looked_for: Any = None) -> None:
+        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give
+        (saying where its reader looked for it, `engine.core.run_fields.LOOKED_FOR`),
         and for a required field given empty unless the system produced it (case C24: an input
         with no text fails, an empty output is judged; `engine.core.run_fields.empty_reason`). A
         declared field is required to have a value, from the item or its option."""
@@ -164,7 +165,7 @@ class Interpreter:
             if field is not None:
                 why = missing_reason(field) if run[name] is None else None
             else:
-                why = empty_reason(name, run)
+                why = empty_reason(name, run, looked_for)
             if why is not None:
                 hint = " (set requireGroundTruth=false to score it 0)" if name == "ground_truth" \
                     and "requireGroundTruth" in self.options else ""

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.errors import ScorerRunError, did_you_mean
 from ..core.result import ScoreResult
+from ..core.run_fields import LOOKED_FOR
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.contract import normalize_answer
@@ -167,8 +168,9 @@ class Scorer:
 
     def _item(self, output: Any, input: Any, ground_truth: Any, context: Any, system: Any, tool_calls: Any,
               fields: Mapping[str, Any]) -> dict[str, Any]:
-        """The item's fields by name; `TypeError` for a field the spec does not declare."""
-        unknown = [name for name in fields if name not in self.plan.declared]
+        """The item's fields by name; `TypeError` for a field the spec does not declare (but
+        `engine.core.run_fields.LOOKED_FOR`: where a reader looked for the fields the item lacks)."""
+        unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
         if unknown:
             declared = ", ".join(self.plan.declared) or "none"
             hint = did_you_mean(unknown[0], list(self.plan.declared) + ["run_id", "system", "tool_calls"])

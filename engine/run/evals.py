@@ -42,6 +42,7 @@ from typing import Any
 from ..core.direction import direction_of
 from ..core.result import ScoreResult
 from ..core.sync import run_sync
+from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
 from .datasets import data_len
 from .executor import Attempt, executor_of
@@ -342,6 +343,8 @@ def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[St
 
 
 def _data_path(data: Any) -> str | None:
+    if isinstance(data, TraceSource):
+        data = data.location
     if not isinstance(data, (str, os.PathLike)):
         return None
     return os.fspath(data) if "://" in os.fspath(data) else str(Path(data).resolve())
