@@ -27,7 +27,7 @@ from .document import Document, parse_document
 from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
-from .option_plans import declared_field, options_plan
+from .option_plans import checked_cutoff, declared_field, options_plan
 from .plans import (
     REASON_SCHEMA,
     CheckPlan,
@@ -394,6 +394,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     stages, scope = _stages(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = _reasons(spec, c, scope)
+    default_scale = checked_cutoff(spec, score, options, doc)
     if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
     return ScorerPlan(
@@ -401,7 +402,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
-        direction=spec.direction,
+        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale,
     )
 
 

@@ -229,6 +229,14 @@ class Spec(_Model):
         "`lower_is_better` (e.g. hallucination, toxicity). `scorespec list`, summaries, eval thresholds (`LABEL=limit`: at least as good as "
         "limit) and `scorespec compare` (wins, losses, better, worse) follow it.",
     )
+    cutoff: float | None = Field(
+        None, ge=0,
+        description="The scorer's documented cut-off: a score at or above it counts as a pass (for "
+        "`higher_is_better`; at or below it for `lower_is_better`), on the scale the default options give "
+        "(a run with another `scale` gets it in proportion). `calibrate` and `compare` use it as their "
+        "default cut-off; `eval` applies it to each item only when asked (`--item-cutoff spec`). Must lie "
+        "within [0, scale].",
+    )
     fields: dict[str, FieldSpec] = Field(
         default_factory=dict,
         description="The fields the scorer reads: run fields (input, output, ground_truth, context, system, "
