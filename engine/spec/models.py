@@ -127,6 +127,14 @@ class PromptStage(_Model):
         "them as `answer_probs.STAGE` (`{field: {value: probability}}`; a list with for_each); a judge that "
         "reports none falls back to the hard labels (1 for the value given) with a warning in the result.",
     )
+    examples: list[dict[str, Any]] = Field(
+        default_factory=list, max_length=50,
+        description="Worked examples shown to the judge: a list of mappings the stage's prompt reads as "
+        "`examples` (each e.g. {input, output, context, answer, reason}; `answer`, when given, must satisfy the "
+        "output schema). A prompt shows them through its examples slot (`{% block examples %}` in the shipped "
+        "one-call prompts); empty by default, so the prompt is unchanged until examples are given. "
+        "`scorespec align --strategies examples` writes them from labelled items.",
+    )
     after: str | None = _after()
 
 

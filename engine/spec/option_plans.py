@@ -1,5 +1,6 @@
 """The options and the declared fields of a spec, compiled: `OptionsPlan` and `FieldPlan`s; the
-score's scale under the default options, and the documented `cutoff` checked within it.
+score's scale under the default options, and the documented `cutoff` checked within it; a prompt
+stage's worked `examples` checked against its output schema.
 
 Part of `engine.spec.compile`: each option's schema is checked and its default validated; a
 declared field's schema is checked, and an option of the same name must satisfy it.
@@ -16,7 +17,7 @@ from .models import Spec
 from .plans import FieldPlan, OptionsPlan
 from .schema_keywords import misspelled
 
-__all__ = ["checked_cutoff", "declared_field", "options_plan"]
+__all__ = ["checked_cutoff", "checked_examples", "declared_field", "options_plan"]
 
 
 def options_plan(spec: Spec, doc: Document) -> OptionsPlan:
@@ -96,3 +97,18 @@ def checked_cutoff(spec: Any, score: Any, options: OptionsPlan, doc: Any) -> flo
         doc.add("invalid-value", "cutoff", f"the cut-off {spec.cutoff:g} is above the score's scale {scale:g}",
                 f"give a cut-off within [0, {scale:g}]")
     return scale
+
+
+def checked_examples(stage: Any, key: str, schema_exprs: tuple[Any, ...], doc: Any) -> tuple[dict[str, Any], ...]:
+    """A prompt stage's worked examples, after recording in `doc` each one whose `answer` does not
+    satisfy the stage's output schema (not checked when the schema has ``{$expr}`` values)."""
+    if schema_exprs or not stage.examples or doc.problems:
+        return tuple(stage.examples)
+    validator = OptionValidator(stage.output_schema)
+    for i, example in enumerate(stage.examples):
+        if "answer" in example:
+            error = validator.error(example["answer"])
+            if error is not None:
+                doc.add("invalid-value", f"{key}.examples[{i}].answer", f"the example's answer does not satisfy "
+                        f"the stage's output schema: {error}")
+    return tuple(stage.examples)

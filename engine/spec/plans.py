@@ -74,6 +74,7 @@ class PromptStagePlan:
     id and its canonical JSON for cache keys); None when the schema
     has ``{$expr}`` values (`answer_for` then builds one per call). Made when the plan is built,
     its parts computed by the compiler once the spec has no problem (`AnswerSchema.prepare`).
+    examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     """
 
     id: str
@@ -90,6 +91,7 @@ class PromptStagePlan:
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
+    examples: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
