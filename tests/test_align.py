@@ -98,3 +98,73 @@ def _test_ids(data: Path, result, judge) -> list[int]:
     split = stratified_split({r["id"]: r["label"] == "faithful" for r in rows}, seed=7)
     assert len(split.test) == result.split["test"]
     return [int(k.split("-")[1]) for k in split.test]
+
+
+def _server_reply(request: dict):
+    """The fake OpenAI server as the scripted judge: the optimiser's call (its schema asks for
+    instructions) gets the rule; a judge call follows the rule only when its prompt states it."""
+    from engine.testing.schema_answers import schema_of_request
+
+    schema = schema_of_request(request) or {}
+    text = "\n".join(str(m.get("content")) for m in request["messages"])
+    if "instructions" in (schema.get("properties") or {}):
+        return {"diagnosis": "Zebras are not in the knowledge.",
+                "instructions": "Is the response fully supported by the knowledge? " + RULE + " Answer yes or no."}
+    response = text.rsplit("Response: <<<", 1)[1].split(">>>", 1)[0]
+    return {"verdict": "no" if RULE in text and "zebra" in response else "yes"}
+
+
+def test_align_cli_writes_a_child_that_validates_and_prints_the_json_record(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import engine.cli.eval  # noqa: F401  (registers the batch commands, align among them)
+    from engine.cli.main import app
+    from engine.testing.fake_openai import FakeOpenAIServer
+
+    data = _data(tmp_path / "labelled.jsonl", 40)
+    monkeypatch.chdir(tmp_path)
+    env = {"COLUMNS": "200", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None,
+           "SCORESPEC_CACHE": str(tmp_path / "cache")}
+    with FakeOpenAIServer(_server_reply) as server:
+        args = ["align", "faithfulness_quick", "--data", str(data), "--positive", "faithful", "--negative",
+                "hallucinated", "--model", "openai/gpt-4o-mini", "--base-url", server.base_url, "--name", "zebra",
+                "--out-dir", "out", "--strategies", "instructions,cutoff", "--candidates", "2", "--json",
+                "--report", "align.html"]
+        done = CliRunner().invoke(app, args, env=env)
+        assert done.exit_code == 0, done.output
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+        assert {"parent", "child", "split", "candidates", "test"} <= set(record)
+        assert record["parent"] == "faithfulness_quick" and record["child"] == "zebra"
+        assert record["split"] == {"train": 20, "dev": 10, "test": 10}
+        assert [c["strategy"] for c in record["candidates"]] == ["instructions", "cutoff"]
+        assert record["test"]["child"]["balancedAccuracy"] == 1.0 and record["test"]["parent"]["n"] == 10
+        assert "pValue" in record["test"]["mcnemar"]
+        assert "RULE-Z" in (tmp_path / "align.html").read_text(encoding="utf-8")
+        again = CliRunner().invoke(app, args, env=env)  # the child exists: not overwritten
+        assert again.exit_code == 2 and "not overwriting" in again.output
+        resumed = CliRunner().invoke(app, [*args, "--resume"], env=env)
+        assert resumed.exit_code == 0, resumed.output
+        assert json.loads(resumed.stdout.strip().splitlines()[-1])["test"] == record["test"]
+    valid = CliRunner().invoke(app, ["validate", "out/scorer_specs"], env=env)
+    assert valid.exit_code == 0, valid.output
+
+
+def test_align_stops_at_the_budget_with_exit_3(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import engine.cli.eval  # noqa: F401
+    from engine.cli.main import app
+    from engine.testing.fake_openai import FakeOpenAIServer
+
+    data = _data(tmp_path / "labelled.jsonl", 40)
+    monkeypatch.chdir(tmp_path)
+    env = {"COLUMNS": "200", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None,
+           "SCORESPEC_CACHE": str(tmp_path / "cache")}
+    with FakeOpenAIServer(_server_reply) as server:
+        done = CliRunner().invoke(app, ["align", "faithfulness_quick", "--data", str(data), "--positive", "faithful",
+                                        "--model", "openai/gpt-4o-mini", "--base-url", server.base_url,
+                                        "--max-cost", "0.00001", "--json", "--quiet"], env=env)
+    assert done.exit_code == 3, done.output
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["stopped"] and record["child"] is None
+    assert not (tmp_path / "scorer_specs").exists()

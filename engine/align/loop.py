@@ -58,22 +58,7 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     run = RunSettings.build(run, **kwargs)
     (parent,) = resolve_scorers([scorer])
     say = on_phase or (lambda line: None)
-    labels = _Labels(settings)
-    field_map = dict(run.fields) if isinstance(run.fields, Mapping) else parse_fields(
-        run.fields, parent.plan.declared) if run.fields else {}
-    found = labelled_items(data, field_map, settings.label_field, labels.pos, labels.neg, run.limit)
-    items = {item_key(i["id"]): i for i in found.items}
-    truth = {key: labels.truth(label) for key, label in found.labels.items()}
-    fractions = settings.fractions
-    if settings.test_data is not None:
-        held = labelled_items(settings.test_data, field_map, settings.label_field, labels.pos, labels.neg, None)
-        for i in held.items:
-            key = "test:" + item_key(i["id"])
-            items[key], truth[key] = {**i, "id": key}, labels.truth(held.labels[item_key(i["id"])])
-        fractions = (fractions[0] / (fractions[0] + fractions[1]), fractions[1] / (fractions[0] + fractions[1]), 0.0)
-    strata = {k: truth[k] if settings.kind == BINARY else found.labels[k] for k in found.labels}
-    split = stratified_split(strata, fractions, settings.seed)
-    test_keys = tuple(k for k in items if k.startswith("test:")) if settings.test_data is not None else split.test
+    items, truth, split, test_keys = _split(parent, data, settings, run)
     name = settings.name or f"{parent.id}_aligned"
     work = WorkFolder(settings.out_dir, name, parent, data_sha256(data), settings, resume)
     result = AlignResult(parent.id, None, settings.kind, settings.seed,
@@ -107,10 +92,45 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     chosen = ranked[best]
     result.chosen, result.child = chosen.name, name
     say(f"chosen on dev: {chosen.name} ({chosen.strategy}); test: {parent.label} and it on {len(test_keys)} items")
+    if not await _test(result, parent, chosen, proposer, items, truth, test_keys, cutoff, run, budget, progress):
+        return result
+    result.prompt_diff = proposer.prompt_diff(chosen)
+    result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data)
+    return _finish(result, budget)
+
+
+def _split(parent: Any, data: Any, settings: AlignSettings, run: RunSettings) -> tuple[Any, Any, Any, Any]:
+    """The labelled items by key, their truth (bool or number), the split and the test keys (the
+    split's, or the items of `settings.test_data`, keyed ``test:ID``)."""
+    labels = _Labels(settings)
+    field_map = dict(run.fields) if isinstance(run.fields, Mapping) else parse_fields(
+        run.fields, parent.plan.declared) if run.fields else {}
+    found = labelled_items(data, field_map, settings.label_field, labels.pos, labels.neg, run.limit)
+    items = {item_key(i["id"]): i for i in found.items}
+    truth = {key: labels.truth(label) for key, label in found.labels.items()}
+    fractions = settings.fractions
+    if settings.test_data is not None:
+        held = labelled_items(settings.test_data, field_map, settings.label_field, labels.pos, labels.neg, None)
+        for i in held.items:
+            key = "test:" + item_key(i["id"])
+            items[key], truth[key] = {**i, "id": key}, labels.truth(held.labels[item_key(i["id"])])
+        fractions = (fractions[0] / (fractions[0] + fractions[1]), fractions[1] / (fractions[0] + fractions[1]), 0.0)
+    strata = {k: truth[k] if settings.kind == BINARY else found.labels[k] for k in found.labels}
+    split = stratified_split(strata, fractions, settings.seed)
+    test_keys = tuple(k for k in items if k.startswith("test:")) if settings.test_data is not None else split.test
+    return items, truth, split, test_keys
+
+
+async def _test(result: AlignResult, parent: Any, chosen: Any, proposer: Proposer, items: Mapping[str, Any],
+                truth: Mapping[str, Any], test_keys: Any, cutoff: float | None, run: RunSettings, budget: Budget,
+                progress: Any) -> bool:
+    """The one run on the test split (the parent and the chosen child) and their comparison into
+    `result`; False when the budget stopped it."""
+    settings = proposer.settings
     scorers = [parent] + ([] if chosen.strategy == "cutoff" else [proposer.scorer_of(chosen)])
     test = await score_items([items[k] for k in test_keys], scorers, run, budget, progress)
     if _stopped(result, test, budget):
-        return result
+        return False
     mine = test.results[parent.label]
     theirs = mine if chosen.strategy == "cutoff" else test.results[chosen.name]
     a, b = scored_pairs(mine, test_keys), scored_pairs(theirs, test_keys)
@@ -118,8 +138,7 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     result.test = compare_on_test([a[k] for k in both], [b[k] for k in both], [truth[k] for k in both],
                                   settings.kind, cutoff, chosen.cutoff if chosen.cutoff is not None else cutoff,
                                   settings.seed)
-    result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data)
-    return _finish(result, budget)
+    return True
 
 
 class _Labels:

@@ -238,6 +238,18 @@ class Proposer:
                                    "cutoff": cand.cutoff * default / (parent.scale or 1.0)}
         cand.dev = figures_of(dev, split.dev, truth, self.settings.kind, cand.cutoff)
 
+    def prompt_diff(self, cand: Candidate) -> str | None:
+        """The candidate's prompt against the parent's, as a unified diff (None: the same prompt)."""
+        import difflib
+
+        text = self.recipes.get(cand.name, {}).get("prompt_text")
+        if text is None or self.stage is None:
+            return None
+        name = Path(self.stage.template.file).name
+        return "".join(difflib.unified_diff(self.stage.template.source.splitlines(keepends=True),
+                                            text.splitlines(keepends=True), f"{self.parent.id}/{name}",
+                                            f"{self.work.name}/{name}"))
+
     def scorer_of(self, cand: Candidate) -> Any:
         return self.scorers[cand.name]
 

@@ -46,7 +46,8 @@ class AlignResult:
     the data file's SHA-256 (None for in-memory data); parent_dev: the parent's dev figures;
     chosen: the chosen candidate's name; test: the one comparison on the test split; files: the
     files written (child spec first); stopped: why the ``max_cost`` budget stopped it (then
-    `resume` continues); notes: what was skipped and why."""
+    `resume` continues); notes: what was skipped and why; prompt_diff: the child's prompt against the
+    parent's."""
 
     parent: str
     child: str | None
@@ -63,6 +64,7 @@ class AlignResult:
     judge_calls: int = 0
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
+    prompt_diff: str | None = None  # the child's prompt against the parent's (unified diff; None: unchanged)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"parent": self.parent, "child": self.child, "kind": self.kind, "seed": self.seed,
@@ -71,4 +73,4 @@ class AlignResult:
                 "candidates": [c.to_json_dict() for c in self.candidates], "chosen": self.chosen,
                 "test": self.test.to_json_dict() if self.test else None, "files": [str(f) for f in self.files],
                 "costUsd": self.cost_usd, "judgeCalls": self.judge_calls, "stopped": self.stopped,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "promptDiff": self.prompt_diff}
