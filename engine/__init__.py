@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below give, for type checkers and IDEs
-    from .align.result import AlignResult
-    from .align.settings import AlignSettings
+    from .alignment.result import AlignResult
+    from .alignment.settings import AlignSettings
     from .analysis.calibration import Calibration, CalibrationSettings
     from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
@@ -52,8 +52,8 @@ _EXPORTS = {
     "Comparison": "analysis.comparison",
     "CompareSettings": "analysis.compare",
     "align": "api",
-    "AlignResult": "align.result",
-    "AlignSettings": "align.settings",
+    "AlignResult": "alignment.result",
+    "AlignSettings": "alignment.settings",
 }
 
 

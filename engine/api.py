@@ -2,7 +2,7 @@
 `calibrate` / `acalibrate`, `compare` / `acompare`, `align` / `aalign`.
 
 Each is the function of its package (`engine.run.evals`, `engine.analysis.calibration`,
-`engine.analysis.compare`, `engine.align.loop`) with the run's executor resolved first: ``executor="ray"`` (with
+`engine.analysis.compare`, `engine.alignment.loop`) with the run's executor resolved first: ``executor="ray"`` (with
 ``ray=`` its settings, `engine.ray.cluster.RayOptions` or a mapping of its fields) becomes an
 `engine.ray.runner.RayExecutor`, which the run package does not import. Arguments, results and
 errors are those of the package's function; the Ray executor also raises
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .core.sync import run_sync
 
 if TYPE_CHECKING:
-    from .align.result import AlignResult
-    from .align.settings import AlignSettings
+    from .alignment.result import AlignResult
+    from .alignment.settings import AlignSettings
     from .analysis.calibration import Calibration, CalibrationSettings
     from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
@@ -117,8 +117,8 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     settings: an `engine.AlignSettings` (labels, split, strategies, candidates, name, out_dir, …);
     run: an `engine.RunSettings`. Keyword arguments naming a field of either are laid over them; the
     rest (resume, progress, on_phase, optimizer), and every error raised, are
-    `engine.align.loop.aalign`'s."""
-    from .align.loop import aalign as align_
+    `engine.alignment.loop.aalign`'s."""
+    from .alignment.loop import aalign as align_
 
     return await align_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from engine import load_scorer
-from engine.align.loop import align
+from engine.alignment.loop import align
 from engine.spec.compile import load_spec, validate_specs
 from engine.testing import FakeJudge
 
@@ -92,7 +90,7 @@ def test_align_finds_the_rule_and_the_child_agrees_on_the_held_out_test_split(tm
 
 def _test_ids(data: Path, result, judge) -> list[int]:
     """The test items: those the judge saw only after the choice (in the last batch)."""
-    from engine.align.split import stratified_split
+    from engine.alignment.split import stratified_split
 
     rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
     split = stratified_split({r["id"]: r["label"] == "faithful" for r in rows}, seed=7)

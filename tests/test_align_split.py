@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.align.selection import BINARY, GRADED, Figures, best_index, compare_on_test, figures
-from engine.align.split import parse_fractions, stratified_split
+from engine.alignment.selection import BINARY, GRADED, Figures, best_index, compare_on_test, figures
+from engine.alignment.split import parse_fractions, stratified_split
 from engine.core.errors import SpecError
 from engine.spec.compile import load_spec
 

@@ -1,6 +1,6 @@
 """``scorespec align``: propose edits that raise a scorer's agreement with human labels, keep the one
 that holds up on a held-out test split, and write it as an ``extends:`` child spec
-(`engine.align`).
+(`engine.alignment`).
 
 Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit
 codes: 0; 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
@@ -93,7 +93,7 @@ def align_cmd(
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
     extends the parent. Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
-    from ..align.settings import AlignSettings
+    from ..alignment.settings import AlignSettings
     from ..run.settings import RunSettings
     from .loading import _load_scorers
 
@@ -126,7 +126,7 @@ def _align(loaded: Any, data: Path, settings: Any, run: Any, resume: bool, quiet
     """`aalign` on the terminal; exits with a message on bad input, 130 when interrupted."""
     import asyncio
 
-    from ..align.loop import aalign
+    from ..alignment.loop import aalign
     from ..run.items import DatasetError
     from .output import ConsoleReporter, err_console
 

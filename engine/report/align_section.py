@@ -1,7 +1,7 @@
 """The HTML report of ``scorespec align --report FILE``: the candidates with their dev figures, the
 test comparison of the parent and the chosen child, and the diff of the child's prompt. One
 self-contained page; every value from the data is escaped. Reads an alignment's result by its
-attributes (`engine.align.result.AlignResult`), so this package does not import `engine.align`."""
+attributes (`engine.alignment.result.AlignResult`), so this package does not import `engine.alignment`."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def builtin_prompts_dir() -> Path:
 def engine_specs_dir() -> Path:
     """The engine's own specs, run by its commands rather than as scorers (``scorespec align``'s
     optimiser): they resolve by id after the built-ins, and the catalogue never lists them."""
-    return _PACKAGE / "align" / "specs" / "scorer_specs"
+    return _PACKAGE / "alignment" / "specs" / "scorer_specs"
 
 
 def is_path(name: str) -> bool:
