@@ -2,7 +2,7 @@
 
 Registered on `engine.cli.app.app` when this module is imported (`engine.cli.main.main` does so at
 startup), with the other batch commands: ``runs`` and ``show`` (`engine.cli.runs`), ``calibrate``
-and ``calibrations`` (`engine.cli.calibrate`). This module imports little: the eval machinery and the
+and ``calibrations`` (`engine.cli.calibrate`), ``align`` (`engine.cli.align`). This module imports little: the eval machinery and the
 terminal output (`engine.cli.output`) are imported by the command that runs. The options the
 judging commands share are declared once, in `engine.cli.options`.
 
@@ -402,6 +402,7 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
 
 # the other batch commands, registered after eval (the order `scorespec --help` lists them in)
 from . import runs as _runs  # noqa: E402,F401,I001
+from . import align as _align  # noqa: E402,F401
 from . import calibrate as _calibrate  # noqa: E402,F401
 
 __all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalOutputs", "EXIT_INTERRUPTED", "RAY_FLAGS"]

@@ -423,7 +423,7 @@ def _new_lines(spec_id: str, extends: Optional[str], written: list[Path], stages
     return lines
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report", "align"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -139,6 +139,14 @@ class Scorer:
         """The score's upper bound for these options (scores lie in [0, scale])."""
         return float(self.plan.score.scale({"options": self.options, "run": {}}))
 
+    @property
+    def cutoff(self) -> float | None:
+        """The spec's documented cut-off on this scorer's scale (`ScorerPlan.cutoff_at`), or None
+        when the spec declares none."""
+        if self.plan.cutoff is None:
+            return None
+        return self.plan.cutoff_at(self.scale)
+
     # -- running ---------------------------------------------------------------------------
 
     def run(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,

@@ -74,6 +74,7 @@ class PromptStagePlan:
     id and its canonical JSON for cache keys); None when the schema
     has ``{$expr}`` values (`answer_for` then builds one per call). Made when the plan is built,
     its parts computed by the compiler once the spec has no problem (`AnswerSchema.prepare`).
+    examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     """
 
     id: str
@@ -90,6 +91,7 @@ class PromptStagePlan:
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
+    examples: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
@@ -192,6 +194,8 @@ class ScorerPlan:
     required: run field → True, or an expression over `options` deciding per run. declared: the
     fields the spec declares beyond the run fields, by name.
     instructions: the system message template, or None. model: the spec's default judge model.
+    cutoff: the spec's documented cut-off on the scale its default options give (`default_scale`),
+    or None; `cutoff_at` gives it on another scale.
     """
 
     id: str
@@ -213,6 +217,17 @@ class ScorerPlan:
     declared: Mapping[str, FieldPlan] = field(default_factory=dict)
     sources: tuple[tuple[str, str], ...] = ()
     direction: Direction = HIGHER_IS_BETTER
+    cutoff: float | None = None
+    default_scale: float | None = None
+
+    def cutoff_at(self, scale: float | None) -> float | None:
+        """The spec's cut-off on a run's `scale` (in proportion to `default_scale`; as written when
+        either scale is unknown or 0); None when the spec declares none."""
+        if self.cutoff is None:
+            return None
+        if not scale or not self.default_scale:
+            return self.cutoff
+        return self.cutoff * float(scale) / self.default_scale
 
     @property
     def uses_judge(self) -> bool:
