@@ -185,6 +185,23 @@ def test_export_otlp_writes_evaluation_events_on_the_judged_spans(tmp_path, monk
     assert "output.value" in failed["gen_ai.evaluation.explanation"]["stringValue"]
 
 
+def test_export_labels_pass_or_fail_at_the_cutoff_the_spec_documents(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "scorer_specs" / "paris.yaml").write_text(
+        "id: paris\nextends: includes\ncutoff: 1\noptions:\n  expected:\n    default: Paris\n")
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace),
+                                                  spans_of(openinference_trace, answer="Lyon")])
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "paris", "--data", str(path), "--export-otlp", "evals.jsonl",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 0, result.output  # the documented cut-off labels the export, not the exit code
+    [text] = (tmp_path / "evals.jsonl").read_text().splitlines()
+    records = json.loads(text)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    labels = sorted(next(a["value"]["stringValue"] for a in r["attributes"] if a["key"] == "gen_ai.evaluation.score.label")
+                    for r in records)
+    assert labels == ["fail", "pass"]
+
+
 @pytest.mark.parametrize("flags", [["--format", "csv"], ["--span-kind", "LLM"], ["--item-per", "tree"]])
 def test_bad_trace_flags_exit_2(tmp_path, flags):
     path = write_otlp(tmp_path / "t.jsonl", [spans_of(openinference_trace)])

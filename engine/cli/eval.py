@@ -213,7 +213,9 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
         summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
-        notes = export_or_exit(db, summary.run_id, scorers, cutoffs, outputs.traces)
+        # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
+        documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
+        notes = export_or_exit(db, summary.run_id, scorers, {**documented, **cutoffs}, outputs.traces)
         _print_and_write(summary, scorers, cutoffs, outputs, db, notes)
     finally:
         db.close()
