@@ -11,7 +11,7 @@ that ships its dictionary (nothing is downloaded), imported on first use:
   load), run read-only and offline (``PYTHAINLP_READ_ONLY``, ``PYTHAINLP_OFFLINE`` set unless the
   environment sets them) so it writes no data folder and fetches nothing.
 
-Every other language is split at spaces and punctuation (`engine.functions.words.words`).
+Every other language is split at spaces and punctuation (`engine.functions.words.tokens`).
 Tokens that hold no letter or digit (punctuation, spaces) are left out; a word keeps the case it
 is written in.
 """
@@ -50,13 +50,11 @@ def _segmenter(language: str) -> Callable[[str], list[str]]:
 
 
 def segment(text: str, language: str) -> list[str]:
-    """The words of `text` in order. `language`: an ISO 639-1 code; ``zh``, ``ja`` and ``th`` are
-    segmented with their dictionaries (see the module docstring), any other code (or ``""``) is
-    split as `engine.functions.words.words` splits."""
-    from .words import words
-
+    """The words of `text` in order, for `language` one of `SEGMENTED` (``zh``, ``ja``, ``th``),
+    segmented with its dictionary (see the module docstring); `KeyError` for another language
+    (`engine.functions.words.tokens` splits those)."""
     if language not in SEGMENTED:
-        return words(text)
+        raise KeyError(f"no segmenter for {language!r}")
     return [token for token in _segmenter(language)(text) if any(ch.isalnum() for ch in token)]
 
 

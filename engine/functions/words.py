@@ -59,9 +59,9 @@ def is_number(word: str) -> bool:
 def tokens(text: str, language: str = "en") -> list[str]:
     """The words of `text` in order for `language` (an ISO 639-1 code): segmented for Chinese,
     Japanese and Thai (`engine.functions.segment`), else as `words` splits."""
-    from .segment import segment
+    from .segment import SEGMENTED, segment
 
-    return segment(text, language)
+    return segment(text, language) if language in SEGMENTED else words(text)
 
 
 #: Codes whose `stop-words` list is filed under another code (Norwegian: Bokmål's list).
