@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from english_prompts import SNAPSHOT, rendered
 
 from engine.bind.load import load_scorer
 from engine.core.language import LANGUAGE_NAMES, LanguageError, check_language, detect, item_language
 from engine.run.settings import RunSettings
 from engine.testing import FakeJudge
-from english_prompts import ITEM, SNAPSHOT, rendered
 
 
 def test_codes_are_read_in_any_case_and_named_in_english():
