@@ -55,7 +55,7 @@ async def arun_evals(data: Any, scorers: Any, settings: RunSettings | None = Non
     of dicts, or a pandas DataFrame. scorers: `Scorer` objects (`engine.load_scorer`) or spec ids
     (``"LABEL=SPEC"`` runs one under a label). settings: an `engine.RunSettings`; keyword arguments
     naming its fields (concurrency, rate_limit, thresholds, fields, samples, prices, max_cost,
-    limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs) are laid over it, a
+    limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs, language) are laid over it, a
     keyword winning. The other keywords — target, on_item_complete, progress, store, config — and
     every error raised are `engine.run.evals.arun_evals`'s. ``executor="ray"`` scores on a Ray
     cluster (`engine.ray.runner.RayExecutor`)."""

@@ -53,6 +53,7 @@ from .options import (
     Fields,
     ItemPer,
     Junit,
+    Language,
     Limit,
     MaxCost,
     Model,
@@ -165,6 +166,7 @@ def eval_cmd(
     summary_md: SummaryMd = None,
     item_cutoff: Annotated[list[str], typer.Option("--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP)] = [],
     samples: Samples = None,
+    language: Language = None,
     prices: Prices = None,
     max_cost: MaxCost = None,
     report_file: Report = None,
@@ -182,7 +184,8 @@ def eval_cmd(
                                            ("cpus_per_actor", cpus_per_actor)) if value is not None}
     settings = RunSettings(concurrency=concurrency, rate_limit=rate_limit, thresholds=threshold or None,
                            fields=field or None, samples=samples, prices=prices, max_cost=max_cost, limit=limit,
-                           executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id)
+                           executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id,
+                           language=language)
     # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = model or os.environ.get("SCORESPEC_MODEL") or None

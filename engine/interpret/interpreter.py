@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ScorerRunError
+from ..core.language import AUTO, LanguageError, item_language
 from ..core.messages import MessageError
 from ..core.result import ItemError, NotScorableInfo, PromptStageRecord, RuleStageRecord, ScoreResult
 from ..core.run_fields import LOOKED_FOR, empty_reason, run_namespace
@@ -37,12 +38,15 @@ __all__ = ["Interpreter"]
 @dataclass(frozen=True)
 class Interpreter:
     """One scorer's plan with its merged `options`, its `label` and judge `model` (None for a
-    rule-only spec), as the results it makes name them."""
+    rule-only spec), as the results it makes name them; `language`: the language setting (``auto``
+    or an ISO 639-1 code), settled per item only when `reads_language` (the plan reads it)."""
 
     plan: ScorerPlan
     options: Mapping[str, Any]
     label: str
     model: str | None
+    language: str = AUTO
+    reads_language: bool = False
 
     def run(self, item: Mapping[str, Any], run_id: str | None) -> Generator[JudgeCall | FanOut, Any, ScoreResult]:
         """Score `item` (the run fields and declared fields by name): yields the judge calls,
@@ -55,7 +59,7 @@ class Interpreter:
         where: list[str | None] = [None]  # the stage running, for a failure that names none
         try:
             probs: dict[str, Any] = {}  # `answer_probs`: by stage id
-            ns: dict[str, Any] = prepare({"run": self._run_fields(item), "options": self.options,
+            ns: dict[str, Any] = prepare({"run": self._run_fields(item, result), "options": self.options,
                                           "answer_probs": probs})
             for name, expression in plan.vars:
                 ns[name] = evaluate(expression, ns, f"vars.{name}")
@@ -138,15 +142,20 @@ class Interpreter:
             return work.record.result
         return None
 
-    def _run_fields(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        """`run` for the item (`engine.core.run_fields`), its declared fields resolved; raises
-        `ScorerRunError` (kind ``input``) for messages, tool calls or a declared field that cannot
-        be read, and for a required field that is missing or empty (`_check_required`)."""
+    def _run_fields(self, item: Mapping[str, Any], result: ScoreResult) -> dict[str, Any]:
+        """`run` for the item (`engine.core.run_fields`), its declared fields resolved and, when the
+        plan reads it, its language settled (recorded in `result`); raises `ScorerRunError` (kind
+        ``input``) for messages, tool calls, a declared field or a language field that cannot be
+        read, and for a required field that is missing or empty (`_check_required`)."""
         try:
             declared = resolve_declared(self.plan.declared, item, self.options)
             run = run_namespace(item, declared.values, declared.given)
             self._check_required(run, item.get(LOOKED_FOR))
-        except (MessageError, FieldValueError) as exc:
+            if self.reads_language:
+                found = item_language(self.language, item.get("language"), run["output_text"], run["input_text"])
+                run["language"], run["language_name"] = found.code, found.name
+                result.language, result.language_detected = found.code, found.detected
+        except (MessageError, FieldValueError, LanguageError) as exc:
             raise ScorerRunError("input", f"{self.plan.id}: {exc}") from None
         return run
 

@@ -226,11 +226,14 @@ def _gates_and_fields(settings: RunSettings, scorer_list: list[Any]) -> tuple[
 
 
 def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], PriceTable | None, int]:
-    """The run's scorers (resolved, sampled as `settings.samples` says, under the run's cache),
+    """The run's scorers (resolved, sampled as `settings.samples` says, in `settings.language`, under
+    the run's cache),
     its price table (checked against the budget) and its concurrency."""
     scorer_list = resolve_scorers(scorers)
     if settings.samples is not None:
         scorer_list = [s.with_samples(settings.samples) if hasattr(s, "with_samples") else s for s in scorer_list]
+    if settings.language is not None:
+        scorer_list = [s.with_language(settings.language) if hasattr(s, "with_language") else s for s in scorer_list]
     price_table = _price_table(settings.prices, settings.max_cost)
     if settings.max_cost is not None:
         check_max_cost(settings.max_cost)

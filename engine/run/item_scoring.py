@@ -76,10 +76,13 @@ def _is_async_callable(fn: Any) -> bool:
 
 
 def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
-    """What `scorer` is given of an item: its run fields (`engine.core.run_fields.RUN_FIELDS`),
-    the fields the scorer's spec declares that the item has, and where its reader looked for the
-    fields it lacks (`engine.core.run_fields.LOOKED_FOR`, when the reader says)."""
+    """What `scorer` is given of an item: its run fields (`engine.core.run_fields.RUN_FIELDS`), its
+    ``language`` when it gives one, the fields the scorer's spec declares that the item has, and
+    where its reader looked for the fields it lacks (`engine.core.run_fields.LOOKED_FOR`, when the
+    reader says)."""
     fields = {name: item.get(name) for name in RUN_FIELDS}
+    if item.get("language") is not None:
+        fields["language"] = item["language"]
     declared = getattr(getattr(scorer, "plan", None), "declared", None) or {}
     fields.update((name, item[name]) for name in declared if name in item)
     if item.get(LOOKED_FOR):
