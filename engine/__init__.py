@@ -2,7 +2,7 @@
 
 Public API (imported lazily, so ``import engine`` stays cheap)::
 
-    from engine import load_spec, load_scorer, JudgeSettings, run_evals, RunSettings, calibrate, compare, SpecError, ScoreResult
+    from engine import load_spec, load_scorer, JudgeSettings, run_evals, RunSettings, calibrate, compare, align, SpecError, ScoreResult
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy exports below give, for type checkers and IDEs
+    from .alignment.result import AlignResult
+    from .alignment.settings import AlignSettings
     from .analysis.calibration import Calibration, CalibrationSettings
     from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
-    from .api import arun_evals, calibrate, compare, run_evals
+    from .api import align, arun_evals, calibrate, compare, run_evals
     from .bind.load import load_scorer
     from .core.errors import ErrorKind, Problem, SpecError
     from .core.result import ScoreResult
@@ -49,6 +51,9 @@ _EXPORTS = {
     "compare": "api",
     "Comparison": "analysis.comparison",
     "CompareSettings": "analysis.compare",
+    "align": "api",
+    "AlignResult": "alignment.result",
+    "AlignSettings": "alignment.settings",
 }
 
 
@@ -68,6 +73,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AlignResult",
+    "AlignSettings",
     "Calibration",
     "CalibrationSettings",
     "CompareSettings",
@@ -82,6 +89,7 @@ __all__ = [
     "Scorer",
     "ScorerPlan",
     "SpecError",
+    "align",
     "arun_evals",
     "calibrate",
     "compare",

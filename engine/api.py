@@ -1,8 +1,8 @@
 """The public entry points of a batch run, above every layer: `run_evals` / `arun_evals`,
-`calibrate` / `acalibrate`, `compare` / `acompare`.
+`calibrate` / `acalibrate`, `compare` / `acompare`, `align` / `aalign`.
 
 Each is the function of its package (`engine.run.evals`, `engine.analysis.calibration`,
-`engine.analysis.compare`) with the run's executor resolved first: ``executor="ray"`` (with
+`engine.analysis.compare`, `engine.alignment.loop`) with the run's executor resolved first: ``executor="ray"`` (with
 ``ray=`` its settings, `engine.ray.cluster.RayOptions` or a mapping of its fields) becomes an
 `engine.ray.runner.RayExecutor`, which the run package does not import. Arguments, results and
 errors are those of the package's function; the Ray executor also raises
@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING, Any
 from .core.sync import run_sync
 
 if TYPE_CHECKING:
+    from .alignment.result import AlignResult
+    from .alignment.settings import AlignSettings
     from .analysis.calibration import Calibration, CalibrationSettings
     from .analysis.compare import CompareSettings
     from .analysis.comparison import Comparison
     from .run.settings import RunSettings
     from .run.summary import EvalSummary
 
-__all__ = ["run_evals", "arun_evals", "calibrate", "acalibrate", "compare", "acompare", "resolved_settings"]
+__all__ = ["run_evals", "arun_evals", "calibrate", "acalibrate", "compare", "acompare", "align", "aalign",
+           "resolved_settings"]
 
 
 def resolved_settings(settings: RunSettings | None, kwargs: dict[str, Any]) -> RunSettings | None:
@@ -52,7 +55,7 @@ async def arun_evals(data: Any, scorers: Any, settings: RunSettings | None = Non
     of dicts, or a pandas DataFrame. scorers: `Scorer` objects (`engine.load_scorer`) or spec ids
     (``"LABEL=SPEC"`` runs one under a label). settings: an `engine.RunSettings`; keyword arguments
     naming its fields (concurrency, rate_limit, thresholds, fields, samples, prices, max_cost,
-    limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs) are laid over it, a
+    limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs, language) are laid over it, a
     keyword winning. The other keywords — target, on_item_complete, progress, store, config — and
     every error raised are `engine.run.evals.arun_evals`'s. ``executor="ray"`` scores on a Ray
     cluster (`engine.ray.runner.RayExecutor`)."""
@@ -105,7 +108,28 @@ def compare(versions: Any = None, data: Any = None, settings: CompareSettings | 
     return run_sync(acompare(versions, data, settings, run, **kwargs), thread_name="scorespec-compare")
 
 
-for _sync, _async in ((run_evals, arun_evals), (calibrate, acalibrate), (compare, acompare)):
+async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None,
+                 **kwargs: Any) -> AlignResult:
+    """Align a scorer with the human labels of `data`: candidate child specs proposed from a train
+    split, chosen on a dev split, the chosen one and the parent compared once on a held-out test
+    split, the child written as an ``extends:`` spec; return an `AlignResult`.
+
+    settings: an `engine.AlignSettings` (labels, split, strategies, candidates, name, out_dir, …);
+    run: an `engine.RunSettings`. Keyword arguments naming a field of either are laid over them; the
+    rest (resume, progress, on_phase, optimizer), and every error raised, are
+    `engine.alignment.loop.aalign`'s."""
+    from .alignment.loop import aalign as align_
+
+    return await align_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
+
+
+def align(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None,
+          **kwargs: Any) -> AlignResult:
+    """Synchronous `aalign` (same arguments; works inside a running event loop too)."""
+    return run_sync(aalign(scorer, data, settings, run, **kwargs), thread_name="scorespec-align")
+
+
+for _sync, _async in ((run_evals, arun_evals), (calibrate, acalibrate), (compare, acompare), (align, aalign)):
     # the synchronous forms document what their async forms do (help() shows it)
     _sync.__doc__ = f"{_async.__doc__}\n\n    {_sync.__doc__}"
 del _sync, _async

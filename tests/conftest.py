@@ -171,6 +171,19 @@ def require_ray() -> None:
         pytest.skip(message)
 
 
+def require_phoenix() -> None:
+    """Skip the test when Phoenix (the server, ``arize-phoenix``) or its client is not installed;
+    fail it instead under ``SCORESPEC_REQUIRE_PHOENIX=1`` (as CI sets it: the test extra installs both)."""
+    try:
+        import phoenix.client  # noqa: F401
+        import phoenix.server.main  # noqa: F401
+    except ImportError:
+        message = "the Phoenix tests need arize-phoenix and its client: pip install -e '.[test]'"
+        if os.environ.get("SCORESPEC_REQUIRE_PHOENIX") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[LocalRay]:
     """One real local Ray cluster for the session (127.0.0.1, 2 CPUs, a small object store; its

@@ -191,4 +191,5 @@ def test_every_key_of_run_names_the_fields_it_reads():
     from engine.core.run_fields import FIELDS_READ, RUN_FIELDS, RUN_NAMES
 
     assert set(FIELDS_READ) == RUN_NAMES
-    assert {field for fields in FIELDS_READ.values() for field in fields} == set(RUN_FIELDS)
+    # and the item's language field, which run.language and run.language_name read
+    assert {field for fields in FIELDS_READ.values() for field in fields} == set(RUN_FIELDS) | {"language"}

@@ -7,7 +7,7 @@ its scores with the labels:
 - **Binary labels** (``positive`` given: those label values are the class the scorer should
   score high, every other value — or only the ``negative`` values, when given — the other):
   accuracy and balanced accuracy (mean of the two recalls) at ``threshold`` (an item is
-  predicted positive when its score ≥ threshold; default half the scale) and at the best
+  predicted positive when its score ≥ threshold; default the spec's ``cutoff``, else half scale) and at the best
   threshold among the observed scores (fitted on the same data: an optimistic figure), ROC AUC
   (the probability that a random positive item outscores a random negative one, ties counting
   one half) and the confusion matrix at ``threshold``.
@@ -40,20 +40,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..run.datasets import iter_items
-from ..run.items import DatasetProblem, item_key, label_value, parse_fields
+from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
+from .labelled import LabelError, Labelled, labelled_items, matches
 
 __all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
            "roc_points"]
 
 DEFAULT_TOP = 5
-
-
-class LabelError(ValueError):
-    """The labels cannot be used as asked (no labelled item, a non-numeric graded label, ...)."""
 
 
 @dataclass
@@ -236,17 +232,13 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) ->
     return out
 
 
-def _matches(label: Any, wanted: set[str]) -> bool:
-    return str(label) in wanted
-
-
 @dataclass(frozen=True)
 class CalibrationSettings:
     """What a calibration compares the scores with. label_field: the item's key holding the
     human label (dots reach into nested objects). positive / negative: label values (compared as
     text) of the two classes; with `negative`, items whose label is in neither are left out
     (counted in `left_out`); without `positive`, labels are graded numbers. threshold: the score
-    cut-off on the scorer's scale (default scale / 2). not_scorable_score: the score given to not
+    cut-off on the scorer's scale (default: the spec's documented ``cutoff``, else scale / 2). not_scorable_score: the score given to not
     scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
 
     A single str, number or bool for `positive` / `negative` is one label value. Raises
@@ -313,7 +305,7 @@ async def acalibrate(
     fields = run.fields
     field_map = parse_fields(fields, declared_names([resolved])) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
-    found = _labelled_items(data, field_map, settings.label_field, wanted_pos, wanted_neg, run.limit)
+    found = labelled_items(data, field_map, settings.label_field, wanted_pos, wanted_neg, run.limit)
     results: dict[str, dict[str, Any]] = {}
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
@@ -336,7 +328,7 @@ async def acalibrate(
     return report
 
 
-def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: _Labelled,
+def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: Labelled,
             summary: Any, wanted_pos: set[str] | None) -> Calibration:
     """The calibration's counts and run facts, before its figures."""
     usage = summary.usage.get(resolved.id)
@@ -347,15 +339,15 @@ def _report(resolved: Any, run_label: str, direction: str, settings: Calibration
                          not_scorable_score=settings.not_scorable_score, seconds=summary.seconds,
                          judge_calls=usage.calls if usage is not None else 0,
                          cache_hits=usage.cache_hits if usage is not None else 0,
-                         positive_labels=sorted(wanted_pos) if wanted_pos is not None else None)
-    report.label_field = settings.label_field
+                         positive_labels=sorted(wanted_pos) if wanted_pos is not None else None,
+                         label_field=settings.label_field)
     if found.problems:
         report.notes.append(f"{len(found.problems)} record(s) of the data could not be read (first: "
                             f"{found.problems[0]})")
     return report
 
 
-def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: _Labelled,
+def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: Labelled,
                   results: Mapping[str, dict[str, Any]], summary: Any, wanted_pos: set[str] | None) -> None:
     """The agreement figures, notes and disagreements of the scored items, into `report`."""
     scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
@@ -370,7 +362,10 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=settings.threshold, scale=scale)
+    threshold = settings.threshold if settings.threshold is not None else getattr(resolved, "cutoff", None)
+    if threshold is not None and settings.threshold is None and wanted_pos is not None:
+        report.notes.append(f"cut-off {threshold:g}: the spec's documented cut-off")
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
         setattr(report, key, value)
@@ -388,40 +383,6 @@ def _usage_into(report: Calibration, summary: Any, label: str) -> None:
     report.stopped = summary.stopped
     if summary.stopped:
         report.notes.append(f"the budget stopped the run: {summary.left} labelled item(s) were not scored")
-
-
-@dataclass
-class _Labelled:
-    """The items of the data that calibration uses, and what it left out."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-    labels: dict[str, Any] = field(default_factory=dict)  # item key → its human label
-    unlabelled: int = 0
-    other_labels: dict[str, int] = field(default_factory=dict)
-    problems: list[DatasetProblem] = field(default_factory=list)
-
-
-def _labelled_items(data: Any, field_map: dict[str, str], label_field: str, wanted_pos: set[str] | None,
-                    wanted_neg: set[str] | None, limit: int | None) -> _Labelled:
-    """The first `limit` items with a usable label; raises `LabelError` when there is none."""
-    found = _Labelled()
-    for item in iter_items(data, field_map, found.problems.append):
-        label = label_value(item, label_field)
-        if label is None:
-            found.unlabelled += 1
-            continue
-        if wanted_neg is not None and not (_matches(label, wanted_pos or set()) or _matches(label, wanted_neg)):
-            found.other_labels[str(label)] = found.other_labels.get(str(label), 0) + 1
-            continue
-        if limit is not None and len(found.items) >= limit:
-            break
-        found.items.append(item)
-        found.labels[item_key(item["id"])] = label
-    if not found.items:
-        problems = found.problems
-        where = f" ({len(problems)} unreadable record(s): {problems[0]})" if problems else ""
-        raise LabelError(f"no item has a usable label in {label_field!r}{where}")
-    return found
 
 
 def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str, dict[str, Any]],
@@ -465,7 +426,7 @@ def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], 
     if not kept or top <= 0:
         return []
     if positive is not None:
-        targets = [1.0 if _matches(label, positive) else 0.0 for label in truth]
+        targets = [1.0 if matches(label, positive) else 0.0 for label in truth]
     else:
         numbers = [float(label) for label in truth]
         low, high = min(numbers), max(numbers)
@@ -484,12 +445,12 @@ def _store_figures(report: Calibration, store: Any) -> None:
 
     if store is False:
         return
+    figures = (report.run_id, report.scorer, report.spec_hash, report.model, report.to_json_dict())
     if isinstance(store, Store):
-        store.record_calibration(report.run_id, report.scorer, report.spec_hash, report.model,
-                                 report.to_json_dict())
+        store.record_calibration(*figures)
         return
     with Store(None if store in (None, True) else store) as db:
-        db.record_calibration(report.run_id, report.scorer, report.spec_hash, report.model, report.to_json_dict())
+        db.record_calibration(*figures)
 
 
 def calibrate(scorer: Any, data: Any, settings: CalibrationSettings | None = None, run: RunSettings | None = None,

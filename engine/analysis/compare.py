@@ -47,7 +47,7 @@ class CompareSettings:
     a run id is enough). label_field: the items' human label (dots reach inside; None: no
     labels); positive / negative: label values of the two classes (compared as text; without
     `positive`, labels are graded numbers); cutoff: the score at or above which a decision is
-    positive (default half the baseline's scale). top: how many movers to list (≥ 0). seed: the
+    positive (default: the baseline spec's documented ``cutoff``, else half its scale). top: how many movers to list (≥ 0). seed: the
     bootstrap's random seed (an int).
 
     A single str, number or bool for `positive` / `negative` is one label value. Raises
@@ -146,7 +146,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
 
     scorers = resolve_scorers(versions)
     infos = [Version(label_of(s), s.id, getattr(getattr(s, "plan", None), "hash", None), None, direction_of(s),
-                     _scale(s)) for s in scorers]
+                     _scale(s), _cutoff(s)) for s in scorers]
     if len(infos) < 2:
         raise ValueError("compare needs at least two versions: the baseline and one to compare with it")
     _check_directions(infos)
@@ -199,6 +199,14 @@ def _scale(scorer: Any) -> float | None:
 
 def _is_dataframe(data: Any) -> bool:
     return (type(data).__module__ or "").startswith("pandas") and type(data).__name__ == "DataFrame"
+
+
+def _cutoff(scorer: Any) -> float | None:
+    """The scorer's documented cut-off on its scale (`engine.interpret.scorer.Scorer.cutoff`), or None."""
+    try:
+        return getattr(scorer, "cutoff", None)
+    except Exception:  # a scale that only an item can give
+        return None
 
 
 def _check_directions(infos: Sequence[Version]) -> None:

@@ -116,6 +116,7 @@ class Version:
     run_id: str | None = None
     direction: Direction = HIGHER_IS_BETTER
     scale: float | None = None
+    cutoff: float | None = None  # the spec's documented cut-off on this scale (None: none declared, or unknown)
     scored: int = 0
     not_scorable: int = 0
     failed: int = 0
@@ -400,7 +401,7 @@ def _compare_one(baseline: Version, version: Version, ours: Mapping[str, Outcome
     comparison = VersionComparison(version.label, paired, _words(baseline.label, version.label, paired),
                                    baseline.label, changes, _movers(pairs, ours, theirs, top))
     if labels is not None:
-        cutoff = labels.cutoff if labels.cutoff is not None else (baseline.scale or 1.0) / 2
+        cutoff = next((c for c in (labels.cutoff, baseline.cutoff) if c is not None), (baseline.scale or 1.0) / 2)
         comparison.labels = _label_comparison(pairs, a, b, labels, cutoff)
     return comparison
 
@@ -481,8 +482,7 @@ def _label_comparison(pairs: Sequence[str], a: Sequence[float], b: Sequence[floa
         scores = [entry[side] for entry in kept]
         found = agreement(scores, values, positive=labels.positive, threshold=cutoff)
         notes = tuple(found.pop("notes"))
-        figures.append(Agreement(**{k: v for k, v in found.items() if k in Agreement.__dataclass_fields__},
-                                 notes=notes))
+        figures.append(Agreement(**{k: v for k, v in found.items() if k in Agreement.__dataclass_fields__}, notes=notes))
     test = None
     if labels.positive is not None:
         truth = [v in labels.positive for v in values]

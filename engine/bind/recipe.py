@@ -30,7 +30,8 @@ class ScorerRecipe:
     """One scorer of a run (see the module docstring). `sources`: (file, text) of every spec
     file merged into it, its own first; `templates`: name → text; `sampling`: stage id → the
     samples that prompt stage asks; `judge`: how its judge was built (None for a rule-only
-    scorer); `cache`, `refresh`: its judge-call cache (`engine.judge.recipe.cache_setting`).
+    scorer); `cache`, `refresh`: its judge-call cache (`engine.judge.recipe.cache_setting`);
+    `language`: its language setting (``auto`` or an ISO 639-1 code).
     Picklable."""
 
     label: str
@@ -44,6 +45,7 @@ class ScorerRecipe:
     judge: JudgeRecipe | None = None
     cache: Any = None
     refresh: bool = False
+    language: str = "auto"
 
     def plan(self) -> ScorerPlan:
         """The spec compiled from the recipe's text, its hash checked, each prompt stage asking
@@ -63,7 +65,8 @@ class ScorerRecipe:
         model; its judge built on first use the way the original was, under the same cache.
         Raises what `plan` raises, `engine.interpret.scorer.OptionError`, `engine.judge.model.ModelError`."""
         built = {} if self.judge is None else {**self.judge.keywords(), "cache": self.cache, "refresh": self.refresh}
-        return bind(self.plan(), JudgeSettings(model=self.model, **built), options=self.options, label=self.label)
+        scorer = bind(self.plan(), JudgeSettings(model=self.model, **built), options=self.options, label=self.label)
+        return scorer.with_language(self.language)
 
 
 def scorer_recipe(scorer: Any) -> ScorerRecipe:
@@ -96,4 +99,5 @@ def scorer_recipe(scorer: Any) -> ScorerRecipe:
     sampling = {s.id: s.sampling.n for s in plan.stages if isinstance(s, PromptStagePlan) and s.sampling is not None}
     return ScorerRecipe(label=label, spec_id=plan.id, spec_hash=plan.hash, sources=tuple(plan.sources),
                         templates=dict(plan.templates), options=dict(scorer.options), model=scorer.model,
-                        sampling=sampling, judge=recipe, cache=cache, refresh=refresh)
+                        sampling=sampling, judge=recipe, cache=cache, refresh=refresh,
+                        language=getattr(scorer, "language", "auto"))

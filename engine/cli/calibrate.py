@@ -27,6 +27,7 @@ from .options import (
     FiguresJson,
     LabelField,
     LabelsJunit,
+    Language,
     Limit,
     LocalConcurrency,
     MaxCost,
@@ -82,6 +83,7 @@ def calibrate_cmd(
     junit: LabelsJunit = None,
     summary_md: SummaryMd = None,
     samples: Samples = None,
+    language: Language = None,
     prices: Prices = None,
     max_cost: MaxCost = None,
     report_file: Report = None,
@@ -108,7 +110,7 @@ def calibrate_cmd(
                                  negative=negative or None, threshold=cutoff, not_scorable_score=not_scorable_score,
                                  top=top)
     run = RunSettings(concurrency=concurrency, fields=field or None, samples=samples, prices=prices,
-                      max_cost=max_cost, limit=limit, out=out, resume=resume)
+                      max_cost=max_cost, limit=limit, out=out, resume=resume, language=language)
     choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": option,
               "model": model, "base_url": base_url}
     db = open_store(store)

@@ -19,7 +19,8 @@ JUNIT_HELP = ("Write a JUnit XML report: a test case per item and scorer (failed
 SUMMARY_MD_HELP = ("Write a Markdown summary (table, thresholds, worst items); appended when FILE is "
                    "$GITHUB_STEP_SUMMARY.")
 ITEM_CUTOFF_HELP = ("ID=VALUE: an item whose score is worse than VALUE (by the scorer's direction) is a failure in "
-                    "the reports and exits 1 (repeatable; ID is a scorer's label or id).")
+                    "the reports and exits 1 (repeatable; ID is a scorer's label or id). `spec` (or ID=spec): the "
+                    "cut-off each spec documents (its `cutoff` key).")
 
 
 def write_reports(report: CIReport, *, junit: str | os.PathLike[str] | None = None,
@@ -51,11 +52,34 @@ def item_cutoffs_or_exit(pairs: list[str], scorers: list[Any]) -> dict[str, floa
     from ..report.ci import check_item_cutoffs, parse_item_cutoffs
 
     try:
+        pairs = spec_cutoff_pairs(pairs, scorers)
         cutoffs = parse_item_cutoffs(pairs)
         check_item_cutoffs(cutoffs, [name for s in scorers for name in (s.label, s.id)])
     except ValueError as exc:
         fail(str(exc))
     return cutoffs
+
+
+def spec_cutoff_pairs(pairs: list[str], scorers: list[Any]) -> list[str]:
+    """`pairs` with ``spec`` (every scorer whose spec documents a cut-off) and ``ID=spec`` (that
+    scorer's) replaced by ``LABEL=VALUE`` from the specs' ``cutoff`` keys. Raises `ValueError` for
+    ``spec`` when no scorer documents one, or ``ID=spec`` for a scorer that does not."""
+    out: list[str] = []
+    for pair in pairs:
+        name, sep, value = str(pair).partition("=")
+        if not sep and name.strip() == "spec":
+            found = [f"{s.label}={s.cutoff!r}" for s in scorers if getattr(s, "cutoff", None) is not None]
+            if not found:
+                raise ValueError("--item-cutoff spec: none of the scorers documents a cut-off (a spec's `cutoff` key)")
+            out.extend(found)
+        elif sep and value.strip() == "spec":
+            chosen = [s for s in scorers if name.strip() in (s.label, s.id)]
+            if chosen and getattr(chosen[0], "cutoff", None) is None:
+                raise ValueError(f"--item-cutoff {pair}: {chosen[0].id}'s spec documents no cut-off (its `cutoff` key)")
+            out.extend(f"{s.label}={s.cutoff!r}" for s in chosen[:1]) if chosen else out.append(pair)
+        else:
+            out.append(pair)
+    return out
 
 
 def write_reports_or_exit(report: CIReport, junit: str | os.PathLike[str] | None,
@@ -74,5 +98,5 @@ def write_reports_or_exit(report: CIReport, junit: str | os.PathLike[str] | None
         err_console().print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-__all__ = ["write_reports", "cutoff_note", "item_cutoffs_or_exit", "write_reports_or_exit", "JUNIT_HELP",
+__all__ = ["write_reports", "cutoff_note", "item_cutoffs_or_exit", "spec_cutoff_pairs", "write_reports_or_exit", "JUNIT_HELP",
            "SUMMARY_MD_HELP", "ITEM_CUTOFF_HELP"]

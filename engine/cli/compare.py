@@ -30,6 +30,7 @@ from .options import (
     Cutoff,
     Fields,
     LabelsJunit,
+    Language,
     LocalConcurrency,
     MaxCost,
     Model,
@@ -93,6 +94,7 @@ def compare_cmd(
     summary_md: SummaryMd = None,
     report_file: Report = None,
     samples: Samples = None,
+    language: Language = None,
     prices: Prices = None,
     max_cost: MaxCost = None,
 ) -> None:
@@ -114,7 +116,8 @@ def compare_cmd(
                                label_field="label" if positive and label_field is None else label_field,
                                positive=positive or None, negative=negative or None)
     run = RunSettings(concurrency=concurrency, rate_limit=rate_limit, fields=field or None, samples=samples,
-                      prices=prices, max_cost=max_cost, out=out, resume=resume, run_id=run_id)
+                      prices=prices, max_cost=max_cost, out=out, resume=resume, run_id=run_id,
+                      language=language)
     db = open_store(store)
     try:
         call = _comparison_call(names, data, settings, run, db, quiet,

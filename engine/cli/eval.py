@@ -2,7 +2,7 @@
 
 Registered on `engine.cli.app.app` when this module is imported (`engine.cli.main.main` does so at
 startup), with the other batch commands: ``runs`` and ``show`` (`engine.cli.runs`), ``calibrate``
-and ``calibrations`` (`engine.cli.calibrate`). This module imports little: the eval machinery and the
+and ``calibrations`` (`engine.cli.calibrate`), ``align`` (`engine.cli.align`). This module imports little: the eval machinery and the
 terminal output (`engine.cli.output`) are imported by the command that runs. The options the
 judging commands share are declared once, in `engine.cli.options`.
 
@@ -47,8 +47,13 @@ from .options import (
     BaseUrl,
     Cache,
     Concurrency,
+    DataFormat,
+    ExportOtlp,
+    ExportPhoenix,
     Fields,
+    ItemPer,
     Junit,
+    Language,
     Limit,
     MaxCost,
     Model,
@@ -63,9 +68,11 @@ from .options import (
     Resume,
     RunId,
     Samples,
+    SpanKinds,
     StorePath,
     SummaryMd,
 )
+from .telemetry import TraceFlags, export_or_exit, trace_data
 
 if TYPE_CHECKING:
     from ..run.settings import RunSettings
@@ -118,6 +125,7 @@ class EvalOutputs:
     summary_md: Optional[Path] = None
     item_cutoff: tuple[str, ...] = ()
     report_file: Optional[Path] = None
+    traces: TraceFlags = TraceFlags()
 
 
 @app.command("eval")
@@ -128,9 +136,14 @@ def eval_cmd(
     scorer_opts: Annotated[list[str], typer.Option("--scorer", help="A scorer (repeatable; same as the "
                                                                     "arguments).")] = [],
     data_arg: Annotated[Optional[str], typer.Option(
-        "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items (on Ray also a folder, a "
-        "glob or a URL Ray Data reads).")] = None,
+        "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items, OTLP JSON traces, "
+        "phoenix://HOST:PORT[/PROJECT] (on Ray also a folder, a glob or a URL Ray Data reads).")] = None,
     field: Fields = [],
+    data_format: DataFormat = None,
+    item_per: ItemPer = None,
+    span_kind: SpanKinds = [],
+    export_otlp: ExportOtlp = None,
+    export_phoenix: ExportPhoenix = None,
     model: Model = None,
     base_url: BaseUrl = None,
     concurrency: Concurrency = None,
@@ -153,6 +166,7 @@ def eval_cmd(
     summary_md: SummaryMd = None,
     item_cutoff: Annotated[list[str], typer.Option("--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP)] = [],
     samples: Samples = None,
+    language: Language = None,
     prices: Prices = None,
     max_cost: MaxCost = None,
     report_file: Report = None,
@@ -170,12 +184,14 @@ def eval_cmd(
                                            ("cpus_per_actor", cpus_per_actor)) if value is not None}
     settings = RunSettings(concurrency=concurrency, rate_limit=rate_limit, thresholds=threshold or None,
                            fields=field or None, samples=samples, prices=prices, max_cost=max_cost, limit=limit,
-                           executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id)
+                           executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id,
+                           language=language)
     # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = model or os.environ.get("SCORESPEC_MODEL") or None
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
-    outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file)
+    outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
+                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix))
     run_eval(choice, settings, outputs, store, (cache, no_cache, refresh))
 
 
@@ -198,9 +214,12 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
             settings.item_cutoffs or {})  # resumed: the run's own
         _check_fields(settings, scorers)
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
-        summary = _run(data, scorers, settings, db, outputs.quiet,
+        summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
-        _print_and_write(summary, scorers, cutoffs, outputs, db)
+        # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
+        documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
+        notes = export_or_exit(db, summary.run_id, scorers, {**documented, **cutoffs}, outputs.traces)
+        _print_and_write(summary, scorers, cutoffs, outputs, db, notes)
     finally:
         db.close()
 
@@ -285,7 +304,10 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     if data is None:
         fail("--data FILE is required")
     remote = "://" in data
-    if remote and not on_ray:
+    if data.lower().startswith("phoenix://"):
+        if on_ray:
+            fail(f"--data {data}: Phoenix is read by the local executor only")
+    elif remote and not on_ray:
         fail(f"--data {data}: a URL is read by the Ray executor only (--executor ray)")
     pattern = on_ray and any(c in data for c in "*?[")  # a glob Ray Data expands
     if not remote and not pattern and not Path(data).is_file() and not (on_ray and Path(data).is_dir()):
@@ -322,7 +344,7 @@ def _check_fields(settings: RunSettings, scorers: list[Any]) -> None:
         fail(str(exc))
 
 
-def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: bool,
+def _run(data: Any, scorers: list[Any], settings: RunSettings, db: Any, quiet: bool,
          choice: ScorerChoice) -> EvalSummary:
     """The run on the terminal; exits with a message on bad input, 130 when interrupted."""
     import asyncio
@@ -336,7 +358,9 @@ def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
             from ..ray.runner import with_ray_executor
 
             settings = with_ray_executor(settings)
-        return asyncio.run(arun_evals(data if "://" in data else Path(data), scorers, settings, store=db,
+        if isinstance(data, str) and "://" not in data:
+            data = Path(data)
+        return asyncio.run(arun_evals(data, scorers, settings, store=db,
                                       progress=ConsoleReporter(quiet=quiet), config={"cli": choice.to_json_dict()}))
     except KeyboardInterrupt:
         err_console().print("interrupted: every completed result is saved; run the same command with --resume "
@@ -353,7 +377,7 @@ def _run(data: str, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
 
 
 def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str, float], outputs: EvalOutputs,
-                     db: Any) -> None:
+                     db: Any, notes: list[str] = ()) -> None:
     """Print the summary (as JSON on stdout with --json), write the CI files and the HTML report,
     and exit with the run's exit code (the CI report's when higher)."""
     from .output import err_console, out_console, print_summary
@@ -370,6 +394,8 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
         sys.stdout.write(json.dumps(summary.to_json_dict(), ensure_ascii=False) + "\n")
     else:
         print_summary(summary, out_console())
+    for note in notes:
+        err_console().print(note, markup=False)
     exit_code = summary.exit_code
     if report is not None:
         write_reports_or_exit(report, outputs.junit, outputs.summary_md)
@@ -381,6 +407,7 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
 
 # the other batch commands, registered after eval (the order `scorespec --help` lists them in)
 from . import runs as _runs  # noqa: E402,F401,I001
+from . import align as _align  # noqa: E402,F401
 from . import calibrate as _calibrate  # noqa: E402,F401
 
 __all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalOutputs", "EXIT_INTERRUPTED", "RAY_FLAGS"]

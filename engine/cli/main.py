@@ -30,6 +30,7 @@ from .options import (
     ItemMessagesFile,
     ItemOutput,
     ItemToolCallsFile,
+    Language,
     Model,
     NoCache,
     Options,
@@ -227,9 +228,12 @@ def run_cmd(
     cache: Cache = None,
     no_cache: NoCache = False,
     refresh: Refresh = False,
+    language: Language = None,
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
     scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
+    if language is not None:
+        scorer = scorer.with_language(language)
     item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
     result = scorer.run(**item)
     if as_json:
@@ -325,12 +329,15 @@ def render_cmd(
     answer: list[str] = typer.Option([], "--answer", help="stage=JSON: a judge answer, to render later stages."),
     resolved: bool = typer.Option(False, "--resolved", help="Print the spec merged over what it extends, each value "
                                   "with the file and line that wrote it, instead of prompts."),
+    language: Language = None,
 ) -> None:
     """Print the prompts that would be sent to the judge, without calling any model."""
     if resolved:
         _print_resolved(spec)
         return
     scorer = _load(spec, None, option, None, judge=_NoJudge())
+    if language is not None:
+        scorer = scorer.with_language(language)
     item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
     answers = {}
     for pair in answer:
@@ -423,7 +430,7 @@ def _new_lines(spec_id: str, extends: Optional[str], written: list[Path], stages
     return lines
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report"}
+BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report", "align"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,11 +27,12 @@ __all__ = [
     "SpecArg", "ItemOutput", "ItemInput", "ItemGroundTruth", "ItemContext", "ItemMessagesFile",
     "ItemToolCallsFile", "ItemFields",
     "ACTORS_HELP", "CONCURRENCY_HELP", "CONCURRENCY_LOCAL_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP",
-    "JUNIT_LABELS_HELP", "MAX_COST_HELP", "PRICES_HELP", "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
+    "JUNIT_LABELS_HELP", "LANGUAGE_HELP", "MAX_COST_HELP", "PRICES_HELP", "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
     "AsJson", "BaseUrl", "Cache", "CompareLabelField", "CompareTop", "ComparisonJson", "Concurrency", "Cutoff",
-    "Fields", "FiguresJson", "Junit", "LabelField", "LabelsJunit", "Limit", "LocalConcurrency", "MaxCost", "Model",
+    "Fields", "FiguresJson", "Junit", "LabelField", "Language", "LabelsJunit", "Limit", "LocalConcurrency", "MaxCost", "Model",
     "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh", "Report",
     "Resume", "ResumeOut", "RunId", "Samples", "StorePath", "SummaryMd", "Top", "with_help",
+    "DataFormat", "ItemPer", "SpanKinds", "ExportOtlp", "ExportPhoenix",
 ]
 
 SAMPLES_HELP = ("Ask every prompt stage N times and reduce the answers (the stage's reduce: majority vote, mean, "
@@ -42,6 +43,10 @@ MAX_COST_HELP = ("A budget in US dollars: stop before the next item would pass i
                  "counting what was spent). Every judge model needs a price.")
 EXECUTOR_HELP = ("Where items are scored: local (this process) or ray (a pool of Ray actors; needs scorespec[ray]: "
                  "starts a local Ray unless --ray-address is given).")
+LANGUAGE_HELP = ("The items' language: auto (detected per item from the output, then the input; a short text counts "
+                 "as English) or an ISO 639-1 code such as fr, de, zh, ja, in any case. An item's own language "
+                 "field wins. Judges write their claims, questions and reasons in it; labels stay as the schema "
+                 "gives them.")
 RAY_ADDRESS_HELP = "With --executor ray: the Ray cluster to join (auto, or the head's HOST:PORT)."
 ACTORS_HELP = "With --executor ray: scoring actors, each with --concurrency judge requests in flight [default: 2]."
 CPUS_PER_ACTOR_HELP = "With --executor ray: CPUs each actor reserves, fractions allowed [default: 0.5]."
@@ -66,6 +71,19 @@ def _not_negative(value: Optional[float]) -> Optional[float]:
     return value
 
 
+def _language(value: Optional[str]) -> Optional[str]:
+    """A ``--language`` value in lower case (``auto`` or an ISO 639-1 code), or not given; else a
+    usage error (exit 2) before any item is read."""
+    if value is None:
+        return None
+    from ..core.language import LanguageError, check_language
+
+    try:
+        return check_language(value, "--language")
+    except LanguageError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--language: ")) from None
+
+
 def with_help(option: Any, help: str) -> Any:
     """The shared option type `option` (``Annotated[T, typer.Option(...)]``) with another help
     text: the same flag, type and range, for a command where the shared text would not be true."""
@@ -82,6 +100,8 @@ Options = Annotated[list[str], typer.Option(
     "--option", help="A scorer option, typed by the option's schema (repeatable): key=value when one spec runs, "
     "ID.key=value (every version of spec ID) or LABEL.key=value (one version).")]
 Samples = Annotated[Optional[int], typer.Option("--samples", min=1, max=50, help=SAMPLES_HELP)]
+Language = Annotated[Optional[str], typer.Option("--language", metavar="auto|CODE", callback=_language,
+                                                 help=LANGUAGE_HELP)]
 Cache = Annotated[Optional[str], typer.Option("--cache", metavar="PATH|URL", help=CACHE_HELP)]
 NoCache = Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)]
 Refresh = Annotated[bool, typer.Option("--refresh", help=REFRESH_HELP)]
@@ -105,6 +125,23 @@ Limit = Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only
 StorePath = Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP)]
 Prices = Annotated[Optional[Path], typer.Option("--prices", help=PRICES_HELP)]
 MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="USD", callback=_positive, help=MAX_COST_HELP)]
+
+# --- traces (OpenTelemetry, Phoenix) ----------------------------------------------------------
+DataFormat = Annotated[Optional[str], typer.Option(
+    "--format", metavar="otlp", help="Read --data as OpenTelemetry traces (OTLP JSON, or a JSONL of spans) when "
+    "its start does not show it.")]
+ItemPer = Annotated[Optional[str], typer.Option(
+    "--item-per", metavar="trace|span", help="With traces: one item per trace (the default; judged span: the "
+    "root) or per span of the --span-kind kinds.")]
+SpanKinds = Annotated[list[str], typer.Option(
+    "--span-kind", metavar="KIND", help="With --item-per span: the kinds of span scored, LLM, AGENT, CHAIN, TOOL, "
+    "RETRIEVER… (repeatable) [default: LLM].")]
+ExportOtlp = Annotated[Optional[str], typer.Option(
+    "--export-otlp", metavar="FILE|URL", help="Write each result on a trace as a gen_ai.evaluation.result event on "
+    "its span: OTLP JSON log records to FILE, or sent to an OTLP/HTTP logs URL (needs scorespec[otlp]).")]
+ExportPhoenix = Annotated[Optional[str], typer.Option(
+    "--export-phoenix", metavar="URL", help="Log each result on a trace as an annotation of its span on the Phoenix "
+    "server at URL (http://HOST:PORT; needs scorespec[phoenix]).")]
 
 # --- human labels (calibrate, compare) ---------------------------------------------------------
 LabelField = Annotated[Optional[str], typer.Option(

@@ -1,6 +1,6 @@
 """The vocabulary every phase shares: errors and their kinds, the result of a scored item,
-run fields and chat messages, score directions, JSON Schema checks, label probabilities, answer
-schemas compiled once (`answer_schema`), bounded
+run fields and chat messages, the item's language (`language`), score directions, JSON Schema
+checks, label probabilities, answer schemas compiled once (`answer_schema`), bounded
 regular expressions, the cache folder and the synchronous bridge.
 
 May import: nothing else in `engine` (the bottom layer).

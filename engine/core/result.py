@@ -173,7 +173,10 @@ class ScoreResult(_Out):
     (every answer by the judge's label probabilities) or ``hard`` (by the labels given: the run did
     not ask, or the judge reported none, which `warnings` then says); None (left out of the JSON)
     for any other spec. warnings: what the reader of the score should know (a fallback to hard
-    labels), None when nothing.
+    labels), None when nothing. language: the item's language the scorer used (an ISO 639-1 code;
+    `engine.core.language`) and language_detected whether it was detected (else the item or the
+    run's setting gave it); both None, and left out of the JSON, for a scorer that does not read
+    the language.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -194,10 +197,13 @@ class ScoreResult(_Out):
     cost_usd: float | None = None
     scoring: str | None = None
     warnings: list[str] | None = None
+    language: str | None = None
+    language_detected: bool | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
-        data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings"))
+        data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
+                                             "languageDetected", "language_detected"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,12 @@ messages; both count as given then (an output of messages that calls no tool giv
 A field the item does not give reads as empty (``""``, ``[]`` for context, tool calls and
 messages). A spec may declare fields of its own (`engine.field_schemas`); they are ``run.NAME``
 too.
+
+``run.language`` is the item's language, an ISO 639-1 code (``"en"``, ``"fr"``, …), and
+``run.language_name`` its English name (``"French"``): the item's own ``language`` field, else the
+run's setting, else detected from the output text, then the input text (`engine.core.language`).
+They are reserved like the run fields (a spec cannot declare a field of either name). The
+interpreter settles the language only for a spec that reads one of them (`LANGUAGE_KEYS`).
 """
 
 from __future__ import annotations
@@ -49,19 +55,27 @@ ITEM_FIELDS: tuple[RunField, ...] = RUN_FIELDS[:4]
 """The fields every dataset item holds (None when not given); the others only when given."""
 ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls"})
 """What the system produced: empty is a real answer, judged as one, even when required."""
+LOOKED_FOR = "_looked_for"
+"""An item's key holding, for a run field it does not give, where its reader looked (``{"output":
+"the trace's root span has no output.value …"}``): the text a missing required field's error
+gives instead of "the item has none" (`empty_reason`). Trace readers (`engine.traces`) set it."""
 DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages")
-RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"}
+LANGUAGE_KEYS: tuple[str, ...] = ("language", "language_name")
+"""The item's language (an ISO 639-1 code) and its English name, keys of `run` the engine sets."""
+RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"} | frozenset(LANGUAGE_KEYS)
 """The keys of `run` in expressions (plus the fields a spec declares: `run_keys`)."""
-FIELDS_READ: dict[str, tuple[RunField, ...]] = {
+FIELDS_READ: dict[str, tuple[str, ...]] = {
     "input": ("input",), "input_text": ("input",), "input_messages": ("input",),
     "output": ("output",), "output_text": ("output",), "output_messages": ("output",),
     "ground_truth": ("ground_truth",), "context": ("context",),
     "system": ("system", "input"), "tool_calls": ("tool_calls", "output"), "given": (),
+    "language": ("language",), "language_name": ("language",),
 }
 """The fields each key of `run` reads: a derived name its field; ``system`` and ``tool_calls``
 also the field they fall back to (the input's system messages, the output's tool calls);
-``given`` none (``'NAME' in run.given`` reads NAME: `engine.spec.field_reads`). A field a spec
-declares under a name of its own reads itself."""
+``given`` none (``'NAME' in run.given`` reads NAME: `engine.spec.field_reads`); the language's
+keys read ``language`` (whether the spec reads the language). A field a spec declares under a
+name of its own reads itself."""
 
 
 def run_keys(declared: Any = ()) -> frozenset[str]:
@@ -143,10 +157,11 @@ def _side(value: Any, field: str, role: str) -> tuple[str, list[dict[str, Any]],
 
 
 def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None = None,
-                  declared_given: Iterable[str] = ()) -> dict[str, Any]:
+                  declared_given: Iterable[str] = (), language: tuple[str, str] = ("", "")) -> dict[str, Any]:
     """`run` as expressions see it, from the given fields (name → value; None = not given) and
     the values of the spec's declared fields (resolved beforehand: `engine.field_schemas`;
-    `declared_given`: those the item itself gives, listed in ``run.given``).
+    `declared_given`: those the item itself gives, listed in ``run.given``). `language`: the item's
+    (code, English name), ``("", "")`` when the spec does not read it.
 
     Raises `engine.core.messages.MessageError` for messages or tool calls that cannot be read (the
     message names the field and the place in it)."""
@@ -173,20 +188,22 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
 
     run.update(input_text=input_text, output_text=output_text, input_messages=input_messages,
                output_messages=output_messages)
+    run["language"], run["language_name"] = language
     for name, value in (declared or {}).items():
         run[name] = value
     run["given"] = sorted(given | set(declared_given))
     return run
 
 
-def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
+def empty_reason(name: str, run: Mapping[str, Any], looked_for: Mapping[str, Any] | None = None) -> str | None:
     """Why a required built-in field does not count as given (None when it does): the item has
-    none, or — for a field the scorer is given rather than one the system produced
+    none (or, when `looked_for` — the item's `LOOKED_FOR` — says where its reader looked, that), or — for a field the scorer is given rather than one the system produced
     (`ANSWER_FIELDS`) — it holds no text (case C24: a question given as messages with no text
     fails, never scores as an empty question). A given ground truth counts even when empty: an
     empty text can be the expected answer (two empty texts are identical)."""
     if name not in run["given"]:
-        return "the item has none"
+        where = (looked_for or {}).get(name) if isinstance(looked_for, Mapping) else None
+        return where if isinstance(where, str) and where else "the item has none"
     if name in ANSWER_FIELDS or name == "ground_truth":
         return None
     if name == "input":
@@ -198,5 +215,5 @@ def empty_reason(name: str, run: Mapping[str, Any]) -> str | None:
     return None if as_text(run[name], name).strip() else "it is empty"
 
 
-__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "RUN_FIELDS", "RUN_NAMES", "RunField",
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "LANGUAGE_KEYS", "LOOKED_FOR", "RUN_FIELDS", "RUN_NAMES", "RunField",
            "as_text", "coerce_context", "empty_reason", "run_keys", "run_namespace"]

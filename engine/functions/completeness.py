@@ -10,6 +10,11 @@ a noun; a word it lists only as an adjective or adverb is not an element. Stopwo
 counted). There is no sentence context (no tagger): ``saw`` is the verb ``see`` wherever it
 stands. The reference (`compromise`) tags words in context and counts every term, stopwords
 included.
+
+Lemmas and parts of speech exist for English only. In another language (``language``, an ISO
+639-1 code) the key elements are its words as written (folded), each once, less the language's
+stopwords (`engine.functions.words.stopwords`; numbers kept): Chinese, Japanese and Thai split
+into words by their segmenters (`engine.functions.segment`), the others at spaces and punctuation.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .rule_function import check_length, rule_function
-from .words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, words
+from .words import COVERAGE_RESULT, coverage, fold, is_number, stopwords, tokens, words
 
 #: Each text may have up to this many characters (about 0.5 s per 100,000 once warm).
 MAX_CHARS = 200_000
@@ -43,10 +48,16 @@ def _element(word: str, stop: bool) -> str | None:
     return None
 
 
-def elements(text: str) -> list[str]:
-    """The key elements of `text`, folded, each once, in the order they first occur."""
-    stop = stopwords()
+def elements(text: str, language: str = "en") -> list[str]:
+    """The key elements of `text` in `language`, folded, each once, in the order they first occur."""
+    stop = stopwords(language)
     seen: dict[str, None] = {}
+    if language != "en":
+        for word in tokens(text, language):
+            folded = fold(word)
+            if folded not in stop or is_number(word):
+                seen.setdefault(folded, None)
+        return list(seen)
     for word in words(text):
         element = fold(word) if is_number(word) else _element(word, fold(word) in stop)
         if element is not None:
@@ -55,13 +66,15 @@ def elements(text: str) -> list[str]:
 
 
 @rule_function(
-    args={"reference": {"type": "string"}, "candidate": {"type": "string"}},
+    args={"reference": {"type": "string"}, "candidate": {"type": "string"},
+          "language": {"type": "string", "pattern": "^[a-z]{2}$"}},
     result=COVERAGE_RESULT,
     limit=f"each text up to {MAX_CHARS:,} characters",
 )
-def completeness(reference: str, candidate: str) -> dict:
+def completeness(reference: str, candidate: str, language: str = "en") -> dict:
     """The share of the reference's key elements (nouns and verbs as lemmas, numbers, named
-    terms) found among the candidate's.
+    terms) found among the candidate's. `language`: the texts' ISO 639-1 code; outside English
+    the elements are the words less the language's stopwords (no lemmas: see the module docstring).
 
     Returns ``{"coverage": float in [0, 1], "total": int, "matched": [str], "missing": [str]}``
     (elements in the reference's order). A reference with no elements leaves nothing to cover:
@@ -69,7 +82,7 @@ def completeness(reference: str, candidate: str) -> dict:
     """
     check_length("completeness", "reference", reference, MAX_CHARS)
     check_length("completeness", "candidate", candidate, MAX_CHARS)
-    return coverage(elements(reference), elements(candidate))
+    return coverage(elements(reference, language), elements(candidate, language))
 
 
 __all__ = ["MAX_CHARS", "completeness", "elements"]

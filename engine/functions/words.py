@@ -3,10 +3,12 @@
 A word is a run of letters, digits, underscores (Unicode ``\\w``) and combining marks, with inner
 hyphens and apostrophes kept (``state-of-the-art``, ``don't``, ``GPT-4``, ``हिन्दी``). A text is
 put in NFC before it is split, so ``café`` written with ``e`` and a combining accent is the same
-one word as ``café`` written with ``é``. Words are compared folded: NFC,
-then Unicode case folding (``Straße`` and ``STRASSE`` fold alike). The stopwords are the English
-list of the `stop-words` package (1,333 words, data inside the package: nothing is downloaded),
-with typographic apostrophes (``don’t``) read as plain ones.
+one word as ``café`` written with ``é``. Chinese, Japanese and Thai, written without spaces
+between words, are split by a dictionary segmenter instead (`tokens`, `engine.functions.segment`).
+Words are compared folded: NFC, then Unicode case folding (``Straße`` and ``STRASSE`` fold alike).
+The stopwords are the language's list of the `stop-words` package (English: 1,333 words; 33
+languages, data inside the package: nothing is downloaded), Thai's from pythainlp, with
+typographic apostrophes (``don’t``) read as plain ones; a language with no list has none.
 """
 
 from __future__ import annotations
@@ -54,12 +56,35 @@ def is_number(word: str) -> bool:
     return word.isdecimal()
 
 
-@lru_cache(maxsize=1)
-def stopwords() -> frozenset[str]:
-    """The English stopwords, folded (read from the `stop-words` package once)."""
-    from stop_words import get_stop_words
+def tokens(text: str, language: str = "en") -> list[str]:
+    """The words of `text` in order for `language` (an ISO 639-1 code): segmented for Chinese,
+    Japanese and Thai (`engine.functions.segment`), else as `words` splits."""
+    from .segment import SEGMENTED, segment
 
-    return frozenset(fold(w) for w in get_stop_words("english"))
+    return segment(text, language) if language in SEGMENTED else words(text)
+
+
+#: Codes whose `stop-words` list is filed under another code (Norwegian: Bokmål's list).
+_STOPWORD_CODES = {"no": "nb"}
+
+
+@lru_cache(maxsize=64)
+def stopwords(language: str = "en") -> frozenset[str]:
+    """The stopwords of `language` (an ISO 639-1 code), folded, read once: the `stop-words`
+    package's list, pythainlp's for Thai; empty for a language with no list."""
+    if language == "th":
+        from .segment import _segmenter
+
+        _segmenter("th")  # sets pythainlp's read-only, offline mode before it is imported
+        from pythainlp.corpus import thai_stopwords
+
+        return frozenset(fold(w) for w in thai_stopwords())
+    from stop_words import LANGUAGE_MAPPING, get_stop_words
+
+    code = _STOPWORD_CODES.get(language, language)
+    if code not in LANGUAGE_MAPPING:
+        return frozenset()
+    return frozenset(fold(w) for w in get_stop_words(LANGUAGE_MAPPING[code]))
 
 
 
@@ -82,4 +107,4 @@ def coverage(wanted: list[str], found: list[str]) -> dict:
     return {"coverage": len(matched) / len(wanted) if wanted else 1.0, "total": len(wanted), "matched": matched,
             "missing": missing}
 
-__all__ = ["COVERAGE_RESULT", "coverage", "fold", "is_number", "stopwords", "words"]
+__all__ = ["COVERAGE_RESULT", "coverage", "fold", "is_number", "stopwords", "tokens", "words"]

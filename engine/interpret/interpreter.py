@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ScorerRunError
+from ..core.language import AUTO, LanguageError, item_language
 from ..core.messages import MessageError
 from ..core.result import ItemError, NotScorableInfo, PromptStageRecord, RuleStageRecord, ScoreResult
-from ..core.run_fields import empty_reason, run_namespace
+from ..core.run_fields import LOOKED_FOR, empty_reason, run_namespace
 from ..judge.call import JudgeCall
 from ..spec.expressions import prepare
 from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
@@ -37,12 +38,15 @@ __all__ = ["Interpreter"]
 @dataclass(frozen=True)
 class Interpreter:
     """One scorer's plan with its merged `options`, its `label` and judge `model` (None for a
-    rule-only spec), as the results it makes name them."""
+    rule-only spec), as the results it makes name them; `language`: the language setting (``auto``
+    or an ISO 639-1 code), settled per item only when `reads_language` (the plan reads it)."""
 
     plan: ScorerPlan
     options: Mapping[str, Any]
     label: str
     model: str | None
+    language: str = AUTO
+    reads_language: bool = False
 
     def run(self, item: Mapping[str, Any], run_id: str | None) -> Generator[JudgeCall | FanOut, Any, ScoreResult]:
         """Score `item` (the run fields and declared fields by name): yields the judge calls,
@@ -56,7 +60,7 @@ class Interpreter:
         try:
             probs: dict[str, Any] = {}  # `answer_probs`: by stage id
             listed: dict[str, Any] = {}  # `listed`: by stage id, for the stages with keep_first
-            ns: dict[str, Any] = prepare({"run": self._run_fields(item), "options": self.options,
+            ns: dict[str, Any] = prepare({"run": self._run_fields(item, result), "options": self.options,
                                           "answer_probs": probs, "listed": listed})
             for name, expression in plan.vars:
                 ns[name] = evaluate(expression, ns, f"vars.{name}")
@@ -147,20 +151,26 @@ class Interpreter:
             return work.record.result
         return None
 
-    def _run_fields(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        """`run` for the item (`engine.core.run_fields`), its declared fields resolved; raises
-        `ScorerRunError` (kind ``input``) for messages, tool calls or a declared field that cannot
-        be read, and for a required field that is missing or empty (`_check_required`)."""
+    def _run_fields(self, item: Mapping[str, Any], result: ScoreResult) -> dict[str, Any]:
+        """`run` for the item (`engine.core.run_fields`), its declared fields resolved and, when the
+        plan reads it, its language settled (recorded in `result`); raises `ScorerRunError` (kind
+        ``input``) for messages, tool calls, a declared field or a language field that cannot be
+        read, and for a required field that is missing or empty (`_check_required`)."""
         try:
             declared = resolve_declared(self.plan.declared, item, self.options)
             run = run_namespace(item, declared.values, declared.given)
-            self._check_required(run)
-        except (MessageError, FieldValueError) as exc:
+            self._check_required(run, item.get(LOOKED_FOR))
+            if self.reads_language:
+                found = item_language(self.language, item.get("language"), run["output_text"], run["input_text"])
+                run["language"], run["language_name"] = found.code, found.name
+                result.language, result.language_detected = found.code, found.detected
+        except (MessageError, FieldValueError, LanguageError) as exc:
             raise ScorerRunError("input", f"{self.plan.id}: {exc}") from None
         return run
 
-    def _check_required(self, run: Mapping[str, Any]) -> None:
-        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give,
+    def _check_required(self, run: Mapping[str, Any], looked_for: Any = None) -> None:
+        """Raise `ScorerRunError` (kind ``input``) for a required field the item does not give
+        (saying where its reader looked for it, `engine.core.run_fields.LOOKED_FOR`),
         and for a required field given empty unless the system produced it (case C24: an input
         with no text fails, an empty output is judged; `engine.core.run_fields.empty_reason`). A
         declared field is required to have a value, from the item or its option."""
@@ -173,7 +183,7 @@ class Interpreter:
             if field is not None:
                 why = missing_reason(field) if run[name] is None else None
             else:
-                why = empty_reason(name, run)
+                why = empty_reason(name, run, looked_for)
             if why is not None:
                 hint = " (set requireGroundTruth=false to score it 0)" if name == "ground_truth" \
                     and "requireGroundTruth" in self.options else ""

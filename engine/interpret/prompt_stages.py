@@ -181,7 +181,8 @@ class PromptRunner:
         sampled question, at the sampling temperature; None: the stage asked once); its prompt, raw
         answer, attempts and usage in the record."""
         record = work.record
-        prompt = render(stage.template, ns, f"{stage.id}.prompt")
+        prompt = render(stage.template, {**ns, "examples": list(stage.examples)} if "examples" in stage.template.names
+                        else ns, f"{stage.id}.prompt")
         record.prompt = prompt
         messages = []
         if self.instructions is not None:

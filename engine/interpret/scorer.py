@@ -14,11 +14,14 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from ..core.errors import ScorerRunError, did_you_mean
+from ..core.language import AUTO, check_language
 from ..core.result import ScoreResult
+from ..core.run_fields import LOOKED_FOR
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.contract import normalize_answer
 from ..judge.model import check_model, resolve_model
+from ..spec.field_reads import reads_language
 from ..spec.plans import ScorerPlan
 from ..spec.sampling import with_samples
 from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
@@ -64,13 +67,18 @@ class Scorer:
     and `engine.judge.model.ModelError` when the spec uses a judge, none is given, and the model
     string cannot work here. `judge_factory`: model → judge, called on the judge's first use
     (`engine.bind.stack.bind` gives one that builds the judge stack); without a judge or a
-    factory there is no judge, and an item that needs one fails with kind ``judge``.
+    factory there is no judge, and an item that needs one fails with kind ``judge``. `language`:
+    the items' language, ``"auto"`` (default: detected per item) or an ISO 639-1 code in any case
+    (`engine.core.language`; an item's own ``language`` wins); `LanguageError` (a `ValueError`)
+    for another value.
     """
 
     def __init__(self, plan: ScorerPlan, *, judge: Judge | None = None, model: str | None = None,
                  options: Mapping[str, Any] | None = None, judge_factory: Any = None, label: str | None = None,
-                 samples: int | None = None):
+                 samples: int | None = None, language: str = AUTO):
         self.plan, self.unsampled = with_samples(plan, samples)
+        self.language = check_language(language)
+        self.reads_language = reads_language(plan)
         self.id = plan.id
         self.label = plan.id if label is None else check_label(label)
         self.options = self._merge_options(options or {})
@@ -126,6 +134,14 @@ class Scorer:
         twin.plan, twin.unsampled = with_samples(self.plan, samples)
         return twin
 
+    def with_language(self, language: str) -> "Scorer":
+        """This scorer judging items in `language` (``"auto"`` or an ISO 639-1 code; an item's own
+        ``language`` field still wins); this one is unchanged. Raises `LanguageError` (a
+        `ValueError`) for another value."""
+        twin = copy.copy(self)
+        twin.language = check_language(language)
+        return twin
+
     def with_label(self, label: str) -> "Scorer":
         """This scorer (same spec, options and judge) under another label; this one is unchanged.
         Raises `ValueError` for a bad label."""
@@ -138,18 +154,30 @@ class Scorer:
         """The score's upper bound for these options (scores lie in [0, scale])."""
         return float(self.plan.score.scale({"options": self.options, "run": {}}))
 
+    @property
+    def cutoff(self) -> float | None:
+        """The spec's documented cut-off on this scorer's scale (`ScorerPlan.cutoff_at`), or None
+        when the spec declares none."""
+        if self.plan.cutoff is None:
+            return None
+        return self.plan.cutoff_at(self.scale)
+
     # -- running ---------------------------------------------------------------------------
 
     def run(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
-            *, system: Any = None, tool_calls: Any = None, run_id: str | None = None, **fields: Any) -> ScoreResult:
+            *, system: Any = None, tool_calls: Any = None, language: str | None = None, run_id: str | None = None,
+            **fields: Any) -> ScoreResult:
         """Score one item synchronously. Rule-only scorers start no event loop; others run
         `arun` on a private loop (in a worker thread when called from inside a running loop).
 
         output / input: a text or a list of chat messages; ground_truth: a text; context: a
         text or a list of passages; system: the system prompt; tool_calls: the calls made,
-        ``[{name, arguments, result?, error?}]`` (see `engine.core.run_fields`); `fields`: the fields
-        the spec declares, by name. Raises `TypeError` for a keyword that is none of these."""
-        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields), run_id)
+        ``[{name, arguments, result?, error?}]`` (see `engine.core.run_fields`); language: this item's
+        language (an ISO 639-1 code, winning over the scorer's setting; a bad code fails the item
+        with kind ``input``); `fields`: the fields the spec declares, by name. Raises `TypeError`
+        for a keyword that is none of these."""
+        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields, language),
+                              run_id)
         if not self.plan.uses_judge:
             try:
                 next(gen)
@@ -159,23 +187,24 @@ class Scorer:
         return run_sync(self._drive_and_close(gen), thread_name=f"scorespec-{self.id}")
 
     async def arun(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
-                   *, system: Any = None, tool_calls: Any = None, run_id: str | None = None,
-                   **fields: Any) -> ScoreResult:
+                   *, system: Any = None, tool_calls: Any = None, language: str | None = None,
+                   run_id: str | None = None, **fields: Any) -> ScoreResult:
         """Score one item; see `run`."""
-        item = self._item(output, input, ground_truth, context, system, tool_calls, fields)
+        item = self._item(output, input, ground_truth, context, system, tool_calls, fields, language)
         return await self._drive(self._interpret(item, run_id))
 
     def _item(self, output: Any, input: Any, ground_truth: Any, context: Any, system: Any, tool_calls: Any,
-              fields: Mapping[str, Any]) -> dict[str, Any]:
-        """The item's fields by name; `TypeError` for a field the spec does not declare."""
-        unknown = [name for name in fields if name not in self.plan.declared]
+              fields: Mapping[str, Any], language: Any = None) -> dict[str, Any]:
+        """The item's fields by name; `TypeError` for a field the spec does not declare (but
+        `engine.core.run_fields.LOOKED_FOR`: where a reader looked for the fields the item lacks)."""
+        unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
         if unknown:
             declared = ", ".join(self.plan.declared) or "none"
-            hint = did_you_mean(unknown[0], list(self.plan.declared) + ["run_id", "system", "tool_calls"])
+            hint = did_you_mean(unknown[0], list(self.plan.declared) + ["run_id", "system", "tool_calls", "language"])
             raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (the fields it declares: {declared})"
                             + (f"; {hint}" if hint.startswith("did you mean") else ""))
         return {"output": output, "input": input, "ground_truth": ground_truth, "context": context, "system": system,
-                "tool_calls": tool_calls, **fields}
+                "tool_calls": tool_calls, "language": language, **fields}
 
     async def aclose(self) -> None:
         """Release the judge's resources bound to the running event loop (HTTP connections)."""
@@ -210,7 +239,7 @@ class Scorer:
 
     def render(self, output: Any = None, input: Any = None, ground_truth: Any = None, context: Any = None,
                answers: Mapping[str, Any] | None = None, *, system: Any = None, tool_calls: Any = None,
-               **fields: Any) -> list[tuple[str, str]]:
+               language: str | None = None, **fields: Any) -> list[tuple[str, str]]:
         """The prompts that would be sent, as (stage id, text) pairs, without calling a model.
         The item's fields are `run`'s. `answers` gives a judge answer per stage id so later
         stages can be rendered; rendering stops at the first stage whose answer is needed and not
@@ -226,7 +255,8 @@ class Scorer:
                     raise _RenderStop
             return JudgeAnswer(call.validate(answers[call.stage]), "", 0)
 
-        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields), None)
+        gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields, language),
+                              None)
         try:
             result = drive_sync(gen, answer)
         except _RenderStop:
@@ -240,7 +270,8 @@ class Scorer:
     def _interpret(self, item: Mapping[str, Any],
                    run_id: str | None) -> Generator[JudgeCall | FanOut, Any, ScoreResult]:
         """The interpreter's run of `item` (`engine.interpret.interpreter.Interpreter.run`)."""
-        return Interpreter(self.plan, self.options, self.label, self.model).run(item, run_id)
+        return Interpreter(self.plan, self.options, self.label, self.model, self.language,
+                           self.reads_language).run(item, run_id)
 
 
 def check_label(label: Any) -> str:

@@ -8,5 +8,5 @@ progress to (`reporting`), its settings (`settings`: `RunSettings`) and where it
 (`executor`: the `Executor` protocol, implemented here for this process and by `engine.ray`).
 
 May import: `engine.core`, `engine.functions`, `engine.spec`, `engine.judge`, `engine.embedded`,
-`engine.interpret`, `engine.bind`.
+`engine.interpret`, `engine.bind`, `engine.traces`.
 """

@@ -1,5 +1,6 @@
 """Datasets for batch evaluation: any source — a file (`engine.run.readers`: JSONL, CSV/TSV,
-JSON array, Parquet), a list of dicts, a pandas DataFrame — as a stream of items
+JSON array, Parquet, OTLP JSON traces), traces (`engine.traces.TraceSource`: a file, or a
+``phoenix://`` URL), a list of dicts, a pandas DataFrame — as a stream of items
 (`engine.run.items`: the item shape, the field mapping, ids and problems).
 
 In a list or a DataFrame an item without an ``id`` gets its 1-based position; a record that is
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
+from ..traces.source import TraceSource, is_phoenix
 from .items import (
     TOO_DEEP,
     DatasetError,
@@ -25,13 +28,20 @@ from .items import (
     too_deep,
     unique_items,
 )
-from .readers import count_records, read_file
+from .readers import count_records, read_file, read_traces
 
 
 def iter_items(data: Any, fields: Mapping[str, str] | None = None,
                on_problem: OnProblem | None = None) -> Iterator[Item]:
     """Items from any supported source: a path (str or Path), a list (or any iterable) of dicts,
-    or a pandas DataFrame (pandas is imported only if a DataFrame is given)."""
+    or a pandas DataFrame (pandas is imported only if a DataFrame is given); traces given as a
+    `TraceSource` or a ``phoenix://HOST:PORT[/PROJECT]`` URL (`engine.traces`)."""
+    if is_phoenix(data):
+        data = TraceSource(data)
+    if isinstance(data, TraceSource):
+        if is_phoenix(data.location) or Path(data.location).is_file():
+            return read_traces(data, fields, on_problem)
+        raise DatasetError(f"{data.location}: no such file")
     if isinstance(data, (str, os.PathLike)):
         return read_file(data, fields, on_problem)
     report = on_problem or print_problem
@@ -46,6 +56,8 @@ def iter_items(data: Any, fields: Mapping[str, str] | None = None,
 
 def data_len(data: Any) -> int | None:
     """How many items `data` holds, when cheap to know (for progress)."""
+    if isinstance(data, TraceSource) or is_phoenix(data):
+        return None
     if isinstance(data, (str, os.PathLike)):
         try:
             return count_records(data)

@@ -42,6 +42,7 @@ from typing import Any
 from ..core.direction import direction_of
 from ..core.result import ScoreResult
 from ..core.sync import run_sync
+from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
 from .datasets import data_len
 from .executor import Attempt, executor_of
@@ -225,11 +226,14 @@ def _gates_and_fields(settings: RunSettings, scorer_list: list[Any]) -> tuple[
 
 
 def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], PriceTable | None, int]:
-    """The run's scorers (resolved, sampled as `settings.samples` says, under the run's cache),
+    """The run's scorers (resolved, sampled as `settings.samples` says, in `settings.language`, under
+    the run's cache),
     its price table (checked against the budget) and its concurrency."""
     scorer_list = resolve_scorers(scorers)
     if settings.samples is not None:
         scorer_list = [s.with_samples(settings.samples) if hasattr(s, "with_samples") else s for s in scorer_list]
+    if settings.language is not None:
+        scorer_list = [s.with_language(settings.language) if hasattr(s, "with_language") else s for s in scorer_list]
     price_table = _price_table(settings.prices, settings.max_cost)
     if settings.max_cost is not None:
         check_max_cost(settings.max_cost)
@@ -342,6 +346,8 @@ def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[St
 
 
 def _data_path(data: Any) -> str | None:
+    if isinstance(data, TraceSource):
+        data = data.location
     if not isinstance(data, (str, os.PathLike)):
         return None
     return os.fspath(data) if "://" in os.fspath(data) else str(Path(data).resolve())

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.result import ItemError, ScoreResult
-from ..core.run_fields import RUN_FIELDS, coerce_context
+from ..core.run_fields import LOOKED_FOR, RUN_FIELDS, coerce_context
 from .items import Item
 
 __all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields", "label_of", "uses_judge"]
@@ -76,11 +76,17 @@ def _is_async_callable(fn: Any) -> bool:
 
 
 def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
-    """What `scorer` is given of an item: its run fields (`engine.core.run_fields.RUN_FIELDS`), and
-    the fields the scorer's spec declares that the item has."""
+    """What `scorer` is given of an item: its run fields (`engine.core.run_fields.RUN_FIELDS`), its
+    ``language`` when it gives one, the fields the scorer's spec declares that the item has, and
+    where its reader looked for the fields it lacks (`engine.core.run_fields.LOOKED_FOR`, when the
+    reader says)."""
     fields = {name: item.get(name) for name in RUN_FIELDS}
+    if item.get("language") is not None:
+        fields["language"] = item["language"]
     declared = getattr(getattr(scorer, "plan", None), "declared", None) or {}
     fields.update((name, item[name]) for name in declared if name in item)
+    if item.get(LOOKED_FOR):
+        fields[LOOKED_FOR] = item[LOOKED_FOR]
     return fields
 
 

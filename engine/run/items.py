@@ -9,6 +9,7 @@ An *item* is a plain dict with the run fields a scorer reads::
   or CSV file, its 1-based position in a JSON array, a Parquet file, a list or a DataFrame).
 - ``ground_truth`` also reads ``groundTruth`` (the seed's spelling) when no mapping is given.
 - ``context``: a list of strings (`engine.core.run_fields.coerce_context`); absent or empty → None.
+- ``language``: the item's own language (an ISO 639-1 code), kept only when the record gives it.
 - Field mapping: ``{"output": "answer", "context": "passages"}`` (from ``--field
   output=answer``) reads a run field — or a field a scorer declares (``rubric=criteria``) —
   from another column; a dotted name (``meta.passages``) reads a nested key. Every other column
@@ -31,7 +32,7 @@ from typing import Any
 from ..core.messages import is_messages
 from ..core.run_fields import ITEM_FIELDS, RUN_FIELDS, coerce_context
 
-MAPPABLE = ("id",) + RUN_FIELDS
+MAPPABLE = ("id",) + RUN_FIELDS + ("language",)  # language: the item's own (engine.core.language)
 ALIASES = {"ground_truth": ("groundTruth",)}
 MAX_DEPTH = 100  # nesting levels of arrays/objects in one record
 

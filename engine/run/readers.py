@@ -1,4 +1,5 @@
-"""Dataset files: JSONL, CSV/TSV, JSON arrays and Parquet, streamed as items (`engine.run.items`).
+"""Dataset files: JSONL, CSV/TSV, JSON arrays, Parquet and OTLP JSON traces, streamed as items
+(`engine.run.items`; traces through `engine.traces`: one item per trace by default).
 
 - ``id``: the record's own ``id`` field, else its line number in a JSONL or CSV file, its
   position in a JSON array or a Parquet file (1-based). Problems name the line.
@@ -25,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..traces.assemble import TraceOptions
+from ..traces.source import TraceSource
 from .items import (
     MAX_DEPTH,
     TOO_DEEP,
@@ -43,7 +46,8 @@ from .items import (
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 CSV_SUFFIXES = (".csv", ".tsv")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "otlp")
+SNIFF_BYTES = 1 << 16  # how much of a JSON file is read to tell spans from items
 
 
 def format_of(name: str) -> str | None:
@@ -63,10 +67,11 @@ def format_of(name: str) -> str | None:
 def detect_format(path: Path) -> str:
     """``jsonl``, ``csv``, ``tsv``, ``parquet`` or ``json`` (a JSON array) from the suffix; a
     ``.json`` file whose first non-blank character is ``{`` is read as JSONL. Unknown suffixes
-    are sniffed."""
+    are sniffed. A JSON or JSONL file whose start reads as OTLP JSON or spans
+    (`engine.traces.otlp_json.looks_like_spans`) is ``otlp``."""
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
-        return "jsonl"
+        return "otlp" if _spans(path) else "jsonl"
     if suffix in PARQUET_SUFFIXES:
         return "parquet"
     if suffix == ".csv":
@@ -80,6 +85,8 @@ def detect_format(path: Path) -> str:
     head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"["):
         return "json"
+    if head.startswith(b"{") and _spans(path):
+        return "otlp"
     if head.startswith(b"{") or not head:
         return "jsonl"
     if suffix == ".json":
@@ -87,9 +94,18 @@ def detect_format(path: Path) -> str:
     return "csv"
 
 
+def _spans(path: Path) -> bool:
+    from ..traces.otlp_json import looks_like_spans
+
+    with open(path, "rb") as f:
+        return looks_like_spans(f.read(SNIFF_BYTES))
+
+
 def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None,
-              on_problem: OnProblem | None = None, *, format: str | None = None) -> Iterator[Item]:
-    """Stream the items of a JSONL, CSV/TSV, JSON-array or Parquet file (see the module docstring).
+              on_problem: OnProblem | None = None, *, format: str | None = None,
+              traces: TraceOptions | None = None) -> Iterator[Item]:
+    """Stream the items of a JSONL, CSV/TSV, JSON-array, Parquet or OTLP JSON file (see the module
+    docstring; `traces`: how an ``otlp`` file's traces become items, `engine.traces.TraceOptions`).
 
     Raises `DatasetError` when the file is missing or unusable as a whole; single bad records
     go to `on_problem` (default: printed to stderr) and are skipped."""
@@ -101,7 +117,26 @@ def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = N
         raise DatasetError(f"{path}: unknown format {fmt!r} ({', '.join(FORMATS)})")
     report = on_problem or print_problem
     name = str(path)
+    if fmt == "otlp":
+        return read_traces(TraceSource(name, traces or TraceOptions()), fields, report)
     return unique_items(_opened(path, name, fmt, dict(fields or {}), report), name, report)
+
+
+def read_traces(source: TraceSource, fields: Mapping[str, str] | None = None,
+                on_problem: OnProblem | None = None) -> Iterator[Item]:
+    """The items of traces (`engine.traces.TraceSource`: an OTLP JSON file or a Phoenix server),
+    field mappings read as attribute paths; a span that cannot be read is a `DatasetProblem`."""
+    report = on_problem or print_problem
+    name = source.location
+
+    def problem(line: int, message: str) -> None:
+        report(DatasetProblem(name, line, message))
+
+    def items() -> Iterator[tuple[int, Item]]:
+        for line, record in source.records(dict(fields or {}), problem):
+            yield line, to_item(record, line)
+
+    return unique_items(items(), name, report)
 
 
 def read_stream(f: Any, name: str, fields: Mapping[str, str] | None = None, on_problem: OnProblem | None = None,
@@ -161,6 +196,8 @@ def _opened(path: Path, name: str, fmt: str, fields: Mapping[str, str],
 def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
              report: OnProblem) -> Iterator[tuple[int, Item]]:
     """(line or position, item) of each readable record of the open binary file `f` in format `fmt`."""
+    if fmt == "otlp":
+        return _stream_traces(f, name, fields, report)
     if fmt == "jsonl":
         return _read_jsonl(f, name, fields, report)
     if fmt == "json":
@@ -168,6 +205,19 @@ def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
     if fmt == "parquet":
         return _read_parquet(f, name, fields, report)
     return _read_csv(f, name, fields, report, "\t" if fmt == "tsv" else ",")
+
+
+def _stream_traces(f: Any, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
+    """The traces of an open OTLP JSON file, one item per trace (one document per line; a
+    document over many lines needs `read_file`)."""
+    from ..traces.assemble import assemble
+    from ..traces.otlp_json import read_spans
+
+    def problem(line: int, message: str) -> None:
+        report(DatasetProblem(name, line, message))
+
+    for line, record in assemble(read_spans(f, problem), TraceOptions(), fields, problem):
+        yield line, to_item(record, line)
 
 
 def _decode(raw: bytes) -> str:
@@ -355,4 +405,4 @@ def _read_parquet(f: Any, name: str, fields: Mapping[str, str], report: OnProble
 
 
 __all__ = ["CSV_SUFFIXES", "FORMATS", "JSONL_SUFFIXES", "PARQUET_SUFFIXES", "count_records", "detect_format",
-           "format_of", "read_file", "read_stream"]
+           "format_of", "read_file", "read_stream", "read_traces"]

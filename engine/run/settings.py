@@ -21,13 +21,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..core.language import check_language
+
 __all__ = ["RESUMED_FIELDS", "RUN_RESUMED_FIELDS", "RunSettings"]
 
 #: The settings a resumed run takes from the stored run when the resuming call does not give them
 #: (a setting the call gives wins). The others belong to each attempt: concurrency, rate limit,
 #: budget (``max_cost``: what earlier attempts spent counts against it), ``limit`` (the first
 #: `limit` items of this attempt), cache and refresh.
-RESUMED_FIELDS = ("fields", "thresholds", "samples", "prices", "executor", "ray", "item_cutoffs")
+RESUMED_FIELDS = ("fields", "thresholds", "samples", "prices", "executor", "ray", "item_cutoffs", "language")
 
 #: The ones `engine.run.evals.arun_evals` fills itself: all but the executor and the Ray settings,
 #: which are resolved before the run starts (the CLI reads them back; in Python give them again).
@@ -64,11 +66,15 @@ class RunSettings:
     out: the JSONL out file. resume: continue the run of `out` (or of `run_id`). run_id: the id
     of a new run, or of the run to resume. item_cutoffs: ``{label or scorer id: score}``: an item
     scored worse than its scorer's cut-off (by the direction) makes the verdict ``below_threshold``.
+    language: the items' language for every scorer, ``"auto"`` (detected per item) or an ISO 639-1
+    code in any case, kept in lower case (None: as each scorer was built, ``auto`` unless given);
+    an item's own ``language`` field wins.
 
     The numbers are checked when the settings are built: `TypeError` for concurrency, limit or
     samples that is not an int (a bool is none), or rate_limit / max_cost that is not a number;
     `ValueError` for concurrency or limit < 1, samples outside 1..50, rate_limit or max_cost not
-    > 0 (or not finite). The rest is checked where the run uses it (`engine.run.evals.arun_evals`
+    > 0 (or not finite), and `engine.core.language.LanguageError` (a `ValueError`) for a language
+    that is neither ``auto`` nor an ISO 639-1 code. The rest is checked where the run uses it (`engine.run.evals.arun_evals`
     lists the errors).
     """
 
@@ -88,8 +94,11 @@ class RunSettings:
     resume: bool = False
     run_id: str | None = None
     item_cutoffs: Mapping[str, float] | None = None
+    language: str | None = None
 
     def __post_init__(self) -> None:
+        if self.language is not None:
+            object.__setattr__(self, "language", check_language(self.language))
         for name in ("thresholds", "fields"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if self.rate_limit == 0 and not isinstance(self.rate_limit, bool):  # 0 has always meant no limit

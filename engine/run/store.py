@@ -234,9 +234,10 @@ class Store:
         """(item id, label, status, score) of every stored result of a run."""
         yield from self._exec("SELECT item_id, label, status, score FROM results WHERE run_id=?", (run_id,))
 
-    def results(self, run_id: str, batch: int = 500) -> Iterator[dict[str, Any]]:
+    def results(self, run_id: str, batch: int = 500, *, with_items: bool = False) -> Iterator[dict[str, Any]]:
         """Every result of a run as an out-file line: ``{"id", "scorer", "label", …result JSON}``,
-        in the order they were first written (read in batches, not all at once)."""
+        in the order they were first written (read in batches, not all at once); `with_items`
+        adds the item's stored data under ``"item"`` (None when not recorded)."""
         last = 0
         while True:
             rows = self._exec(
@@ -249,8 +250,11 @@ class Store:
                 last = rowid
                 data = json.loads(result)
                 original = json.loads(item)["id"] if item else item_id
-                yield {"id": original, "scorer": scorer_id, "label": label,
-                       **{k: v for k, v in data.items() if k not in ("id", "scorer", "label")}}
+                line = {"id": original, "scorer": scorer_id, "label": label,
+                        **{k: v for k, v in data.items() if k not in ("id", "scorer", "label")}}
+                if with_items:
+                    line["item"] = json.loads(item) if item else None
+                yield line
 
 
 def _like_prefix(prefix: str) -> str:

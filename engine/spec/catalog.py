@@ -2,7 +2,8 @@
 
 - A path (anything with a ``/`` or ending in ``.yaml``/``.yml``) loads that file.
 - A bare name loads ``scorer_specs/NAME.yaml`` under the current directory when it exists (a
-  local spec shadows a built-in of the same id), else the built-in spec.
+  local spec shadows a built-in of the same id), else the built-in spec, else one of the engine's
+  own specs (`engine_specs_dir`: not scorers, never listed).
 - A spec's templates resolve first from a ``prompts/`` folder beside the spec's own folder, then
   from the built-in ``prompts/``.
 
@@ -37,6 +38,12 @@ def builtin_prompts_dir() -> Path:
     return builtin_root() / "prompts"
 
 
+def engine_specs_dir() -> Path:
+    """The engine's own specs, run by its commands rather than as scorers (``scorespec align``'s
+    optimiser): they resolve by id after the built-ins, and the catalogue never lists them."""
+    return _PACKAGE / "alignment" / "specs" / "scorer_specs"
+
+
 def is_path(name: str) -> bool:
     return "/" in name or "\\" in name or name.endswith((".yaml", ".yml"))
 
@@ -56,6 +63,9 @@ def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
     builtin = builtin_specs_dir() / f"{text}.yaml"
     if builtin.is_file():
         return builtin
+    tool = engine_specs_dir() / f"{text}.yaml"
+    if tool.is_file():  # the engine's own specs (align's optimiser): render-able by id, never listed
+        return tool
     from ..core.errors import did_you_mean
 
     hint = did_you_mean(text, [e.id for e in list_specs(cwd)])

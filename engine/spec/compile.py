@@ -27,7 +27,7 @@ from .document import Document, parse_document
 from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
-from .option_plans import declared_field, options_plan
+from .option_plans import checked_cutoff, checked_examples, declared_field, options_plan
 from .plans import (
     REASON_SCHEMA,
     CheckPlan,
@@ -46,7 +46,7 @@ from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
-            "listed"}
+            "examples", "listed"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -217,7 +217,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     for_each = c.expr(stage.for_each, f"{key}.for_each", scope) if stage.for_each else None
     if stage.for_each:
         scope = scope.with_names(each=None, each_index=None)
-    template = c.template_file(stage.prompt, f"{key}.prompt", scope)
+    template = c.template_file(stage.prompt, f"{key}.prompt", scope.with_names(examples=None))
     schema, schema_exprs = c.output_schema(stage.output_schema, f"{key}.output_schema", scope)
     keys = answer_keys(schema)
     answer_scope = scope.with_names(answer=keys)
@@ -243,6 +243,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
         sampling=sampling, probabilities=probabilities, keep_first=keep_first,
+        examples=checked_examples(stage, key, schema_exprs, c.doc),
     )
     return plan, shape
 
@@ -377,6 +378,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     stages, scope = _stages(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = _reasons(spec, c, scope)
+    default_scale = checked_cutoff(spec, score, options, doc)
     if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
     return ScorerPlan(
@@ -384,7 +386,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
-        direction=spec.direction,
+        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale,
     )
 
 

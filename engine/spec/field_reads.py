@@ -74,6 +74,13 @@ def fields_read(plan: ScorerPlan) -> frozenset[str] | None:
     return frozenset(fields)
 
 
+def reads_language(plan: ScorerPlan) -> bool:
+    """Whether `plan` reads the item's language (``run.language`` or ``run.language_name``, or
+    may read any key of ``run``)."""
+    read = fields_read(plan)
+    return read is ANY or "language" in read
+
+
 def keys_read(tree: nodes.Node, named: Mapping[str, nodes.Node],
               schemas: Mapping[str, Mapping[str, Any]]) -> set[str] | None:
     """The keys of ``run`` that `tree` (a template's or an expression's syntax tree) reads, or

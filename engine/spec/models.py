@@ -134,6 +134,14 @@ class PromptStage(_Model):
         "them as `answer_probs.STAGE` (`{field: {value: probability}}`; a list with for_each); a judge that "
         "reports none falls back to the hard labels (1 for the value given) with a warning in the result.",
     )
+    examples: list[dict[str, Any]] = Field(
+        default_factory=list, max_length=50,
+        description="Worked examples shown to the judge: a list of mappings the stage's prompt reads as "
+        "`examples` (each e.g. {input, output, context, answer, reason}; `answer`, when given, must satisfy the "
+        "output schema). A prompt shows them through its examples slot (`{% block examples %}` in the shipped "
+        "one-call prompts); empty by default, so the prompt is unchanged until examples are given. "
+        "`scorespec align --strategies examples` writes them from labelled items.",
+    )
     after: str | None = _after()
 
 
@@ -235,6 +243,14 @@ class Spec(_Model):
         "higher_is_better", description="Which scores are better: `higher_is_better` (the default) or "
         "`lower_is_better` (e.g. hallucination, toxicity). `scorespec list`, summaries, eval thresholds (`LABEL=limit`: at least as good as "
         "limit) and `scorespec compare` (wins, losses, better, worse) follow it.",
+    )
+    cutoff: float | None = Field(
+        None, ge=0,
+        description="The scorer's documented cut-off: a score at or above it counts as a pass (for "
+        "`higher_is_better`; at or below it for `lower_is_better`), on the scale the default options give "
+        "(a run with another `scale` gets it in proportion). `calibrate` and `compare` use it as their "
+        "default cut-off; `eval` applies it to each item only when asked (`--item-cutoff spec`). Must lie "
+        "within [0, scale].",
     )
     fields: dict[str, FieldSpec] = Field(
         default_factory=dict,

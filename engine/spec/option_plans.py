@@ -1,4 +1,6 @@
-"""The options and the declared fields of a spec, compiled: `OptionsPlan` and `FieldPlan`s.
+"""The options and the declared fields of a spec, compiled: `OptionsPlan` and `FieldPlan`s; the
+score's scale under the default options, and the documented `cutoff` checked within it; a prompt
+stage's worked `examples` checked against its output schema.
 
 Part of `engine.spec.compile`: each option's schema is checked and its default validated; a
 declared field's schema is checked, and an option of the same name must satisfy it.
@@ -6,6 +8,7 @@ declared field's schema is checked, and an option of the same name must satisfy 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core.schemas import OptionValidator, schema_error
@@ -14,7 +17,7 @@ from .models import Spec
 from .plans import FieldPlan, OptionsPlan
 from .schema_keywords import misspelled
 
-__all__ = ["declared_field", "options_plan"]
+__all__ = ["checked_cutoff", "checked_examples", "declared_field", "options_plan"]
 
 
 def options_plan(spec: Spec, doc: Document) -> OptionsPlan:
@@ -72,3 +75,40 @@ def declared_field(name: str, schema: dict[str, Any], description: str, doc: Doc
             doc.add("option-default", f"options.{name}.default", f"the default does not satisfy the schema of "
                     f"field {name!r}: {error}", "an option named like a field gives that field's default")
     return FieldPlan(name, validator, from_option, description)
+
+
+def _default_scale(score: Any, options: OptionsPlan) -> float | None:
+    """The score's upper bound under the default options; None when it cannot be known at load
+    (the scale reads an item's fields, or is no finite number)."""
+    try:
+        value = score.scale({"options": dict(options.defaults), "run": {}})
+    except Exception:  # the scale reads what only an item gives
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def checked_cutoff(spec: Any, score: Any, options: OptionsPlan, doc: Any) -> float | None:
+    """The score's upper bound under the default options (`default_scale`, None when unknown),
+    after recording in `doc` a `cutoff` that lies outside [0, that scale]."""
+    scale = _default_scale(score, options) if score is not None else None
+    if spec.cutoff is not None and scale is not None and spec.cutoff > scale:
+        doc.add("invalid-value", "cutoff", f"the cut-off {spec.cutoff:g} is above the score's scale {scale:g}",
+                f"give a cut-off within [0, {scale:g}]")
+    return scale
+
+
+def checked_examples(stage: Any, key: str, schema_exprs: tuple[Any, ...], doc: Any) -> tuple[dict[str, Any], ...]:
+    """A prompt stage's worked examples, after recording in `doc` each one whose `answer` does not
+    satisfy the stage's output schema (not checked when the schema has ``{$expr}`` values)."""
+    if schema_exprs or not stage.examples or doc.problems:
+        return tuple(stage.examples)
+    validator = OptionValidator(stage.output_schema)
+    for i, example in enumerate(stage.examples):
+        if "answer" in example:
+            error = validator.error(example["answer"])
+            if error is not None:
+                doc.add("invalid-value", f"{key}.examples[{i}].answer", f"the example's answer does not satisfy "
+                        f"the stage's output schema: {error}")
+    return tuple(stage.examples)

@@ -77,6 +77,7 @@ class PromptStagePlan:
     keep_first: the answer's list fields (top-level, type array with ``maxItems``) whose first
     ``maxItems`` items are kept when the judge lists more, instead of asking again
     (`engine.judge.contract.AnswerContract.kept`); how many it listed is ``listed.STAGE``.
+    examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     """
 
     id: str
@@ -94,6 +95,7 @@ class PromptStagePlan:
     probabilities: Union[bool, Expression] = False
     keep_first: tuple[str, ...] = ()
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
+    examples: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
@@ -196,6 +198,8 @@ class ScorerPlan:
     required: run field → True, or an expression over `options` deciding per run. declared: the
     fields the spec declares beyond the run fields, by name.
     instructions: the system message template, or None. model: the spec's default judge model.
+    cutoff: the spec's documented cut-off on the scale its default options give (`default_scale`),
+    or None; `cutoff_at` gives it on another scale.
     """
 
     id: str
@@ -217,6 +221,17 @@ class ScorerPlan:
     declared: Mapping[str, FieldPlan] = field(default_factory=dict)
     sources: tuple[tuple[str, str], ...] = ()
     direction: Direction = HIGHER_IS_BETTER
+    cutoff: float | None = None
+    default_scale: float | None = None
+
+    def cutoff_at(self, scale: float | None) -> float | None:
+        """The spec's cut-off on a run's `scale` (in proportion to `default_scale`; as written when
+        either scale is unknown or 0); None when the spec declares none."""
+        if self.cutoff is None:
+            return None
+        if not scale or not self.default_scale:
+            return self.cutoff
+        return self.cutoff * float(scale) / self.default_scale
 
     @property
     def uses_judge(self) -> bool:

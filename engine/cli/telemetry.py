@@ -1,0 +1,85 @@
+"""``eval``'s trace flags: ``--format otlp``, ``--item-per``, ``--span-kind`` make the data a
+`engine.traces.TraceSource`; after the run, ``--export-otlp`` and ``--export-phoenix`` send its
+results on traces back as telemetry (`engine.traces.otlp_export`, `engine.traces.phoenix`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .app import fail
+
+
+@dataclass(frozen=True)
+class TraceFlags:
+    """The trace flags of ``eval`` as given (None / empty: not given)."""
+
+    format: Optional[str] = None
+    item_per: Optional[str] = None
+    span_kinds: tuple[str, ...] = ()
+    export_otlp: Optional[str] = None
+    export_phoenix: Optional[str] = None
+
+
+def trace_data(data: str, flags: TraceFlags) -> Any:
+    """The data as a `TraceSource` when the flags or a ``phoenix://`` URL say traces; else the
+    path as given. Exits 2 for a bad flag."""
+    from ..traces.assemble import TraceOptions
+    from ..traces.source import TraceSource, is_phoenix
+
+    if flags.format is not None and flags.format.lower() != "otlp":
+        fail(f"--format {flags.format}: only otlp can be named (the other formats are told by the file's suffix)")
+    if flags.span_kinds and flags.item_per != "span":
+        fail("--span-kind: only with --item-per span")
+    if not (flags.format or flags.item_per or is_phoenix(data)):
+        return data
+    try:
+        options = TraceOptions(flags.item_per or "trace", flags.span_kinds or ("LLM",))
+    except ValueError as exc:
+        fail(f"--item-per: {exc}")
+    return TraceSource(data, options)
+
+
+def export_or_exit(db: Any, run_id: str, scorers: list[Any], cutoffs: dict[str, float], flags: TraceFlags) -> list[str]:
+    """Send the run's results on traces where the flags say; the lines to print. Exits 2 when
+    an export fails (the run's results stay in the store and the out file)."""
+    if not flags.export_otlp and not flags.export_phoenix:
+        return []
+    from ..traces.otlp_export import OtlpExportError, export
+    from ..traces.phoenix import PhoenixError, annotate
+
+    notes = []
+    try:
+        if flags.export_otlp:
+            count = export(_evaluations(db, run_id, scorers, cutoffs), flags.export_otlp)
+            notes.append(f"{count} evaluation record(s) → {flags.export_otlp}")
+        if flags.export_phoenix:
+            count = annotate(_evaluations(db, run_id, scorers, cutoffs), flags.export_phoenix)
+            notes.append(f"{count} span annotation(s) → {flags.export_phoenix}")
+    except (OtlpExportError, PhoenixError, OSError) as exc:
+        fail(f"export: {exc}")
+    return notes
+
+
+def _evaluations(db: Any, run_id: str, scorers: list[Any], cutoffs: dict[str, float]) -> Iterator[Any]:
+    """The evaluations of the run's results on items read from traces, in the order stored."""
+    from ..core.direction import direction_of
+    from ..report.ci import ItemOutcome
+    from ..traces.evaluations import evaluation_of
+
+    by_label = {s.label: s for s in scorers}
+    for line in db.results(run_id, with_items=True):
+        item = line.pop("item", None)
+        scorer = by_label.get(line.get("label"))
+        cutoff = cutoffs.get(line.get("label")) if line.get("label") in cutoffs else cutoffs.get(line.get("scorer"))
+        passed = None
+        if cutoff is not None and scorer is not None:
+            passed = not ItemOutcome.of_line(line, cutoff=cutoff, direction=direction_of(scorer)).missed_cutoff
+        evaluation = evaluation_of(line, item, passed)
+        if evaluation is not None:
+            yield evaluation
+
+
+__all__ = ["TraceFlags", "export_or_exit", "trace_data"]

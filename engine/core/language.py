@@ -1,0 +1,148 @@
+"""The item's language: ISO 639-1 codes, their English names, and detection from the item's text.
+
+A language is named by its two-letter ISO 639-1 code, in any case (``"FR"`` is ``"fr"``); the
+setting ``"auto"`` (the default) detects it. `check_language` reads a setting and raises
+`LanguageError` (a `ValueError`) for any other value, naming the value and where it came from.
+
+`detect` asks py3langid, whose model ships inside its package (nothing is downloaded; it is
+imported on first use, about a second, and then takes about a millisecond per text). Its own
+labels that are no ISO 639-1 code are counted with the code they belong to (Cantonese and Wu
+Chinese as ``zh``, the Arabic varieties as ``ar``) or left out. `item_language` settles one
+item's language: the item's own ``language`` field, else the setting, else detection from the
+output text, then the input text; a detection below `MIN_CONFIDENCE` (short texts such as
+"Hello World") counts as English.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AUTO", "DEFAULT_LANGUAGE", "LANGUAGE_NAMES", "MIN_CONFIDENCE", "ItemLanguage", "LanguageError",
+           "check_language", "detect", "item_language", "language_name"]
+
+AUTO = "auto"
+DEFAULT_LANGUAGE = "en"
+#: The least probability (py3langid's normalised probabilities, summed per ISO 639-1 code) a
+#: detection needs to count; below it the text counts as English.
+MIN_CONFIDENCE = 0.5
+#: The first characters of a text detection reads (a longer text adds time, not certainty).
+DETECT_CHARS = 2000
+
+_CODES = """
+aa Afar|ab Abkhazian|ae Avestan|af Afrikaans|ak Akan|am Amharic|an Aragonese|ar Arabic|as Assamese|av Avaric|
+ay Aymara|az Azerbaijani|ba Bashkir|be Belarusian|bg Bulgarian|bi Bislama|bm Bambara|bn Bengali|bo Tibetan|
+br Breton|bs Bosnian|ca Catalan|ce Chechen|ch Chamorro|co Corsican|cr Cree|cs Czech|cu Church Slavonic|
+cv Chuvash|cy Welsh|da Danish|de German|dv Divehi|dz Dzongkha|ee Ewe|el Greek|en English|eo Esperanto|
+es Spanish|et Estonian|eu Basque|fa Persian|ff Fulah|fi Finnish|fj Fijian|fo Faroese|fr French|
+fy Western Frisian|ga Irish|gd Scottish Gaelic|gl Galician|gn Guarani|gu Gujarati|gv Manx|ha Hausa|
+he Hebrew|hi Hindi|ho Hiri Motu|hr Croatian|ht Haitian Creole|hu Hungarian|hy Armenian|hz Herero|
+ia Interlingua|id Indonesian|ie Interlingue|ig Igbo|ii Sichuan Yi|ik Inupiaq|io Ido|is Icelandic|
+it Italian|iu Inuktitut|ja Japanese|jv Javanese|ka Georgian|kg Kongo|ki Kikuyu|kj Kuanyama|kk Kazakh|
+kl Kalaallisut|km Khmer|kn Kannada|ko Korean|kr Kanuri|ks Kashmiri|ku Kurdish|kv Komi|kw Cornish|
+ky Kyrgyz|la Latin|lb Luxembourgish|lg Ganda|li Limburgish|ln Lingala|lo Lao|lt Lithuanian|
+lu Luba-Katanga|lv Latvian|mg Malagasy|mh Marshallese|mi Maori|mk Macedonian|ml Malayalam|mn Mongolian|
+mr Marathi|ms Malay|mt Maltese|my Burmese|na Nauru|nb Norwegian Bokmål|nd North Ndebele|ne Nepali|
+ng Ndonga|nl Dutch|nn Norwegian Nynorsk|no Norwegian|nr South Ndebele|nv Navajo|ny Chichewa|oc Occitan|
+oj Ojibwa|om Oromo|or Odia|os Ossetian|pa Punjabi|pi Pali|pl Polish|ps Pashto|pt Portuguese|qu Quechua|
+rm Romansh|rn Rundi|ro Romanian|ru Russian|rw Kinyarwanda|sa Sanskrit|sc Sardinian|sd Sindhi|
+se Northern Sami|sg Sango|si Sinhala|sk Slovak|sl Slovenian|sm Samoan|sn Shona|so Somali|sq Albanian|
+sr Serbian|ss Swati|st Southern Sotho|su Sundanese|sv Swedish|sw Swahili|ta Tamil|te Telugu|tg Tajik|
+th Thai|ti Tigrinya|tk Turkmen|tl Tagalog|tn Tswana|to Tongan|tr Turkish|ts Tsonga|tt Tatar|tw Twi|
+ty Tahitian|ug Uyghur|uk Ukrainian|ur Urdu|uz Uzbek|ve Venda|vi Vietnamese|vo Volapük|wa Walloon|
+wo Wolof|xh Xhosa|yi Yiddish|yo Yoruba|za Zhuang|zh Chinese|zu Zulu
+"""
+LANGUAGE_NAMES: dict[str, str] = dict(
+    entry.strip().split(" ", 1) for entry in _CODES.replace("\n", "").split("|") if entry.strip())
+"""Every ISO 639-1 code → the language's English name (``{"fr": "French", …}``)."""
+
+#: py3langid's labels that are no ISO 639-1 code → the code they count for.
+_DETECTOR_CODES = {"yue": "zh", "wuu": "zh", "ary": "ar", "arz": "ar", "uzs": "uz", "gug": "gn", "sdh": "ku"}
+
+
+class LanguageError(ValueError):
+    """A language setting that is neither ``auto`` nor an ISO 639-1 code; the message names it."""
+
+
+def check_language(value: Any, where: str = "language", *, auto: bool = True) -> str:
+    """`value` as a setting: ``"auto"`` (when `auto` allows it) or a lower-case ISO 639-1 code
+    (``"FR"`` → ``"fr"``). Raises `LanguageError` naming `where` for anything else (a three-letter
+    code, a language's name, a non-string)."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in LANGUAGE_NAMES or auto and text == AUTO:
+        return text  # type: ignore[return-value]
+    named = {name.lower(): code for code, name in LANGUAGE_NAMES.items()}
+    hint = f" (did you mean {named[text]!r}?)" if text in named else ""
+    expected = "auto or " if auto else ""
+    raise LanguageError(f"{where}: {value!r} is not a language code; give {expected}a two-letter ISO 639-1 code "
+                        f"such as en, fr, de, es, zh, ja{hint}")
+
+
+def language_name(code: str) -> str:
+    """The English name of an ISO 639-1 code (``"ja"`` → ``"Japanese"``); `KeyError` for another."""
+    return LANGUAGE_NAMES[code]
+
+
+_identifier: Any = None
+_identifier_lock = threading.Lock()
+
+
+def _detector() -> Any:
+    """py3langid's identifier with normalised probabilities, loaded once (thread-safe)."""
+    global _identifier
+    if _identifier is None:
+        with _identifier_lock:
+            if _identifier is None:
+                from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+                _identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    return _identifier
+
+
+def detect(text: str) -> tuple[str, float] | None:
+    """The most likely ISO 639-1 code of `text` and its probability in [0, 1] (py3langid's
+    normalised probabilities, summed per code), or None for a text with no letters to read."""
+    sample = text[:DETECT_CHARS]
+    if not any(ch.isalpha() for ch in sample):
+        return None
+    totals: dict[str, float] = {}
+    for label, probability in _detector().rank(sample):
+        code = _DETECTOR_CODES.get(label, label)
+        if code in LANGUAGE_NAMES:
+            totals[code] = totals.get(code, 0.0) + float(probability)
+    if not totals:
+        return None
+    code = max(totals, key=totals.__getitem__)
+    return code, min(1.0, max(0.0, totals[code]))
+
+
+@dataclass(frozen=True)
+class ItemLanguage:
+    """One item's language: `code` (ISO 639-1), whether it was `detected` (else given by the item
+    or the setting), and its English `name`."""
+
+    code: str
+    detected: bool
+
+    @property
+    def name(self) -> str:
+        return LANGUAGE_NAMES[self.code]
+
+
+def item_language(setting: str, given: Any, output_text: str, input_text: str) -> ItemLanguage:
+    """The item's language: `given` (the item's ``language`` field, when not None or empty) wins,
+    then `setting` (a code, or ``"auto"``); with ``auto`` the output text is detected, then the
+    input text, and a text too short or mixed to tell (`MIN_CONFIDENCE`) counts as English.
+    Raises `LanguageError` for a `given` value that is no code (the item's error)."""
+    if given is not None and not (isinstance(given, str) and not given.strip()):
+        code = check_language(given, "the item's language field")
+        if code != AUTO:
+            return ItemLanguage(code, False)
+    if setting != AUTO:
+        return ItemLanguage(setting, False)
+    for text in (output_text, input_text):
+        found = detect(text) if text.strip() else None
+        if found is not None and found[1] >= MIN_CONFIDENCE:
+            return ItemLanguage(found[0], True)
+    return ItemLanguage(DEFAULT_LANGUAGE, True)

@@ -1,0 +1,286 @@
+"""OpenTelemetry traces as items, and scores back as telemetry: spans made by the real
+OpenTelemetry SDK (`otel_spans`), written as OTLP JSON by its own encoder, read by `--data`;
+the exported ``gen_ai.evaluation.result`` records parsed with the OTLP protobuf definitions."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from otel_spans import captured, genai_trace, openinference_trace, otlp_document, write_otlp
+from typer.testing import CliRunner
+
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine.cli.main import app
+from engine.run.datasets import iter_items
+from engine.run.evals import run_evals
+from engine.run.readers import detect_format
+from engine.traces.assemble import TraceOptions, assemble
+from engine.traces.otlp_json import read_spans
+from engine.traces.source import TraceSource
+
+ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+
+
+def spans_of(make, **kwargs):
+    with captured() as (tracer, exporter):
+        make(tracer, **kwargs)
+        return list(exporter.get_finished_spans())
+
+
+def ids(span) -> tuple[str, str]:
+    return f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}"
+
+
+def items_of(path, fields=None, **options):
+    problems = []
+    data = TraceSource(str(path), TraceOptions(**options)) if options else path
+    return list(iter_items(data, fields, problems.append)), problems
+
+
+def test_openinference_trace_is_one_item_with_context_tool_calls_and_system(tmp_path):
+    spans = spans_of(openinference_trace)
+    path = write_otlp(tmp_path / "traces.jsonl", [spans])
+    root = next(s for s in spans if s.parent is None)
+    assert detect_format(path) == "otlp"
+    items, problems = items_of(path)
+    assert problems == []
+    [item] = items
+    assert (item["id"], item["span_id"]) == ids(root)
+    assert item["input"] == "What is the capital of France?"
+    assert item["output"] == "Paris is the capital of France."
+    assert item["context"] == ["Paris is the capital of France.", "France is in Europe."]
+    assert item["system"] == "Answer from the documents."
+    assert item["tool_calls"] == [{"name": "search", "arguments": {"query": "capital of France"}, "result": "Paris"}]
+
+
+def test_genai_trace_takes_input_and_output_from_its_llm_spans(tmp_path):
+    spans = spans_of(genai_trace)
+    items, problems = items_of(write_otlp(tmp_path / "genai.json", [spans[:2], spans[2:]]))
+    assert problems == []
+    [item] = items
+    assert item["input"] == [{"role": "user", "content": "Weather in Paris?"}]
+    assert item["output"] == [{"role": "assistant", "content": "21 °C and sunny."}]  # the last LLM span's answer
+    assert item["system"] == "Be brief."
+    assert item["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 21},
+                                   "id": "c1"}]
+    assert item["context"] is None and item["span_kind"] == "AGENT"
+
+
+def test_item_per_span_gives_an_item_per_llm_span_named_by_trace_and_span(tmp_path):
+    spans = spans_of(genai_trace)
+    items, _ = items_of(write_otlp(tmp_path / "genai.jsonl", [spans]), item_per="span", span_kinds=("llm",))
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert [item["id"] for item in items] == [":".join(ids(s)) for s in chats]
+    assert items[0]["output"][0]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert items[1]["output"] == [{"role": "assistant", "content": "21 °C and sunny."}]
+    tools, _ = items_of(write_otlp(tmp_path / "genai.jsonl", [spans]), item_per="span", span_kinds=("TOOL",))
+    assert [(t["input"], t["output"]) for t in tools] == [('{"city": "Paris"}', '{"temp_c": 21}')]
+    assert tools[0]["tool_calls"][0]["result"] == {"temp_c": 21}
+
+
+def test_a_trace_becomes_an_item_once_its_root_span_is_read(tmp_path):
+    first, second = spans_of(openinference_trace), spans_of(genai_trace)
+    lines = [json.dumps(otlp_document([s])).encode() for s in first + second]
+    read = []
+
+    def feed():
+        for number, line in enumerate(lines):
+            read.append(number)
+            yield line
+
+    records = assemble(read_spans(feed(), lambda line, message: None), TraceOptions(), {}, lambda *a: None)
+    line, record = next(records)
+    assert record["trace_id"] == ids(first[0])[0]
+    assert read == list(range(len(first)))  # nothing of the second trace was read yet
+    assert next(records)[1]["trace_id"] == ids(second[0])[0]
+
+
+def test_field_mapping_reads_an_attribute_path(tmp_path):
+    spans = spans_of(openinference_trace, expected="Paris")
+    path = write_otlp(tmp_path / "t.jsonl", [spans])
+    [item], _ = items_of(path, fields={"ground_truth": "eval.expected", "context": "retrieval.documents"})
+    assert item["ground_truth"] == "Paris"
+    assert json.loads(item["context"][1]) == {"document": {"content": "France is in Europe."}}
+
+
+def test_a_pretty_printed_document_and_a_jsonl_of_flat_spans_are_read(tmp_path):
+    spans = spans_of(openinference_trace)
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(otlp_document(spans), indent=2))
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text("".join(json.dumps({
+        "name": s.name, "context": {"trace_id": ids(s)[0], "span_id": ids(s)[1]},
+        "parent_id": f"{s.parent.span_id:016x}" if s.parent else None, "attributes": dict(s.attributes)}) + "\n"
+        for s in spans))
+    for path in (pretty, flat):
+        assert detect_format(path) == "otlp"
+        [item], problems = items_of(path)
+        assert problems == [] and item["output"] == "Paris is the capital of France."
+
+
+def test_a_span_after_its_traces_root_is_reported_and_skipped(tmp_path):
+    spans = spans_of(openinference_trace)
+    path = write_otlp(tmp_path / "late.jsonl", [spans, spans[:1]])
+    [item], problems = items_of(path)
+    assert [(p.line, "comes after the trace's root span" in p.message) for p in problems] == [(2, True)]
+    assert item["context"] == ["Paris is the capital of France.", "France is in Europe."]
+
+
+def test_the_empty_output_trace_gets_no_score_and_its_error_names_the_attributes_looked_for(tmp_path):
+    spans = spans_of(openinference_trace, answer=None)
+    path = write_otlp(tmp_path / "empty.jsonl", [spans])
+    summary = run_evals(path, ["includes"], store=False, out=tmp_path / "out.jsonl")
+    [line] = [json.loads(text) for text in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert line["score"] is None and line["error"]["kind"] == "input"
+    assert line["error"]["message"] == (
+        "includes needs 'output' and the trace's root span has no output.value or output messages "
+        "(llm.output_messages.*, gen_ai.output.messages), and no LLM span has output messages")
+    assert summary.scorers["includes"].failed == 1
+
+
+def hex_to_base64(value):
+    """OTLP/JSON's hex ids as protobuf's JSON parser reads bytes (base64)."""
+    if isinstance(value, dict):
+        return {k: base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId") else hex_to_base64(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [hex_to_base64(v) for v in value]
+    return value
+
+
+def test_export_otlp_writes_evaluation_events_on_the_judged_spans(tmp_path, monkeypatch):
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    good, empty = spans_of(openinference_trace), spans_of(openinference_trace, answer=None)
+    wrong = spans_of(openinference_trace, answer="Lyon")
+    path = write_otlp(tmp_path / "traces.jsonl", [good, empty, wrong])
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                      "--item-cutoff", "includes=1", "--export-otlp", "evals.jsonl",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 2, result.output  # the empty trace failed
+    [text] = (tmp_path / "evals.jsonl").read_text().splitlines()
+    request = json_format.Parse(json.dumps(hex_to_base64(json.loads(text))), ExportLogsServiceRequest())
+    records = request.resource_logs[0].scope_logs[0].log_records
+    by_span = {(r.trace_id.hex(), r.span_id.hex()): r for r in records}
+    roots = [next(s for s in spans if s.parent is None) for spans in (good, empty, wrong)]
+    assert set(by_span) == {ids(r) for r in roots}
+
+    def attributes(root):
+        record = by_span[ids(root)]
+        assert record.event_name == "gen_ai.evaluation.result"
+        return {a.key: json_format.MessageToDict(a.value) for a in record.attributes}
+
+    assert attributes(roots[0]) == {
+        "gen_ai.evaluation.name": {"stringValue": "includes"}, "gen_ai.evaluation.score.value": {"doubleValue": 1.0},
+        "gen_ai.evaluation.score.label": {"stringValue": "pass"},
+        "gen_ai.evaluation.explanation": {"stringValue": 'The output includes "Paris".'}}
+    assert attributes(roots[2])["gen_ai.evaluation.score.label"] == {"stringValue": "fail"}
+    failed = attributes(roots[1])
+    assert failed["error.type"] == {"stringValue": "input"}
+    assert "gen_ai.evaluation.score.value" not in failed and "gen_ai.evaluation.score.label" not in failed
+    assert "output.value" in failed["gen_ai.evaluation.explanation"]["stringValue"]
+
+
+def test_export_labels_pass_or_fail_at_the_cutoff_the_spec_documents(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "scorer_specs" / "paris.yaml").write_text(
+        "id: paris\nextends: includes\ncutoff: 1\noptions:\n  expected:\n    default: Paris\n")
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace),
+                                                  spans_of(openinference_trace, answer="Lyon")])
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "paris", "--data", str(path), "--export-otlp", "evals.jsonl",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 0, result.output  # the documented cut-off labels the export, not the exit code
+    [text] = (tmp_path / "evals.jsonl").read_text().splitlines()
+    records = json.loads(text)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    labels = sorted(next(a["value"]["stringValue"] for a in r["attributes"] if a["key"] == "gen_ai.evaluation.score.label")
+                    for r in records)
+    assert labels == ["fail", "pass"]
+
+
+@pytest.mark.parametrize("flags", [["--format", "csv"], ["--span-kind", "LLM"], ["--item-per", "tree"]])
+def test_bad_trace_flags_exit_2(tmp_path, flags):
+    path = write_otlp(tmp_path / "t.jsonl", [spans_of(openinference_trace)])
+    result = CliRunner().invoke(app, ["eval", "includes", "--data", str(path), *flags], env=ENV)
+    assert result.exit_code == 2
+
+
+def test_the_generated_span_file_reads_as_one_item_per_trace(tmp_path):
+    from span_file import write
+
+    path = tmp_path / "spans.jsonl"
+    assert write(str(path), 400) == 100
+    items = list(iter_items(path))
+    assert [item["id"] for item in items[:2]] == [f"{1:032x}", f"{2:032x}"] and len(items) == 100
+    assert items[7]["context"][0].startswith("Passage 0 about country 7") and items[7]["tool_calls"][0]["name"] == "search"
+
+
+def test_export_otlp_url_sends_the_records_through_the_sdk_exporter(tmp_path, monkeypatch):
+    """A real OTLP/HTTP receiver on 127.0.0.1 (protobuf bodies on /v1/logs) gets the records."""
+    import gzip
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+    )
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            received.append((self.path, ExportLogsServiceRequest.FromString(body)))
+            reply = ExportLogsServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        spans = spans_of(openinference_trace)
+        path = write_otlp(tmp_path / "traces.jsonl", [spans])
+        monkeypatch.chdir(tmp_path)
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/logs"
+        result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                          "--export-otlp", url, "--store", "store.sqlite"], env=ENV)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 0, result.output
+    records = [r for p, request in received for rl in request.resource_logs for sl in rl.scope_logs
+               for r in sl.log_records]
+    assert [p for p, _ in received] == ["/v1/logs"]
+    [record] = records
+    root = next(s for s in spans if s.parent is None)
+    assert (record.trace_id.hex(), record.span_id.hex()) == ids(root)
+    assert record.event_name == "gen_ai.evaluation.result"
+    values = {a.key: a.value for a in record.attributes}
+    assert values["gen_ai.evaluation.name"].string_value == "includes"
+    assert values["gen_ai.evaluation.score.value"].double_value == 1.0
+    assert "gen_ai.evaluation.score.label" not in values  # no cut-off given
+
+
+def test_export_otlp_url_that_refuses_is_an_export_error(tmp_path, monkeypatch):
+    from phoenix_server import free_port
+
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace)])
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                      "--export-otlp", f"http://127.0.0.1:{free_port()}/v1/logs",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 2 and "export:" in result.output and "not accepted" in result.output
