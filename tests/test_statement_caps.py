@@ -151,10 +151,13 @@ def test_an_invalid_statement_past_the_hard_bound_is_left_out_with_the_rest():
 def test_each_extraction_schema_allows_the_hard_bound_and_the_option_defaults_to_25(spec_id, option):
     plan = load_spec(spec_id)
     preprocess = next(stage for stage in plan.stages if stage.id == "preprocess")
-    listed = next(iter(preprocess.schema["properties"].values()))
+    [(field, listed)] = preprocess.schema["properties"].items()
     assert listed["maxItems"] == HARD_BOUND
     assert preprocess.max_tokens == 2048
     assert plan.options.defaults[option] == 25
+    assert preprocess.keep_first == (field,)
+    # what keeps the first items is no part of the schema sent: the calls' cache keys are as before
+    assert "keep_first" not in json.dumps(preprocess.answer.as_sent("preprocess"))
 
 
 def test_faithfulness_with_26_claims_verifies_its_first_n_and_says_so():
