@@ -45,22 +45,25 @@ def direct_create(completions: Any) -> None:
     response body (`json.JSONDecodeError`, which instructor would re-ask silently) raises
     `UnreadableResponse`, retried and counted by the retry layer."""
     from openai import NOT_GIVEN
+    from openai._types import RequestOptions
     from openai.types.chat import ChatCompletion
 
     client = completions._client
     sdk_create = completions.create
+    # the SDK's create asks for the bearer token through ``security`` where its request options
+    # have that key (openai 3.x); older clients send it with every request
+    auth = {"security": {"bearer_auth": True}} if "security" in RequestOptions.__annotations__ else {}
 
     async def create(**params: Any) -> Any:
         try:
             if params.get("stream"):
                 return await sdk_create(**params)
-            options: dict[str, Any] = {"security": {"bearer_auth": True}}
+            options: dict[str, Any] = dict(auth)
             for key, option in _OPTION_KEYS.items():
                 value = params.pop(key, NOT_GIVEN)
-                if value is not NOT_GIVEN and value is not None:
+                if value is not NOT_GIVEN and (value is not None or key == "timeout"):  # as the SDK does
                     options[option] = value
             body = {key: value for key, value in params.items() if value is not NOT_GIVEN}
-            body.pop("stream", None)
             return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
         except json.JSONDecodeError as exc:
             raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
