@@ -184,6 +184,14 @@ def test_run_unknown_spec():
     assert "no scorer named 'faithfulnes' (did you mean 'faithfulness'?)" in result.stderr
 
 
+def test_a_number_given_to_a_text_option_stays_text():
+    assert parse_option_value("330", {"type": ["string", "null"]}) == "330"
+    assert parse_option_value("true", {"type": ["string", "null"]}) == "true"
+    assert parse_option_value("null", {"type": ["string", "null"]}) is None
+    assert parse_option_value("3", {"type": ["number", "string"]}) == 3
+    assert parse_option_value("[1]", {"type": ["array", "string"]}) == [1]
+
+
 def test_parse_option_value_types():
     assert parse_option_value("false", {"type": "boolean"}) is False
     assert parse_option_value("10", {"type": "number"}) == 10

@@ -24,7 +24,12 @@ def test_codes_are_read_in_any_case_and_named_in_english():
     assert LANGUAGE_NAMES["zh"] == "Chinese" and LANGUAGE_NAMES["de"] == "German"
 
 
-@pytest.mark.parametrize("bad", ["chinese", "fra", "", "xx", 3, None])
+@pytest.mark.parametrize("tag, code", [("zh-CN", "zh"), ("fr_FR", "fr"), ("zh-Hant-TW", "zh"), ("PT-br", "pt")])
+def test_a_language_tag_with_a_region_gives_its_language(tag, code):
+    assert check_language(tag) == code
+
+
+@pytest.mark.parametrize("bad", ["chinese", "fra", "", "xx", "xx-YY", "-fr", 3, None])
 def test_unknown_code_is_an_error_naming_the_value(bad):
     with pytest.raises(LanguageError, match="not a language code"):
         check_language(bad, "--language")

@@ -71,14 +71,32 @@ def fail(message: str, code: int = EXIT_ERROR) -> None:
 
 def parse_option_value(raw: str, schema: dict[str, Any] | None) -> Any:
     """Type a ``key=value`` value by the option's JSON Schema: strings stay text, anything else
-    is read as JSON (``false`` → False, ``10`` → 10, ``["a"]`` → a list), falling back to text."""
+    is read as JSON (``false`` → False, ``10`` → 10, ``["a"]`` → a list), falling back to text.
+    A value that reads as JSON of a type the schema does not allow stays text when the schema
+    allows a string (``expected=330`` for a ``[string, null]`` option is the text "330")."""
     types = (schema or {}).get("type")
-    if types == "string" or (isinstance(types, list) and types == ["string"]):
+    allowed = {types} if isinstance(types, str) else set(types or ())
+    if allowed == {"string"}:
         return raw
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except json.JSONDecodeError:
         return raw
+    kind = _json_type(value)
+    if "string" in allowed and kind not in allowed and not (kind == "integer" and "number" in allowed):
+        return raw
+    return value
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type name of a parsed JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}[type(value)]
 
 
 def parse_options(pairs: list[str], compiled_list: list[Any], labels: list[str] | None = None) -> dict[str, dict[str, Any]]:

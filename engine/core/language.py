@@ -67,11 +67,15 @@ class LanguageError(ValueError):
 
 def check_language(value: Any, where: str = "language", *, auto: bool = True) -> str:
     """`value` as a setting: ``"auto"`` (when `auto` allows it) or a lower-case ISO 639-1 code
-    (``"FR"`` → ``"fr"``). Raises `LanguageError` naming `where` for anything else (a three-letter
-    code, a language's name, a non-string)."""
+    (``"FR"`` → ``"fr"``); a language tag with a region or script (``"zh-CN"``, ``"fr_FR"``,
+    ``"zh-Hant-TW"``) gives its language's code. Raises `LanguageError` naming `where` for
+    anything else (a three-letter code, a language's name, a non-string)."""
     text = value.strip().lower() if isinstance(value, str) else None
     if text in LANGUAGE_NAMES or auto and text == AUTO:
         return text  # type: ignore[return-value]
+    primary = text.replace("_", "-").split("-", 1)[0] if text and ("-" in text or "_" in text) else None
+    if primary in LANGUAGE_NAMES:
+        return primary  # type: ignore[return-value]
     named = {name.lower(): code for code, name in LANGUAGE_NAMES.items()}
     hint = f" (did you mean {named[text]!r}?)" if text in named else ""
     expected = "auto or " if auto else ""
