@@ -78,6 +78,12 @@ class PromptStageRecord(_StageRecordBase):
     (``{"verdict": {"yes": 0.91, "no": 0.02, "unsure": 0.07}}``; with ``for_each`` a list, one per
     element, None for an element without; a sampled question's: the mean over its samples). Left
     out of the JSON when None: not asked, or the judge reported none.
+
+    `listed`: for a stage that keeps the first items of a list (its ``keep_first``), how many
+    items the judge listed in each such list when it listed more than the answer keeps
+    (``{"statements": 41}``: the result holds the first ``maxItems``; with ``for_each`` a list,
+    one per element, None for an element where nothing was left out; a sampled question's: the
+    most over its samples). Left out of the JSON when None: nothing was left out.
     """
 
     kind: Literal["prompt"] = "prompt"
@@ -86,11 +92,12 @@ class PromptStageRecord(_StageRecordBase):
     agreements: list[float | None] | None = None
     spread: dict[str, float] | None = None
     answer_probs: Any = None
+    listed: Any = None
 
     @model_serializer(mode="wrap")
     def _sampling_keys_when_sampled(self, handler: Any) -> Any:
         return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
-                                             "answer_probs"))
+                                             "answer_probs", "listed"))
 
 
 class RuleStageRecord(_StageRecordBase):

@@ -59,11 +59,12 @@ class Interpreter:
         where: list[str | None] = [None]  # the stage running, for a failure that names none
         try:
             probs: dict[str, Any] = {}  # `answer_probs`: by stage id
+            listed: dict[str, Any] = {}  # `listed`: by stage id, for the stages with keep_first
             ns: dict[str, Any] = prepare({"run": self._run_fields(item, result), "options": self.options,
-                                          "answer_probs": probs})
+                                          "answer_probs": probs, "listed": listed})
             for name, expression in plan.vars:
                 ns[name] = evaluate(expression, ns, f"vars.{name}")
-            yield from self._stages(ns, probs, result, where)
+            yield from self._stages(ns, probs, listed, result, where)
             where[0] = None
             score = plan.score
             if score.not_scorable is not None and evaluate(score.not_scorable[0], ns, "score.not_scorable.when"):
@@ -90,10 +91,12 @@ class Interpreter:
             result.agreement = min(agreements) if agreements else None
         return result
 
-    def _stages(self, ns: dict[str, Any], probs: dict[str, Any], result: ScoreResult,
+    def _stages(self, ns: dict[str, Any], probs: dict[str, Any], listed: dict[str, Any], result: ScoreResult,
                 where: list[str | None]) -> Generator[JudgeCall | FanOut, Any, None]:
         """Run the plan's stages in order, each one's result in `ns` under its id and its record in
-        `result.stages`; `where[0]` names the stage running."""
+        `result.stages`; `where[0]` names the stage running. `probs` (``answer_probs``) and
+        `listed` (``listed``: how many items the judge listed, for a stage with ``keep_first``)
+        get each such stage's by its id, None when it was skipped."""
         runner = PromptRunner(self.plan.instructions)
         for stage in self.plan.stages:
             where[0] = stage.id
@@ -101,6 +104,7 @@ class Interpreter:
             record: Any = work.record if work is not None else RuleStageRecord()
             result.stages[stage.id] = record
             labelled = isinstance(stage, PromptStagePlan) and stage.probabilities is not False
+            keeps = isinstance(stage, PromptStagePlan) and bool(stage.keep_first)
             if labelled and not wants_probs(stage, ns):  # type: ignore[arg-type]
                 result.scoring = "hard"  # this run counts the hard labels
             if stage.when is not None and not evaluate(stage.when, ns, f"{stage.id}.when"):
@@ -108,6 +112,8 @@ class Interpreter:
                 ns[stage.id] = None
                 if labelled:
                     probs[stage.id] = None
+                if keeps:
+                    listed[stage.id] = None
                 continue
             if isinstance(stage, RuleStagePlan):
                 record.result = _rule_stage(stage, ns)
@@ -117,6 +123,9 @@ class Interpreter:
             if isinstance(stage, RuleStagePlan) or stage.result is not None:
                 require_json(record.result, stage.id)
             ns[stage.id] = record.result
+            if keeps:
+                assert work is not None
+                listed[stage.id] = work.listed
             if labelled:
                 assert work is not None
                 probs[stage.id] = work.used_probs

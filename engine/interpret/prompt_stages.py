@@ -7,7 +7,12 @@ compiled answer schema (`PromptStagePlan.answer_for`): the plan's own object for
 load, one built per call for a schema with ``{$expr}`` values.
 
 What the interpreter keeps for itself beside a record (the label probabilities expressions see,
-and how many answers counted by their hard label) lives in `StageWork`, never on the record.
+how many answers counted by their hard label, how many items the judge listed) lives in
+`StageWork`, never on the record.
+
+A stage with ``keep_first`` gets each answer with its lists as the judge wrote them (the contract
+judged them cut: `engine.judge.contract.AnswerContract.kept`); `PromptRunner.ask` cuts them to their
+first ``maxItems`` before anything reads the answer, and counts what was listed.
 """
 
 from __future__ import annotations
@@ -40,12 +45,15 @@ class StageWork:
     beside it: `used_probs`, the label probabilities expressions see (`answer_probs.STAGE`: those
     reported, else the hard labels; with ``for_each`` one per element); `hard_labels`, per label
     field how many answers had it from their hard label although probabilities were asked for;
-    `answers`, how many answers were counted."""
+    `answers`, how many answers were counted; `listed`, for a stage with ``keep_first``, what
+    expressions see as ``listed.STAGE``: how many items the judge listed per such field (with
+    ``for_each`` one per element; a sampled question's: the most over its samples)."""
 
     record: PromptStageRecord = field(default_factory=PromptStageRecord)
     used_probs: Any = None
     hard_labels: dict[str, int] = field(default_factory=dict)
     answers: int = 0
+    listed: Any = None
 
 
 def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
@@ -115,6 +123,10 @@ class PromptRunner:
                 _gather_samples(record, [part.record for part in parts[:len(prompts)]])
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=True)
+        if stage.keep_first:
+            work.listed = [part.listed for part in parts]
+            left_out = [part.record.listed for part in parts]
+            record.listed = left_out if any(n is not None for n in left_out) else None
         return results
 
     def _element(self, stage: PromptStagePlan, scope: dict[str, Any], part: StageWork) -> Steps:
@@ -154,6 +166,9 @@ class PromptRunner:
             record.samples = samples
         reduced = _reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
+        if stage.keep_first:
+            work.listed = _most([part.listed for part in parts]) or {}
+            record.listed = _most([part.record.listed for part in parts])
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=False)
             if sampling.method == "majority":
@@ -173,7 +188,8 @@ class PromptRunner:
         if self.instructions is not None:
             messages.append({"role": "system", "content": render(self.instructions, ns, "judge.instructions")})
         messages.append({"role": "user", "content": prompt})
-        contract = AnswerContract.of(schema, tuple((check.expect, check.message) for check in stage.checks), ns)
+        contract = AnswerContract.of(schema, tuple((check.expect, check.message) for check in stage.checks), ns,
+                                     stage.keep_first)
         temperature = stage.temperature
         if sample_index is not None and stage.sampling is not None:
             temperature = stage.sampling.temperature
@@ -190,13 +206,18 @@ class PromptRunner:
         record.raw_answer = reply.raw
         record.attempts = reply.attempts
         record.usage = reply.usage
+        data = reply.data
+        if stage.keep_first:  # the lists as the judge wrote them: the first maxItems kept, the rest counted
+            data, work.listed = contract.kept(data)
+            left_out = {name: n for name, n in work.listed.items() if n > len(data[name])}
+            record.listed = left_out or None
         if stage.probabilities is not False:  # what `answer_probs` holds: reported, else the hard labels
             reported = reply.answer_probs if asked else None
             record.answer_probs = reported
-            work.used_probs, filled = with_hard_labels(reply.data, reported, schema.labels)
+            work.used_probs, filled = with_hard_labels(data, reported, schema.labels)
             work.hard_labels = {name: 1 for name in filled} if asked else {}
             work.answers = 1
-        return reply.data
+        return data
 
 
 def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns: dict[str, Any]) -> Reduced:
@@ -207,6 +228,15 @@ def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns
     value = evaluate(sampling.expression, {**ns, "samples": samples}, f"{stage.id}.reduce")
     require_json(value, stage.id)
     return Reduced(value, agreeing_share(samples, value))
+
+
+def _most(counts: list[dict[str, int] | None]) -> dict[str, int] | None:
+    """Per field, the most of `counts` (the samples of one question); None when none has any."""
+    most: dict[str, int] = {}
+    for found in counts:
+        for name, n in (found or {}).items():
+            most[name] = max(n, most.get(name, 0))
+    return most or None
 
 
 def _gather_samples(record: PromptStageRecord, parts: list[PromptStageRecord]) -> None:

@@ -57,8 +57,9 @@ class JudgeCall:
 
 @dataclass
 class JudgeAnswer:
-    """A validated answer: `data` (normalised JSON value), `raw` (the text the model sent),
-    `attempts` (calls made for it) and `usage`. `answer_probs`: for a call that asked for
+    """A validated answer: `data` (normalised JSON value; a list the call's contract keeps the
+    first items of, `AnswerContract.keep_first`, as long as the judge wrote it), `raw` (the text
+    the model sent), `attempts` (calls made for it) and `usage`. `answer_probs`: for a call that asked for
     probabilities, each label field the judge reported them for → {value: probability}
     (`engine.core.answer_probs`); None when it reported none (or was not asked)."""
 

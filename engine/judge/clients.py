@@ -7,12 +7,12 @@ layer retries and counts every one); other providers go through `instructor.from
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from .call import MissingCredentials
 from .identity import provider_identity
+from .openai_path import UnreadableResponse, direct_create, http_client
 from .provider import InstructorJudge
 from .redaction import environment_keys
 from .window import WindowCheck, resolve_window
@@ -31,25 +31,6 @@ def parse_mode(mode: str) -> Any:
     names = [m.name.lower() for m in instructor.Mode]
     hint = did_you_mean(mode.lower(), names) or "e.g. tools, json_schema, json, md_json"
     raise ValueError(f"unknown structured-output mode {mode!r} ({hint})")
-
-
-class UnreadableResponse(ConnectionError):
-    """The provider answered with a body that is not valid JSON (a transport failure)."""
-
-
-def _raise_unreadable_as_transport(completions: Any) -> None:
-    """The openai client raises `json.JSONDecodeError` for an unreadable response body, which
-    instructor would take for an invalid answer and re-ask silently; make it a transport
-    failure, retried and counted by the retry layer."""
-    create = completions.create
-
-    async def create_checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await create(*args, **kwargs)
-        except json.JSONDecodeError as exc:
-            raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
-
-    completions.create = create_checked
 
 
 def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
@@ -82,8 +63,9 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
             "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
 
         def build(answer_mode: Any = inst_mode or instructor.Mode.TOOLS) -> Any:
-            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
-            _raise_unreadable_as_transport(client.chat.completions)
+            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                        http_client=http_client(timeout_s))
+            direct_create(client.chat.completions)  # the parameters as given: see engine.judge.openai_path
             return instructor.from_openai(client, mode=answer_mode)
 
         # token probabilities come only with an answer in the message content, never with tool-call

@@ -7,6 +7,13 @@ check that failed (None when the schema failed: the checks run only on answers t
 accepts). When the re-asks run out, the judge ends the call with `no_valid_answer`, which decides
 from the last `AnswerInvalid` whether the item fails with kind ``check`` (the last answer matched
 the schema and a check still failed) or ``judge`` (the schema's error named).
+
+A stage may keep the first items of a list its judge makes too long (`AnswerContract.keep_first`,
+the spec's ``keep_first:``): such a list past its schema's ``maxItems`` is no reason to ask again.
+The schema and the checks judge the answer with the list cut to its first ``maxItems`` (`kept`);
+`validate` returns the answer with the list as the judge wrote it, so every judge, and the cache
+that stores the answer, keeps how many items were listed, and the interpreter cuts it (`kept`),
+counting them for the stage's record and reason.
 """
 
 from __future__ import annotations
@@ -53,12 +60,16 @@ class AnswerContract:
     canonical JSON: `engine.core.answer_schema.AnswerSchema`), the stage plan's own object for a
     schema known at load; None: built here from `schema` (a contract made by hand, or a schema
     computed per item), its parts then derived on first use.
+    keep_first: top-level list fields of the answer (properties of type array with ``maxItems``,
+    checked at load) whose first ``maxItems`` items are kept when the judge lists more, instead of
+    asking again (`kept`).
     """
 
     schema: Mapping[str, Any]
     checks: Sequence[Check] = ()
     namespace: Mapping[str, Any] = field(default_factory=dict)
     compiled: AnswerSchema | None = None
+    keep_first: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.compiled is None:
@@ -68,24 +79,48 @@ class AnswerContract:
 
     @classmethod
     def of(cls, compiled: AnswerSchema, checks: Sequence[Check] = (),
-           namespace: Mapping[str, Any] | None = None) -> "AnswerContract":
+           namespace: Mapping[str, Any] | None = None, keep_first: tuple[str, ...] = ()) -> "AnswerContract":
         """The contract for an answer to `compiled`'s schema (a stage plan's `AnswerSchema`)."""
-        return cls(compiled.schema, checks, {} if namespace is None else namespace, compiled)
+        return cls(compiled.schema, checks, {} if namespace is None else namespace, compiled, tuple(keep_first))
 
     def validate(self, data: Any) -> Any:
         """The answer normalised (`normalize_answer`) when it matches the schema and passes every
         check; else raises `AnswerInvalid`: naming the first three schema errors (no check: the
         checks run only on an answer the schema accepts, so they never read what the schema
-        refused), or the first failed check."""
+        refused), or the first failed check. The schema and the checks see the `keep_first` lists
+        cut to their first ``maxItems`` (`kept`); the answer returned holds them as the judge
+        wrote them."""
         data = normalize_answer(data, self.schema)
+        judged = self.kept(data)[0] if self.keep_first else data
         assert self.compiled is not None
         validator = self.compiled.validator
-        if not validator.is_valid(data):
-            raise AnswerInvalid(schema_message(list(validator.iter_errors(data))))
-        check = self.failed_check(data) if self.checks else None
+        if not validator.is_valid(judged):
+            raise AnswerInvalid(schema_message(list(validator.iter_errors(judged))))
+        check = self.failed_check(judged) if self.checks else None
         if check is not None:
             raise AnswerInvalid(check.message, check)
         return data
+
+    def kept(self, data: Any) -> tuple[Any, dict[str, int]]:
+        """`data` with each `keep_first` list longer than its schema's ``maxItems`` cut to its
+        first ``maxItems`` items (a new object; `data` is not changed), and how many items each
+        `keep_first` list of `data` holds, by field (a field that is no list is left out). `data`
+        itself when nothing is cut."""
+        if not self.keep_first or not isinstance(data, dict):
+            return data, {}
+        properties = self.schema.get("properties") or {}
+        listed: dict[str, int] = {}
+        cut: dict[str, Any] | None = None
+        for name in self.keep_first:
+            value = data.get(name)
+            if not isinstance(value, list):
+                continue
+            listed[name] = len(value)
+            bound = (properties.get(name) or {}).get("maxItems")
+            if isinstance(bound, int) and not isinstance(bound, bool) and len(value) > bound:
+                cut = dict(data) if cut is None else cut
+                cut[name] = value[:bound]
+        return (data if cut is None else cut), listed
 
     def failed_check(self, data: Any) -> FailedCheck | None:
         """The first check `data` fails (a check that raises fails, its error added to the

@@ -36,6 +36,7 @@ from ..core.errors import ScorerRunError
 from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
 
@@ -106,7 +107,8 @@ def response_model(schema_json: str, title: str) -> type:
 
     Answer.__name__ = Answer.__qualname__ = title
     Answer.__doc__ = schema.get("description") or f"The answer to stage {title}."
-    return Answer
+    check_once()
+    return mark_checked(Answer)
 
 
 class InstructorJudge:

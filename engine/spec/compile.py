@@ -18,10 +18,10 @@ from typing import Any, Union
 from jinja2 import TemplateSyntaxError
 
 from .. import functions
-from ..core.answer_probs import label_fields
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from ..core.schemas import answer_keys, schema_error
+from .answer_fields import BOOL_WORDS, keep_first_of, probabilities_of
 from .catalog import prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
@@ -46,8 +46,7 @@ from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
-            "examples"}
-_BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
+            "examples", "listed"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -199,7 +198,7 @@ def _fields(spec: Spec, c: _Compiler, options: OptionsPlan) -> tuple[dict[str, U
             if plan is not None:
                 declared[name] = plan
         value = field_spec.required
-        if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
             c.doc.add("wrong-type", f"{key}.required", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
                       "only true/false as booleans)", "write true or false, or an expression over options")
         elif isinstance(value, str):
@@ -234,7 +233,8 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
     shape = keys if stage.result is None and stage.for_each is None else None
-    probabilities = _probabilities(stage, key, c, outer, schema)
+    probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
+    keep_first = keep_first_of(stage, key, c.doc)
     if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
@@ -242,31 +242,10 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
-        sampling=sampling, probabilities=probabilities, examples=checked_examples(stage, key, schema_exprs, c.doc),
+        sampling=sampling, probabilities=probabilities, keep_first=keep_first,
+        examples=checked_examples(stage, key, schema_exprs, c.doc),
     )
     return plan, shape
-
-
-def _probabilities(stage: PromptStage, key: str, c: _Compiler, scope: Scope,
-                   schema: dict[str, Any]) -> bool | Expression | None:
-    """A prompt stage's `probabilities` (False, True or an expression over the names in scope);
-    None after a problem: an expression that does not compile, or an answer with no label field."""
-    value = stage.probabilities
-    if value is False:
-        return False
-    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
-        c.doc.add("wrong-type", f"{key}.probabilities", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
-                  "only true/false as booleans)", "write true or false, or an expression such as "
-                  "options.scoring == 'probability'")
-        return None
-    if not label_fields(schema):
-        c.doc.add("invalid-value", f"{key}.probabilities", "label probabilities are read from the answer's enum "
-                  "and boolean fields, and this stage's output schema has none at its top level",
-                  "give the answer a field such as verdict: {enum: [\"yes\", \"no\"]}")
-        return None
-    if value is True:
-        return True
-    return c.expr(value, f"{key}.probabilities", scope)
 
 
 def _rule_function(name: str, args: dict[str, str], key: str, c: _Compiler) -> functions.RuleFunction | None:
@@ -294,6 +273,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
     plans: list[StagePlan] = []
     seen: set[str] = set()
     with_probs: set[str] = set()  # the stages `answer_probs` has, so far (in scope after the first)
+    with_listed: set[str] = set()  # the stages `listed` has, so far (in scope after the first)
     for i, stage in enumerate(spec.stages):
         key = f"stages[{i}]"
         if stage.id in RESERVED or stage.id in spec.vars:
@@ -320,6 +300,9 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if isinstance(stage, PromptStage) and stage.probabilities is not False:
             with_probs.add(stage.id)
             scope = scope.with_names(answer_probs=frozenset(with_probs))
+        if isinstance(stage, PromptStage) and stage.keep_first:
+            with_listed.add(stage.id)
+            scope = scope.with_names(listed=frozenset(with_listed))
     return plans, scope
 
 

@@ -96,6 +96,13 @@ class PromptStage(_Model):
         "is the list of the per-element results. One focused question at a time suits small judges.",
     )
     checks: list[Check] = Field(default_factory=list, description="Re-ask conditions.")
+    keep_first: list[str] = Field(
+        default_factory=list,
+        description="List fields of the answer (top-level properties of type array with `maxItems`) whose first "
+        "`maxItems` items are kept when the judge lists more, instead of asking it again: the schema, the checks "
+        "and `result` see the list cut. Later expressions read how many items the judge listed as "
+        "`listed.STAGE.FIELD` (with for_each, a list: one per element), so a reason can say what was left out.",
+    )
     result: str | None = Field(
         None, description="Expression mapping the answer (`answer`) to the stage's result."
     )

@@ -74,6 +74,9 @@ class PromptStagePlan:
     id and its canonical JSON for cache keys); None when the schema
     has ``{$expr}`` values (`answer_for` then builds one per call). Made when the plan is built,
     its parts computed by the compiler once the spec has no problem (`AnswerSchema.prepare`).
+    keep_first: the answer's list fields (top-level, type array with ``maxItems``) whose first
+    ``maxItems`` items are kept when the judge lists more, instead of asking again
+    (`engine.judge.contract.AnswerContract.kept`); how many it listed is ``listed.STAGE``.
     examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     """
 
@@ -90,6 +93,7 @@ class PromptStagePlan:
     result: Expression | None = None
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
+    keep_first: tuple[str, ...] = ()
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
     examples: tuple[Mapping[str, Any], ...] = ()
 

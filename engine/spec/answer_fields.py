@@ -1,0 +1,74 @@
+"""What a prompt stage says about its answer's fields, checked at load against its output schema.
+
+- ``probabilities``: the label probabilities of the answer's enum and boolean fields are asked
+  for (`engine.core.answer_probs`); the answer needs such a field at its top level.
+- ``keep_first``: lists of the answer whose first ``maxItems`` items are kept when the judge
+  lists more, instead of asking again (`engine.judge.contract.AnswerContract.kept`); each must be a
+  top-level property of type array with ``maxItems``.
+
+Problems are recorded in the spec's `Document` at the key that wrote them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core.answer_probs import label_fields
+from ..core.errors import did_you_mean
+from .document import Document
+from .expressions import Expression
+from .models import PromptStage
+
+__all__ = ["BOOL_WORDS", "keep_first_of", "probabilities_of"]
+
+BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
+"""Strings YAML 1.1 read as booleans; specs are read as YAML 1.2, which keeps them strings, so a key
+that wants a boolean refuses them with a hint."""
+
+
+def probabilities_of(stage: PromptStage, key: str, doc: Document, schema: dict[str, Any],
+                     compile_expr: Callable[[str, str], Expression | None]) -> bool | Expression | None:
+    """A prompt stage's `probabilities` (False, True or an expression compiled by `compile_expr`
+    over the names in scope); None after a problem: an expression that does not compile, or an
+    answer with no label field."""
+    value = stage.probabilities
+    if value is False:
+        return False
+    if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
+        doc.add("wrong-type", f"{key}.probabilities", f"{value!r} is a string here, not a boolean (YAML 1.2 reads "
+                "only true/false as booleans)", "write true or false, or an expression such as "
+                "options.scoring == 'probability'")
+        return None
+    if not label_fields(schema):
+        doc.add("invalid-value", f"{key}.probabilities", "label probabilities are read from the answer's enum "
+                "and boolean fields, and this stage's output schema has none at its top level",
+                "give the answer a field such as verdict: {enum: [\"yes\", \"no\"]}")
+        return None
+    if value is True:
+        return True
+    return compile_expr(value, f"{key}.probabilities")
+
+
+def keep_first_of(stage: PromptStage, key: str, doc: Document) -> tuple[str, ...]:
+    """A prompt stage's `keep_first` fields, each checked against its output schema as written: a
+    top-level property of type array with ``maxItems`` (a number, or ``{$expr}`` computed per
+    item); a field named twice counts once. Problems are recorded at ``keep_first[i]``."""
+    properties = stage.output_schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    kept: list[str] = []
+    for i, name in enumerate(stage.keep_first):
+        where = f"{key}.keep_first[{i}]"
+        node = properties.get(name)
+        if not isinstance(node, dict):
+            doc.add("invalid-value", where, f"{name!r} is not a property of the stage's output schema",
+                    did_you_mean(name, properties) or "name a list field of the answer")
+        elif node.get("type") != "array":
+            doc.add("invalid-value", where, f"{name!r} is not a list: its schema has no type: array",
+                    "keep_first keeps the first items of a list the judge writes")
+        elif "maxItems" not in node:
+            doc.add("invalid-value", where, f"{name!r} has no maxItems, so there is no bound to keep the first "
+                    "items of", "give it maxItems: the longest list whose answer fits the stage's max_tokens")
+        elif name not in kept:
+            kept.append(name)
+    return tuple(kept)
