@@ -68,8 +68,11 @@ def test_german_tone_consistency_is_not_scorable_with_the_reason():
     result = load_scorer("tone_consistency").run(output="Das ist ein wunderbarer Tag, ich bin sehr glücklich.")
     assert result.score is None and result.error is None
     assert result.not_scorable is not None
-    assert "German" in result.reason and "VADER" in result.reason and "English lexicon" in result.reason
+    # the reason in the item's language (the spec gives it in German)
+    assert result.reason.startswith("Die Ausgabe ist nicht auf Englisch (German)") and "VADER" in result.reason
     assert result.stages["analyze"].skipped is True  # no number computed from an English lexicon
+    italian = load_scorer("tone_consistency").run(output="Che bella giornata, sono molto felice.", language="it")
+    assert "Italian" in italian.reason and "English lexicon" in italian.reason and italian.reason_language == "en"
 
 
 def test_english_tone_consistency_still_scores():

@@ -86,9 +86,15 @@ def test_result_records_the_detected_language_and_the_given_one():
     assert given.to_json_dict()["language"] == "es" and given.to_json_dict()["languageDetected"] is False
 
 
-def test_a_rule_scorer_that_does_not_read_the_language_records_none():
-    result = load_scorer("equals").run(output="a", ground_truth="a")
+def test_a_rule_scorer_that_does_not_read_the_language_records_none(tmp_path, monkeypatch):
+    # (the shipped rule scorers give their reasons per language, so they read it: a spec of its own)
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "scorer_specs" / "plain_equals.yaml").write_text(
+        "format: 1\nid: plain_equals\nextends: equals\nreason:\n  - template: same or not\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = load_scorer("plain_equals").run(output="a", ground_truth="a")
     assert result.language is None and "language" not in result.to_json_dict()
+    assert load_scorer("equals").run(output="a", ground_truth="a").language == "en"
 
 
 def test_a_bad_item_language_fails_that_item_as_input():

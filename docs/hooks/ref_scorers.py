@@ -141,6 +141,14 @@ def _score_block(score: Any) -> str:
     return "```text\n" + "\n".join(lines) + "\n```\n"
 
 
+def _english(template: Any) -> tuple[str, list[str]]:
+    """A reason template's English text and the other languages it is given in (a mapping of
+    ISO 639-1 codes to templates, or one template: English)."""
+    if isinstance(template, dict):
+        return template.get("en", ""), [code for code in template if code.lower() != "en"]
+    return template, []
+
+
 def _reasons(cases: Sequence[Any]) -> str:
     out = []
     for i, case in enumerate(cases):
@@ -149,8 +157,10 @@ def _reasons(cases: Sequence[Any]) -> str:
         if case.prompt:
             out.append(f"- {label}, {when}: the judge writes it from {code(case.prompt)}.")
         else:
-            out.append(f"- {label}, {when}: written from the template below.\n\n"
-                       + "    ```jinja\n" + "\n".join("    " + ln for ln in case.template.strip().splitlines())
+            english, others = _english(case.template)
+            also = f" (also given in {', '.join(others)})" if others else ""
+            out.append(f"- {label}, {when}: written from the template below{also}.\n\n"
+                       + "    ```jinja\n" + "\n".join("    " + ln for ln in english.strip().splitlines())
                        + "\n    ```")
     return "\n\n".join(out) + "\n"
 

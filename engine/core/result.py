@@ -176,7 +176,10 @@ class ScoreResult(_Out):
     labels), None when nothing. language: the item's language the scorer used (an ISO 639-1 code;
     `engine.core.language`) and language_detected whether it was detected (else the item or the
     run's setting gave it); both None, and left out of the JSON, for a scorer that does not read
-    the language.
+    the language. reason_language: the language of an engine-written reason (a spec's template)
+    when it is not the item's: the spec gives none for the item's language, so it fell back to
+    English (``en``; `warnings` says so too); None, and left out of the JSON, when the reason is in
+    the item's language, written by the judge, or the scorer does not read the language.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -199,11 +202,13 @@ class ScoreResult(_Out):
     warnings: list[str] | None = None
     language: str | None = None
     language_detected: bool | None = None
+    reason_language: str | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
         data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
-                                             "languageDetected", "language_detected"))
+                                             "languageDetected", "language_detected", "reasonLanguage",
+                                             "reason_language"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ..core.result import ItemError, NotScorableInfo, PromptStageRecord, RuleSta
 from ..core.run_fields import LOOKED_FOR, empty_reason, run_namespace
 from ..judge.call import JudgeCall
 from ..spec.expressions import prepare
-from ..spec.plans import PromptStagePlan, RuleStagePlan, ScorerPlan
+from ..spec.plans import PromptStagePlan, ReasonText, RuleStagePlan, ScorerPlan
 from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
 from .fan_out import FanOut
@@ -68,7 +68,7 @@ class Interpreter:
             where[0] = None
             score = plan.score
             if score.not_scorable is not None and evaluate(score.not_scorable[0], ns, "score.not_scorable.when"):
-                why = render(score.not_scorable[1], ns, "score.not_scorable.reason")
+                why = self._engine_reason(score.not_scorable[1], ns, result, "score.not_scorable.reason")
                 result.not_scorable = NotScorableInfo(reason=why)
                 result.reason = why
                 return result
@@ -140,7 +140,7 @@ class Interpreter:
             if case.when is not None and not evaluate(case.when, ns, "reason.when"):
                 continue
             if case.template is not None:
-                return render(case.template, ns, "reason.template").strip()
+                return self._engine_reason(case.template, ns, result, "reason.template").strip()
             assert case.prompt is not None
             work = StageWork()
             result.stages["reason"] = work.record
@@ -150,6 +150,20 @@ class Interpreter:
             result.generate_reason_prompt = work.record.prompt
             return work.record.result
         return None
+
+    def _engine_reason(self, text: ReasonText, ns: dict[str, Any], result: ScoreResult, where: str) -> str:
+        """`text` rendered in the item's language (``run.language``, settled when the plan gives a
+        reason in another language than English), else in English; a fallback from the item's
+        language to English is recorded in `result` (`reason_language` and a warning)."""
+        wanted = ns["run"].get("language")
+        written, template = text.for_language(wanted)
+        rendered = render(template, ns, where)
+        if wanted is not None and written != wanted:
+            result.reason_language = written
+            name = ns["run"].get("language_name") or wanted
+            result.warnings = [*(result.warnings or []), f"reason: {self.plan.id} gives this reason no {name} "
+                               "template, so it is written in English"]
+        return rendered
 
     def _run_fields(self, item: Mapping[str, Any], result: ScoreResult) -> dict[str, Any]:
         """`run` for the item (`engine.core.run_fields`), its declared fields resolved and, when the

@@ -29,7 +29,6 @@ from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .option_plans import checked_cutoff, checked_examples, declared_field, options_plan
 from .plans import (
-    REASON_SCHEMA,
     CheckPlan,
     FieldPlan,
     OptionsPlan,
@@ -40,6 +39,7 @@ from .plans import (
     ScorerPlan,
     StagePlan,
 )
+from .reasons import reason_plans, reason_text
 from .sampling import is_expression, sampling_plan
 from .schema_keywords import misspelled
 from .scope import Scope
@@ -311,7 +311,7 @@ def _score(spec: Spec, c: _Compiler, scope: Scope) -> tuple[ScorePlan | None, Sc
     not_scorable = None
     if score.not_scorable is not None:
         when = c.expr(score.not_scorable.when, "score.not_scorable.when", scope)
-        reason = c.inline_template(score.not_scorable.reason, "score.not_scorable.reason", scope)
+        reason = reason_text(score.not_scorable.reason, "score.not_scorable.reason", c, scope)
         if when is not None and reason is not None:
             not_scorable = (when, reason)
     let: list[tuple[str, Expression]] = []
@@ -329,33 +329,6 @@ def _score(spec: Spec, c: _Compiler, scope: Scope) -> tuple[ScorePlan | None, Sc
     if formula is None or scale is None:
         return None, scope
     return ScorePlan(formula, scale, tuple(let), not_scorable, score.round), scope
-
-
-def _reasons(spec: Spec, c: _Compiler, scope: Scope) -> list[ReasonPlan]:
-    scope = scope.with_names(score=None, scale=None)
-    judge = spec.judge
-    reasons = []
-    catch_all: int | None = None  # the first case without `when`: the cases after it are never used
-    for i, case in enumerate(spec.reason):
-        key = f"reason[{i}]"
-        if catch_all is not None:  # the earlier case named as its file writes it
-            earlier, there = c.doc.written(f"reason[{catch_all}]"), c.doc.position(f"reason[{catch_all}]").file
-            earlier += f" of {Path(there).name}" if there != c.doc.position(key).file else ""
-            c.doc.add("unreachable-reason", key, f"this reason case is never used: {earlier} before it has no "
-                      "`when`", "give that case a `when`, or place this one before it (in a child spec: `after:`, "
-                      "or override the earlier case by its id)")
-        elif not case.when:
-            catch_all = i
-        when = c.expr(case.when, f"{key}.when", scope) if case.when else None
-        if case.template is not None:
-            reasons.append(ReasonPlan(when, template=c.inline_template(case.template, f"{key}.template", scope)))
-            continue
-        template = c.template_file(case.prompt, f"{key}.prompt", scope) if case.prompt else None
-        if template is not None:
-            prompt = PromptStagePlan("reason", template, REASON_SCHEMA, judge.temperature, judge.max_tokens,
-                                     judge.max_reasks)
-            reasons.append(ReasonPlan(when, prompt=prompt))
-    return reasons
 
 
 def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
@@ -377,7 +350,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         if spec.judge.instructions else None
     stages, scope = _stages(spec, c, scope)
     score, scope = _score(spec, c, scope)
-    reasons = _reasons(spec, c, scope)
+    reasons = reason_plans(spec, c, scope)
     default_scale = checked_cutoff(spec, score, options, doc)
     if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None

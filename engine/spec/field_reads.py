@@ -75,8 +75,11 @@ def fields_read(plan: ScorerPlan) -> frozenset[str] | None:
 
 
 def reads_language(plan: ScorerPlan) -> bool:
-    """Whether `plan` reads the item's language (``run.language`` or ``run.language_name``, or
-    may read any key of ``run``)."""
+    """Whether `plan` reads the item's language: ``run.language`` or ``run.language_name``, any
+    key of ``run``, or an engine-written reason given in languages besides English (the item's
+    language picks the template)."""
+    if plan.translated_reasons:
+        return True
     read = fields_read(plan)
     return read is ANY or "language" in read
 

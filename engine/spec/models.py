@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from ..core.direction import Direction
 
@@ -167,11 +167,37 @@ Stage = Annotated[
 ]
 
 
+REASON_LANGUAGES_NOTE = (
+    " Either one template (read as English) or a mapping of ISO 639-1 codes to templates, one per language "
+    "(`{en: \"…\", fr: \"…\", de: \"…\"}`; `en` required): an item in a language the mapping gives gets that "
+    "language's template, any other the English one (its result then says so: `reasonLanguage: en`). A spec "
+    "that gives languages settles each item's language (`run.language`)."
+)
+
+def _reason_shape(value: Any) -> Any:
+    """One error for a reason template of the wrong shape (rather than one per member of the union)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for code, text in value.items():
+            if not isinstance(text, str):
+                raise ValueError(f"the template of {code!r} must be text (got {type(text).__name__})")
+        return value
+    raise ValueError(f"a reason template is text, or a mapping of language codes to texts (got {type(value).__name__})")
+
+
+# (`en` is required of the merged spec, checked when it compiles: a spec that extends another may give
+# only the languages it changes)
+_PER_LANGUAGE = Annotated[dict[str, str], Field(json_schema_extra={"propertyNames": {"pattern": "^[A-Za-z]{2}$"}})]
+ReasonTemplate = Annotated[Union[str, _PER_LANGUAGE], BeforeValidator(_reason_shape)]
+"""An engine-written reason: one Jinja template (English), or ISO 639-1 code → template."""
+
+
 class NotScorable(_Model):
     """When there is nothing to judge, the item gets no score and this reason."""
 
     when: str = Field(description="Expression over run, options, vars and stage results.")
-    reason: str = Field(description="Template text (Jinja) explaining why.")
+    reason: ReasonTemplate = Field(description="Template text (Jinja) explaining why." + REASON_LANGUAGES_NOTE)
 
 
 class ScoreSpec(_Model):
@@ -201,7 +227,9 @@ class ReasonCase(_Model):
     id: str | None = Field(None, description="A name, so a spec that extends this one can override the case.")
     after: str | None = _after()
     when: str | None = Field(None, description="Expression; omitted means always.")
-    template: str | None = Field(None, description="Inline Jinja text rendered without the judge.")
+    template: ReasonTemplate | None = Field(
+        None, description="Inline Jinja text rendered without the judge." + REASON_LANGUAGES_NOTE,
+    )
     prompt: str | None = Field(
         None, description="Template file under prompts/; the judge answers {reason: string}."
     )

@@ -144,25 +144,59 @@ class RuleStagePlan:
 StagePlan = Union[PromptStagePlan, RuleStagePlan]
 
 
+ENGLISH = "en"
+"""The language every engine-written reason is given in, and falls back to."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonText:
+    """An engine-written reason: its template per language (ISO 639-1 code → `Template`), English
+    (``en``) always among them."""
+
+    templates: Mapping[str, Template]
+
+    def __post_init__(self) -> None:
+        if ENGLISH not in self.templates:
+            raise ValueError("a reason text needs its English template ('en')")
+
+    @property
+    def source(self) -> str:
+        """The English template's source text."""
+        return self.templates[ENGLISH].source
+
+    @property
+    def translated(self) -> bool:
+        """Whether the reason is given in a language besides English."""
+        return len(self.templates) > 1
+
+    def for_language(self, code: str | None) -> tuple[str, Template]:
+        """(the language written, its template) for an item in `code`: that language's template
+        when given, else English's (also for None: a language not settled)."""
+        if code is not None and code in self.templates:
+            return code, self.templates[code]
+        return ENGLISH, self.templates[ENGLISH]
+
+
 @dataclass(frozen=True, slots=True)
 class ReasonPlan:
-    """One way to explain a score: a `template` rendered without the judge, or a `prompt`
-    stage whose answer is ``{reason: string}``. The first case whose `when` holds is used."""
+    """One way to explain a score: a `template` rendered without the judge (per language:
+    `ReasonText`), or a `prompt` stage whose answer is ``{reason: string}``. The first case
+    whose `when` holds is used."""
 
     when: Expression | None
-    template: Template | None = None
+    template: ReasonText | None = None
     prompt: PromptStagePlan | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ScorePlan:
-    """How the score is computed: the not-scorable rule (when, reason template), the `let`
+    """How the score is computed: the not-scorable rule (when, reason per language), the `let`
     names in order, the formula, the scale expression and the decimal places (None: as is)."""
 
     formula: Expression
     scale: Expression
     let: tuple[tuple[str, Expression], ...] = ()
-    not_scorable: tuple[Expression, Template] | None = None
+    not_scorable: tuple[Expression, ReasonText] | None = None
     round: int | None = None
 
 
@@ -234,10 +268,19 @@ class ScorerPlan:
         return self.cutoff * float(scale) / self.default_scale
 
     @property
+    def translated_reasons(self) -> bool:
+        """Whether an engine-written reason (a reason case's template, the not-scorable reason)
+        is given in a language besides English, so the item's language decides which is written."""
+        texts = [r.template for r in self.reasons if r.template is not None]
+        if self.score.not_scorable is not None:
+            texts.append(self.score.not_scorable[1])
+        return any(text.translated for text in texts)
+
+    @property
     def uses_judge(self) -> bool:
         """Whether any stage or reason asks the judge."""
         return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
 
 
-__all__ = ["CheckPlan", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "RuleStagePlan", "SamplingPlan",
-           "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]
+__all__ = ["CheckPlan", "ENGLISH", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "ReasonText",
+           "RuleStagePlan", "SamplingPlan", "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]
