@@ -537,7 +537,7 @@ def test_eval_field_maps_a_declared_field(tmp_path, monkeypatch):
     assert json.loads(result.stdout)["scorers"]["tool_trajectory"]["mean"] == 1
     result = invoke("eval", TRAJECTORY, "--data", str(data), "--field", "expected=want")
     assert result.exit_code == 2
-    assert "'expected' is not one of id, input, output, ground_truth, context, system, tool_calls, " \
+    assert "'expected' is not one of id, input, output, ground_truth, context, system, tool_calls, language, " \
            "expected_trajectory" in result.stderr
 
 
