@@ -188,6 +188,8 @@ PROFILE_SPOTS = {
     ("_transform.py", "async_transform"): "openai: request params transformed by their TypedDicts",
     ("_base_client.py", "_build_request"): "openai: building the HTTP request",
     ("_base_client.py", "_process_response"): "openai: parsing the response into models",
+    ("_base_client.py", "_send_request"): "openai: sending through the HTTP client (its transport)",
+    ("async_validators.py", "reject_async_validators"): "instructor: its async-validator check of the model",
     ("retry.py", "retry_async_v2"): "instructor: the call with re-ask loop (inclusive)",
     ("interpreter.py", "run"): "engine: interpreter (render prompts, expressions, validation)",
     ("runner.py", "_save"): "engine: out-file line + store commit per result",
