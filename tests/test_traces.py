@@ -284,3 +284,115 @@ def test_export_otlp_url_that_refuses_is_an_export_error(tmp_path, monkeypatch):
                                       "--export-otlp", f"http://127.0.0.1:{free_port()}/v1/logs",
                                       "--store", "store.sqlite"], env=ENV)
     assert result.exit_code == 2 and "export:" in result.output and "not accepted" in result.output
+
+
+# hand-written OTLP JSON, for the shapes the SDK never writes
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def otlp_span(span_id, parent="", **attributes):
+    return {"traceId": TRACE, "spanId": span_id, "parentSpanId": parent, "name": span_id,
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]}
+
+
+def otlp_doc(*spans):
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "app"}, "spans": list(spans)}]}]}
+
+
+def rag_spans():
+    """An LLM span and its root (CHAIN, input and output), in the order SDKs export them."""
+    return [otlp_span("b7ad6b7169203331", "a3ce929d0e0e4736", **{"openinference.span.kind": "LLM",
+                                                                  "llm.output_messages.0.message.content": "A."}),
+            otlp_span("a3ce929d0e0e4736", **{"openinference.span.kind": "CHAIN", "input.value": "Q?",
+                                             "output.value": "A."})]
+
+
+def test_a_malformed_otlp_document_is_an_input_error_naming_file_line_and_path_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "w.json").write_text('{"resourceSpans": 5}\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=x", "--data", "w.json",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 2
+    assert "w.json:1: resourceSpans must be a list, not a number" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+CHILD = "resourceSpans[0].scopeSpans[0].spans[0]"
+MALFORMED = [  # (how the document is spoilt, the problem's message), the child span spoilt when it names one
+    (lambda d: d["resourceSpans"][0].update(scopeSpans={}), "resourceSpans[0].scopeSpans must be a list, not an object"),
+    (lambda d: d["resourceSpans"].insert(0, "x"), "resourceSpans[0] must be an object, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"].append(3), "resourceSpans[0].scopeSpans[1] must be an object, not a number"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0].update(spans="x"),
+     "resourceSpans[0].scopeSpans[0].spans must be a list, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"].append([1]),
+     "resourceSpans[0].scopeSpans[0].spans[2] must be an object, not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(attributes="a=b"),
+     f"{CHILD}.attributes must be a list of {{key, value}} or an object, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(attributes=[["k", "v"]]),
+     f"{CHILD}.attributes[0] must be an object with a string key ({{key, value}}), not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        attributes=[{"key": "x", "value": {"arrayValue": [1]}}]), f"{CHILD}.attributes[0].value.arrayValue must be "
+     "an object, not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        attributes=[{"key": "x", "value": {"kvlistValue": {"values": 3}}}]),
+     f"{CHILD}.attributes[0].value.kvlistValue.values must be a list, not a number"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(traceId="zz"),
+     f"{CHILD}.traceId: id 'zz' is neither 32 hex digits nor 16 bytes in base64"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(spanId=12),
+     f"{CHILD}.spanId: an id must be a string, not int"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(parentSpanId="not hex"),
+     f"{CHILD}.parentSpanId: id 'not hex' is neither 16 hex digits nor 8 bytes in base64"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].pop("spanId"),
+     f"{CHILD}: a span needs a trace id and a span id (traceId and spanId)"),
+]
+
+
+@pytest.mark.parametrize("spoil,message", MALFORMED)
+def test_each_malformed_part_of_a_document_is_reported_by_its_json_path_and_the_rest_is_read(tmp_path, spoil, message):
+    document = otlp_doc(*rag_spans())
+    spoil(document)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(otlp_doc(otlp_span("00f067aa0ba902b8", "ffffffffffffffff"))) + "\n"
+                    + json.dumps(document) + "\n")
+    items, problems = items_of(path, item_per="trace")
+    assert [str(p) for p in problems] == [f"{path}:2: {message}"]
+    assert [item["id"] for item in items] == [TRACE]  # the span of line 1, and what else was whole, still read
+    root_spoilt = message.startswith(("resourceSpans[0].scopeSpans must", "resourceSpans[0].scopeSpans[0].spans must"))
+    assert items[0]["input"] == (None if root_spoilt else "Q?")
+
+
+def test_reading_traces_never_raises_on_any_json_shape(tmp_path):
+    """A fuzz: any JSON value put anywhere in a good document is read or reported by its JSON
+    path, never raised."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                          | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.sampled_from(["key", "value", "values", "stringValue", "arrayValue",
+                                                             "kvlistValue", "spans", "traceId"]), inner, max_size=3),
+                          max_leaves=8)
+
+    def places(node, at=()):
+        yield at
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in children:
+            yield from places(child, at + (key,))
+
+    good = otlp_doc(*rag_spans())
+    spots = [p for p in places(good) if p]
+
+    @given(st.sampled_from(spots), values)
+    def check(spot, value):
+        document = json.loads(json.dumps(good))
+        node = document
+        for key in spot[:-1]:
+            node = node[key]
+        node[spot[-1]] = value
+        path = tmp_path / "fuzz.jsonl"
+        path.write_text(json.dumps(document) + "\n")
+        items, problems = items_of(path, item_per="trace")
+        assert all(p.line == 1 and p.message.startswith("resourceSpans") for p in problems), problems  # its path
+        assert all(item["id"] == TRACE for item in items)
+
+    check()
