@@ -124,7 +124,7 @@ def test_a_span_after_its_traces_root_is_reported_and_skipped(tmp_path):
     spans = spans_of(openinference_trace)
     path = write_otlp(tmp_path / "late.jsonl", [spans, spans[:1]])
     [item], problems = items_of(path)
-    assert [(p.line, "comes after the trace's root span" in p.message) for p in problems] == [(2, True)]
+    assert [(p.line, "comes after the document holding the trace's root span" in p.message) for p in problems] == [(2, True)]
     assert item["context"] == ["Paris is the capital of France.", "France is in Europe."]
 
 
@@ -396,3 +396,42 @@ def test_reading_traces_never_raises_on_any_json_shape(tmp_path):
         assert all(item["id"] == TRACE for item in items)
 
     check()
+
+
+def guide_block(title):
+    """A file the guide "Scoring traces" writes (its ```json title="…" block)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "traces.md").read_text(encoding="utf-8")
+    return text.split(f'```json title="{title}"\n', 1)[1].split("```", 1)[0]
+
+
+def test_within_one_document_a_root_before_its_children_still_gives_the_whole_trace(tmp_path):
+    document = json.loads(guide_block("traces.json"))
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.insert(0, spans.pop())  # the root first
+    assert not spans[0].get("parentSpanId")
+    for name, text in (("pretty.json", json.dumps(document, indent=2)), ("line.jsonl", json.dumps(document) + "\n")):
+        (tmp_path / name).write_text(text)
+        [item], problems = items_of(tmp_path / name)
+        assert problems == []
+        assert item["output"] == [{"role": "assistant", "content": "It is 330 metres tall."}]
+        assert item["context"] == ["The Eiffel Tower is 330 metres tall.", "It was completed in 1889."]
+
+
+def test_in_a_jsonl_of_single_spans_a_span_after_its_roots_line_is_left_out_but_one_document_keeps_it(tmp_path):
+    lines = guide_block("agent_spans.jsonl").splitlines()
+    root_first = [lines[2], lines[0], lines[1]]
+    jsonl = tmp_path / "root_first.jsonl"
+    jsonl.write_text("\n".join(root_first) + "\n")
+    [item], problems = items_of(jsonl)
+    assert [(p.line, "comes after the document holding the trace's root span" in p.message) for p in problems] == [
+        (2, True), (3, True)]  # the documented rule for single spans: the root's line closes its trace
+    assert "tool_calls" not in item or item["tool_calls"] is None
+    one = tmp_path / "one_document.json"
+    one.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [json.loads(x) for x in root_first]}]}]}))
+    [item], problems = items_of(one)
+    assert problems == []
+    assert item["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"},
+                                   "result": {"temp_c": 21, "sky": "sunny"}}]
+    assert item["output"] == [{"role": "assistant", "content": "It is 21 °C and sunny in Paris."}]

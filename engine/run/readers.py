@@ -210,13 +210,13 @@ def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
 def _stream_traces(f: Any, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
     """The traces of an open OTLP JSON file, one item per trace (one document per line; a
     document over many lines needs `read_file`)."""
-    from ..traces.assemble import assemble
-    from ..traces.otlp_json import read_spans
+    from ..traces.assemble import assemble_documents
+    from ..traces.otlp_json import read_documents
 
     def problem(line: int, message: str) -> None:
         report(DatasetProblem(name, line, message))
 
-    for line, record in assemble(read_spans(f, problem), TraceOptions(), fields, problem):
+    for line, record in assemble_documents(read_documents(f, problem), TraceOptions(), fields, problem):
         yield line, to_item(record, line)
 
 
