@@ -435,3 +435,19 @@ def test_in_a_jsonl_of_single_spans_a_span_after_its_roots_line_is_left_out_but_
     assert item["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"},
                                    "result": {"temp_c": 21, "sky": "sunny"}}]
     assert item["output"] == [{"role": "assistant", "content": "It is 21 °C and sunny in Paris."}]
+
+
+def test_export_otlp_makes_a_missing_folder_and_refuses_a_folder_before_any_item_is_scored(tmp_path, monkeypatch):
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace)])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals").mkdir()
+    args = ["eval", "includes", "--option", "expected=Paris", "--data", str(path), "--store", "store.sqlite"]
+    refused = CliRunner().invoke(app, [*args, "--export-otlp", "evals", "--out", "refused.jsonl"], env=ENV)
+    assert refused.exit_code == 2
+    assert "--export-otlp evals: is a folder" in refused.output
+    assert not (tmp_path / "refused.jsonl").exists()  # nothing scored
+    made = CliRunner().invoke(app, [*args, "--export-otlp", "nodir/deeper/ev.jsonl"], env=ENV)
+    assert made.exit_code == 0, made.output
+    [text] = (tmp_path / "nodir" / "deeper" / "ev.jsonl").read_text().splitlines()
+    [record] = json.loads(text)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert record["eventName"] == "gen_ai.evaluation.result"

@@ -25,7 +25,8 @@ class TraceFlags:
 
 def trace_data(data: str, flags: TraceFlags) -> Any:
     """The data as a `TraceSource` when the flags or a ``phoenix://`` URL say traces; else the
-    path as given. Exits 2 for a bad flag."""
+    path as given. Exits 2 for a bad flag, or an ``--export-otlp`` file that cannot be written
+    (checked before any item is scored; its folder made)."""
     from ..traces.assemble import TraceOptions
     from ..traces.source import TraceSource, is_phoenix
 
@@ -33,6 +34,7 @@ def trace_data(data: str, flags: TraceFlags) -> Any:
         fail(f"--format {flags.format}: only otlp can be named (the other formats are told by the file's suffix)")
     if flags.span_kinds and flags.item_per != "span":
         fail("--span-kind: only with --item-per span")
+    _check_export_file(flags.export_otlp)
     if not (flags.format or flags.item_per or is_phoenix(data)):
         return data
     try:
@@ -40,6 +42,22 @@ def trace_data(data: str, flags: TraceFlags) -> Any:
     except ValueError as exc:
         fail(f"--item-per: {exc}")
     return TraceSource(data, options)
+
+
+def _check_export_file(target: Optional[str]) -> None:
+    """Before any item is scored: an ``--export-otlp`` file that is a folder exits 2; its parent
+    folder is made (as ``--out``'s is), exiting 2 when it cannot be."""
+    from pathlib import Path
+
+    if not target or target.lower().startswith(("http://", "https://")):
+        return
+    path = Path(target)
+    if path.is_dir():
+        fail(f"--export-otlp {target}: is a folder; give the file to write the evaluation records to")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--export-otlp {target}: cannot make its folder ({exc.strerror or exc})")
 
 
 def export_or_exit(db: Any, run_id: str, scorers: list[Any], cutoffs: dict[str, float], flags: TraceFlags) -> list[str]:
