@@ -451,3 +451,28 @@ def test_export_otlp_makes_a_missing_folder_and_refuses_a_folder_before_any_item
     [text] = (tmp_path / "nodir" / "deeper" / "ev.jsonl").read_text().splitlines()
     [record] = json.loads(text)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     assert record["eventName"] == "gen_ai.evaluation.result"
+
+
+def test_an_unknown_span_kind_is_a_usage_error_listing_the_kinds(tmp_path):
+    path = write_otlp(tmp_path / "t.jsonl", [spans_of(genai_trace)])
+    args = ["eval", "includes", "--option", "expected=x", "--data", str(path), "--item-per", "span",
+            "--store", str(tmp_path / "store.sqlite")]
+    result = CliRunner().invoke(app, [*args, "--span-kind", "FOO"], env=ENV)
+    assert result.exit_code == 2
+    assert "--span-kind FOO: unknown kind; the kinds are LLM, AGENT, CHAIN, TOOL, RETRIEVER" in result.output
+    with pytest.raises(ValueError, match="span kind FOO: expected one of LLM, AGENT"):
+        TraceOptions("span", ("llm", "foo"))
+    tools, problems = items_of(path, item_per="span", span_kinds=("tool",))  # any case
+    assert problems == [] and [t["span_kind"] for t in tools] == ["TOOL"]
+
+
+def test_items_given_as_traces_are_said_once_not_to_be_traces(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": n, "output": "Paris"}) + "\n" for n in range(5)))
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=x", "--data", str(path),
+                                      "--item-per", "span", "--store", str(tmp_path / "store.sqlite")], env=ENV)
+    assert result.exit_code == 2
+    assert f"--item-per: {path} is not traces (it reads as jsonl items)" in result.output
+    assert "trace id" not in result.output
+    items, problems = items_of(path, item_per="span")  # named as traces all the same: one problem
+    assert items == [] and [(p.line, p.message.split(":")[0]) for p in problems] == [(1, "not traces")]

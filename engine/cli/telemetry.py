@@ -27,21 +27,43 @@ def trace_data(data: str, flags: TraceFlags) -> Any:
     """The data as a `TraceSource` when the flags or a ``phoenix://`` URL say traces; else the
     path as given. Exits 2 for a bad flag, or an ``--export-otlp`` file that cannot be written
     (checked before any item is scored; its folder made)."""
-    from ..traces.assemble import TraceOptions
+    from ..traces.assemble import ITEM_PER, TraceOptions
+    from ..traces.conventions import KINDS
     from ..traces.source import TraceSource, is_phoenix
 
     if flags.format is not None and flags.format.lower() != "otlp":
         fail(f"--format {flags.format}: only otlp can be named (the other formats are told by the file's suffix)")
     if flags.span_kinds and flags.item_per != "span":
         fail("--span-kind: only with --item-per span")
+    unknown = [k for k in flags.span_kinds if k.strip().upper() not in KINDS]
+    if unknown:
+        fail(f"--span-kind {', '.join(unknown)}: unknown kind; the kinds are {', '.join(KINDS)} (any case)")
+    if flags.item_per is not None and flags.item_per not in ITEM_PER:
+        fail(f"--item-per {flags.item_per}: expected {' or '.join(ITEM_PER)}")
+    items_format = None if flags.format or is_phoenix(data) else _items_format(data)
+    if items_format is not None and flags.item_per:
+        fail(f"--item-per: {data} is not traces (it reads as {items_format} items); --item-per and --span-kind "
+             "are for traces (OTLP JSON, a JSONL of spans, phoenix://); give --format otlp if it holds traces")
     _check_export_file(flags.export_otlp)
     if not (flags.format or flags.item_per or is_phoenix(data)):
         return data
+    return TraceSource(data, TraceOptions(flags.item_per or "trace", flags.span_kinds or ("LLM",)))
+
+
+def _items_format(data: str) -> Optional[str]:
+    """The format of a local data file that does not read as traces (``jsonl``, ``csv``, …);
+    None for traces, or data whose format is not known before reading (a URL, a folder, a glob)."""
+    from pathlib import Path
+
+    from ..run.readers import detect_format
+
+    if "://" in data or not Path(data).is_file():
+        return None
     try:
-        options = TraceOptions(flags.item_per or "trace", flags.span_kinds or ("LLM",))
-    except ValueError as exc:
-        fail(f"--item-per: {exc}")
-    return TraceSource(data, options)
+        found = detect_format(Path(data))
+    except OSError:
+        return None
+    return None if found == "otlp" else found
 
 
 def _check_export_file(target: Optional[str]) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 from ..core.run_fields import LOOKED_FOR
 from .conventions import (
     INPUT_MESSAGES,
+    KINDS,
     OUTPUT_MESSAGES,
     documents,
     kind_of,
@@ -55,8 +56,8 @@ ITEM_PER = ("trace", "span")
 @dataclass(frozen=True)
 class TraceOptions:
     """How traces become items: ``item_per`` ``trace`` (one per trace) or ``span`` (one per span
-    whose kind, upper case, is in `span_kinds`; default LLM). Raises `ValueError` for another
-    ``item_per``."""
+    whose kind is in `span_kinds`, any case, among `engine.traces.conventions.KINDS`; default
+    LLM). Raises `ValueError` for another ``item_per`` or an unknown kind."""
 
     item_per: str = "trace"
     span_kinds: tuple[str, ...] = ("LLM",)
@@ -64,7 +65,11 @@ class TraceOptions:
     def __post_init__(self) -> None:
         if self.item_per not in ITEM_PER:
             raise ValueError(f"item per {self.item_per!r}: expected trace or span")
-        object.__setattr__(self, "span_kinds", tuple(k.strip().upper() for k in self.span_kinds if k.strip()))
+        kinds = tuple(k.strip().upper() for k in self.span_kinds if k.strip())
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(f"span kind {', '.join(unknown)}: expected one of {', '.join(KINDS)}")
+        object.__setattr__(self, "span_kinds", kinds)
 
 
 class TraceAssembler:
