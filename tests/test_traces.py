@@ -476,3 +476,25 @@ def test_items_given_as_traces_are_said_once_not_to_be_traces(tmp_path):
     assert "trace id" not in result.output
     items, problems = items_of(path, item_per="span")  # named as traces all the same: one problem
     assert items == [] and [(p.line, p.message.split(":")[0]) for p in problems] == [(1, "not traces")]
+
+
+def test_export_asked_of_items_not_traces_is_refused_before_any_item_is_scored(tmp_path, monkeypatch):
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps({"id": "q1", "output": "Paris"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["eval", "includes", "--option", "expected=Paris", "--data", str(path), "--store", "store.sqlite",
+            "--out", "out.jsonl"]
+    for flag, target in (("--export-otlp", "ev.jsonl"), ("--export-phoenix", "http://127.0.0.1:9/")):
+        result = CliRunner().invoke(app, [*args, flag, target], env=ENV)
+        assert result.exit_code == 2
+        assert f"{flag} needs traces as --data: {path} reads as jsonl items" in result.output
+    assert not (tmp_path / "ev.jsonl").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_export_of_no_record_warns(tmp_path, monkeypatch):
+    path = tmp_path / "empty.json"
+    path.write_text('{"resourceSpans": []}\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                      "--store", "store.sqlite", "--export-otlp", "ev.jsonl"], env=ENV)
+    assert "0 evaluation record(s) → ev.jsonl (warning: no result was on a trace's span" in result.output

@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 from .app import fail
 
+NONE_ON_TRACES = " (warning: no result was on a trace's span: was --data traces?)"
+
 
 @dataclass(frozen=True)
 class TraceFlags:
@@ -25,8 +27,9 @@ class TraceFlags:
 
 def trace_data(data: str, flags: TraceFlags) -> Any:
     """The data as a `TraceSource` when the flags or a ``phoenix://`` URL say traces; else the
-    path as given. Exits 2 for a bad flag, or an ``--export-otlp`` file that cannot be written
-    (checked before any item is scored; its folder made)."""
+    path as given. Exits 2 for a bad flag, an export asked of a data file that reads as items (not
+    traces), or an ``--export-otlp`` file that cannot be written (checked before any item is
+    scored; its folder made)."""
     from ..traces.assemble import ITEM_PER, TraceOptions
     from ..traces.conventions import KINDS
     from ..traces.source import TraceSource, is_phoenix
@@ -44,6 +47,10 @@ def trace_data(data: str, flags: TraceFlags) -> Any:
     if items_format is not None and flags.item_per:
         fail(f"--item-per: {data} is not traces (it reads as {items_format} items); --item-per and --span-kind "
              "are for traces (OTLP JSON, a JSONL of spans, phoenix://); give --format otlp if it holds traces")
+    for flag, target in (("--export-otlp", flags.export_otlp), ("--export-phoenix", flags.export_phoenix)):
+        if target and items_format is not None:
+            fail(f"{flag} needs traces as --data: {data} reads as {items_format} items, which have no spans to "
+                 "put scores on (give --format otlp if it holds traces)")
     _check_export_file(flags.export_otlp)
     if not (flags.format or flags.item_per or is_phoenix(data)):
         return data
@@ -94,10 +101,10 @@ def export_or_exit(db: Any, run_id: str, scorers: list[Any], cutoffs: dict[str, 
     try:
         if flags.export_otlp:
             count = export(_evaluations(db, run_id, scorers, cutoffs), flags.export_otlp)
-            notes.append(f"{count} evaluation record(s) → {flags.export_otlp}")
+            notes.append(f"{count} evaluation record(s) → {flags.export_otlp}" + (NONE_ON_TRACES if not count else ""))
         if flags.export_phoenix:
             count = annotate(_evaluations(db, run_id, scorers, cutoffs), flags.export_phoenix)
-            notes.append(f"{count} span annotation(s) → {flags.export_phoenix}")
+            notes.append(f"{count} span annotation(s) → {flags.export_phoenix}" + (NONE_ON_TRACES if not count else ""))
     except (OtlpExportError, PhoenixError, OSError) as exc:
         fail(f"export: {exc}")
     return notes
@@ -122,4 +129,4 @@ def _evaluations(db: Any, run_id: str, scorers: list[Any], cutoffs: dict[str, fl
             yield evaluation
 
 
-__all__ = ["TraceFlags", "export_or_exit", "trace_data"]
+__all__ = ["NONE_ON_TRACES", "TraceFlags", "export_or_exit", "trace_data"]
