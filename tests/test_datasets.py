@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -41,6 +42,33 @@ def test_jsonl_malformed_lines_are_reported_and_the_rest_loads(tmp_path):
     assert items[1]["output"] == "nul \x00 raw and \x00 escaped"
     assert items[2] == {"id": "q7", "input": None, "output": "seven", "ground_truth": None, "context": None,
                         "extra": 7}
+
+
+def test_a_pretty_printed_json_object_is_said_once_to_be_neither_items_nor_traces(tmp_path):
+    from engine.run.readers import read_stream
+
+    data = json.dumps({"results": [{"output": "a"}, {"output": "b"}], "meta": {"n": 2}}, indent=2)
+    for name in ("report.json", "report.jsonl", "report"):
+        path = tmp_path / name
+        path.write_text(data)
+        items, problems = read(path)
+        assert items == [] and problems == [f"{path}:1: the file is one JSON object over many lines, neither "
+                                            "items nor traces: a JSON file must be an array of items ([{…}, …]), "
+                                            "JSON Lines (one item per line) or an OTLP JSON document "
+                                            '({"resourceSpans": …}, --format otlp); the file was not read']
+        assert count_records(path) is None  # its lines are no items to count
+    streamed: list[DatasetProblem] = []
+    assert list(read_stream(io.BytesIO(data.encode()),
+                            "s3://b/report.json", on_problem=streamed.append)) == []
+    assert [p.line for p in streamed] == [1] and "neither items nor traces" in streamed[0].message
+
+
+def test_a_jsonl_whose_first_line_is_cut_still_reads_its_other_lines(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"output": "one",\n{"output": "two"}\n')
+    items, problems = read(path)
+    assert problems == [f"{path}:1: invalid JSON: Expecting property name enclosed in double quotes (column 18)"]
+    assert [i["output"] for i in items] == ["two"]
 
 
 def test_jsonl_fields_aliases_and_nested_mapping(tmp_path):

@@ -124,7 +124,7 @@ def test_a_span_after_its_traces_root_is_reported_and_skipped(tmp_path):
     spans = spans_of(openinference_trace)
     path = write_otlp(tmp_path / "late.jsonl", [spans, spans[:1]])
     [item], problems = items_of(path)
-    assert [(p.line, "comes after the trace's root span" in p.message) for p in problems] == [(2, True)]
+    assert [(p.line, "comes after the document holding the trace's root span" in p.message) for p in problems] == [(2, True)]
     assert item["context"] == ["Paris is the capital of France.", "France is in Europe."]
 
 
@@ -284,3 +284,217 @@ def test_export_otlp_url_that_refuses_is_an_export_error(tmp_path, monkeypatch):
                                       "--export-otlp", f"http://127.0.0.1:{free_port()}/v1/logs",
                                       "--store", "store.sqlite"], env=ENV)
     assert result.exit_code == 2 and "export:" in result.output and "not accepted" in result.output
+
+
+# hand-written OTLP JSON, for the shapes the SDK never writes
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def otlp_span(span_id, parent="", **attributes):
+    return {"traceId": TRACE, "spanId": span_id, "parentSpanId": parent, "name": span_id,
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]}
+
+
+def otlp_doc(*spans):
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "app"}, "spans": list(spans)}]}]}
+
+
+def rag_spans():
+    """An LLM span and its root (CHAIN, input and output), in the order SDKs export them."""
+    return [otlp_span("b7ad6b7169203331", "a3ce929d0e0e4736", **{"openinference.span.kind": "LLM",
+                                                                  "llm.output_messages.0.message.content": "A."}),
+            otlp_span("a3ce929d0e0e4736", **{"openinference.span.kind": "CHAIN", "input.value": "Q?",
+                                             "output.value": "A."})]
+
+
+def test_a_malformed_otlp_document_is_an_input_error_naming_file_line_and_path_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "w.json").write_text('{"resourceSpans": 5}\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=x", "--data", "w.json",
+                                      "--store", "store.sqlite"], env=ENV)
+    assert result.exit_code == 2
+    assert "w.json:1: resourceSpans must be a list, not a number" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+CHILD = "resourceSpans[0].scopeSpans[0].spans[0]"
+MALFORMED = [  # (how the document is spoilt, the problem's message), the child span spoilt when it names one
+    (lambda d: d["resourceSpans"][0].update(scopeSpans={}), "resourceSpans[0].scopeSpans must be a list, not an object"),
+    (lambda d: d["resourceSpans"].insert(0, "x"), "resourceSpans[0] must be an object, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"].append(3), "resourceSpans[0].scopeSpans[1] must be an object, not a number"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0].update(spans="x"),
+     "resourceSpans[0].scopeSpans[0].spans must be a list, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"].append([1]),
+     "resourceSpans[0].scopeSpans[0].spans[2] must be an object, not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(attributes="a=b"),
+     f"{CHILD}.attributes must be a list of {{key, value}} or an object, not a string"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(attributes=[["k", "v"]]),
+     f"{CHILD}.attributes[0] must be an object with a string key ({{key, value}}), not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        attributes=[{"key": "x", "value": {"arrayValue": [1]}}]), f"{CHILD}.attributes[0].value.arrayValue must be "
+     "an object, not a list"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        attributes=[{"key": "x", "value": {"kvlistValue": {"values": 3}}}]),
+     f"{CHILD}.attributes[0].value.kvlistValue.values must be a list, not a number"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(traceId="zz"),
+     f"{CHILD}.traceId: id 'zz' is neither 32 hex digits nor 16 bytes in base64"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(spanId=12),
+     f"{CHILD}.spanId: an id must be a string, not int"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(parentSpanId="not hex"),
+     f"{CHILD}.parentSpanId: id 'not hex' is neither 16 hex digits nor 8 bytes in base64"),
+    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].pop("spanId"),
+     f"{CHILD}: a span needs a trace id and a span id (traceId and spanId)"),
+]
+
+
+@pytest.mark.parametrize("spoil,message", MALFORMED)
+def test_each_malformed_part_of_a_document_is_reported_by_its_json_path_and_the_rest_is_read(tmp_path, spoil, message):
+    document = otlp_doc(*rag_spans())
+    spoil(document)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(otlp_doc(otlp_span("00f067aa0ba902b8", "ffffffffffffffff"))) + "\n"
+                    + json.dumps(document) + "\n")
+    items, problems = items_of(path, item_per="trace")
+    assert [str(p) for p in problems] == [f"{path}:2: {message}"]
+    assert [item["id"] for item in items] == [TRACE]  # the span of line 1, and what else was whole, still read
+    root_spoilt = message.startswith(("resourceSpans[0].scopeSpans must", "resourceSpans[0].scopeSpans[0].spans must"))
+    assert items[0]["input"] == (None if root_spoilt else "Q?")
+
+
+def test_reading_traces_never_raises_on_any_json_shape(tmp_path):
+    """A fuzz: any JSON value put anywhere in a good document is read or reported by its JSON
+    path, never raised."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                          | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.sampled_from(["key", "value", "values", "stringValue", "arrayValue",
+                                                             "kvlistValue", "spans", "traceId"]), inner, max_size=3),
+                          max_leaves=8)
+
+    def places(node, at=()):
+        yield at
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in children:
+            yield from places(child, at + (key,))
+
+    good = otlp_doc(*rag_spans())
+    spots = [p for p in places(good) if p]
+
+    @given(st.sampled_from(spots), values)
+    def check(spot, value):
+        document = json.loads(json.dumps(good))
+        node = document
+        for key in spot[:-1]:
+            node = node[key]
+        node[spot[-1]] = value
+        path = tmp_path / "fuzz.jsonl"
+        path.write_text(json.dumps(document) + "\n")
+        items, problems = items_of(path, item_per="trace")
+        assert all(p.line == 1 and p.message.startswith("resourceSpans") for p in problems), problems  # its path
+        assert all(item["id"] == TRACE for item in items)
+
+    check()
+
+
+def guide_block(title):
+    """A file the guide "Scoring traces" writes (its ```json title="…" block)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "traces.md").read_text(encoding="utf-8")
+    return text.split(f'```json title="{title}"\n', 1)[1].split("```", 1)[0]
+
+
+def test_within_one_document_a_root_before_its_children_still_gives_the_whole_trace(tmp_path):
+    document = json.loads(guide_block("traces.json"))
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.insert(0, spans.pop())  # the root first
+    assert not spans[0].get("parentSpanId")
+    for name, text in (("pretty.json", json.dumps(document, indent=2)), ("line.jsonl", json.dumps(document) + "\n")):
+        (tmp_path / name).write_text(text)
+        [item], problems = items_of(tmp_path / name)
+        assert problems == []
+        assert item["output"] == [{"role": "assistant", "content": "It is 330 metres tall."}]
+        assert item["context"] == ["The Eiffel Tower is 330 metres tall.", "It was completed in 1889."]
+
+
+def test_in_a_jsonl_of_single_spans_a_span_after_its_roots_line_is_left_out_but_one_document_keeps_it(tmp_path):
+    lines = guide_block("agent_spans.jsonl").splitlines()
+    root_first = [lines[2], lines[0], lines[1]]
+    jsonl = tmp_path / "root_first.jsonl"
+    jsonl.write_text("\n".join(root_first) + "\n")
+    [item], problems = items_of(jsonl)
+    assert [(p.line, "comes after the document holding the trace's root span" in p.message) for p in problems] == [
+        (2, True), (3, True)]  # the documented rule for single spans: the root's line closes its trace
+    assert "tool_calls" not in item or item["tool_calls"] is None
+    one = tmp_path / "one_document.json"
+    one.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [json.loads(x) for x in root_first]}]}]}))
+    [item], problems = items_of(one)
+    assert problems == []
+    assert item["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"},
+                                   "result": {"temp_c": 21, "sky": "sunny"}}]
+    assert item["output"] == [{"role": "assistant", "content": "It is 21 °C and sunny in Paris."}]
+
+
+def test_export_otlp_makes_a_missing_folder_and_refuses_a_folder_before_any_item_is_scored(tmp_path, monkeypatch):
+    path = write_otlp(tmp_path / "traces.jsonl", [spans_of(openinference_trace)])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals").mkdir()
+    args = ["eval", "includes", "--option", "expected=Paris", "--data", str(path), "--store", "store.sqlite"]
+    refused = CliRunner().invoke(app, [*args, "--export-otlp", "evals", "--out", "refused.jsonl"], env=ENV)
+    assert refused.exit_code == 2
+    assert "--export-otlp evals: is a folder" in refused.output
+    assert not (tmp_path / "refused.jsonl").exists()  # nothing scored
+    made = CliRunner().invoke(app, [*args, "--export-otlp", "nodir/deeper/ev.jsonl"], env=ENV)
+    assert made.exit_code == 0, made.output
+    [text] = (tmp_path / "nodir" / "deeper" / "ev.jsonl").read_text().splitlines()
+    [record] = json.loads(text)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert record["eventName"] == "gen_ai.evaluation.result"
+
+
+def test_an_unknown_span_kind_is_a_usage_error_listing_the_kinds(tmp_path):
+    path = write_otlp(tmp_path / "t.jsonl", [spans_of(genai_trace)])
+    args = ["eval", "includes", "--option", "expected=x", "--data", str(path), "--item-per", "span",
+            "--store", str(tmp_path / "store.sqlite")]
+    result = CliRunner().invoke(app, [*args, "--span-kind", "FOO"], env=ENV)
+    assert result.exit_code == 2
+    assert "--span-kind FOO: unknown kind; the kinds are LLM, AGENT, CHAIN, TOOL, RETRIEVER" in result.output
+    with pytest.raises(ValueError, match="span kind FOO: expected one of LLM, AGENT"):
+        TraceOptions("span", ("llm", "foo"))
+    tools, problems = items_of(path, item_per="span", span_kinds=("tool",))  # any case
+    assert problems == [] and [t["span_kind"] for t in tools] == ["TOOL"]
+
+
+def test_items_given_as_traces_are_said_once_not_to_be_traces(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": n, "output": "Paris"}) + "\n" for n in range(5)))
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=x", "--data", str(path),
+                                      "--item-per", "span", "--store", str(tmp_path / "store.sqlite")], env=ENV)
+    assert result.exit_code == 2
+    assert f"--item-per: {path} is not traces (it reads as jsonl items)" in result.output
+    assert "trace id" not in result.output
+    items, problems = items_of(path, item_per="span")  # named as traces all the same: one problem
+    assert items == [] and [(p.line, p.message.split(":")[0]) for p in problems] == [(1, "not traces")]
+
+
+def test_export_asked_of_items_not_traces_is_refused_before_any_item_is_scored(tmp_path, monkeypatch):
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps({"id": "q1", "output": "Paris"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["eval", "includes", "--option", "expected=Paris", "--data", str(path), "--store", "store.sqlite",
+            "--out", "out.jsonl"]
+    for flag, target in (("--export-otlp", "ev.jsonl"), ("--export-phoenix", "http://127.0.0.1:9/")):
+        result = CliRunner().invoke(app, [*args, flag, target], env=ENV)
+        assert result.exit_code == 2
+        assert f"{flag} needs traces as --data: {path} reads as jsonl items" in result.output
+    assert not (tmp_path / "ev.jsonl").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_export_of_no_record_warns(tmp_path, monkeypatch):
+    path = tmp_path / "empty.json"
+    path.write_text('{"resourceSpans": []}\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
+                                      "--store", "store.sqlite", "--export-otlp", "ev.jsonl"], env=ENV)
+    assert "0 evaluation record(s) → ev.jsonl (warning: no result was on a trace's span" in result.output

@@ -135,7 +135,7 @@ ItemPer = Annotated[Optional[str], typer.Option(
     "root) or per span of the --span-kind kinds.")]
 SpanKinds = Annotated[list[str], typer.Option(
     "--span-kind", metavar="KIND", help="With --item-per span: the kinds of span scored, LLM, AGENT, CHAIN, TOOL, "
-    "RETRIEVER… (repeatable) [default: LLM].")]
+    "RETRIEVER, EMBEDDING, RERANKER, GUARDRAIL or EVALUATOR, any case (repeatable) [default: LLM].")]
 ExportOtlp = Annotated[Optional[str], typer.Option(
     "--export-otlp", metavar="FILE|URL", help="Write each result on a trace as a gen_ai.evaluation.result event on "
     "its span: OTLP JSON log records to FILE, or sent to an OTLP/HTTP logs URL (needs scorespec[otlp]).")]

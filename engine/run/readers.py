@@ -22,7 +22,7 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -156,7 +156,8 @@ def read_stream(f: Any, name: str, fields: Mapping[str, str] | None = None, on_p
     if fmt == "json":
         data = f.read()
         if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-            return unique_items(_read_jsonl(data.splitlines(keepends=True), name, fields, report), name, report)
+            return unique_items(_read_jsonl(data.splitlines(keepends=True), name, fields, report,
+                                            whole=lambda: data), name, report)
         return unique_items(_read_json_array(data, name, fields, report), name, report)
     return unique_items(_records(f, name, fmt, fields, report), name, report)
 
@@ -171,6 +172,8 @@ def count_records(path: str | os.PathLike[str], format: str | None = None) -> in
         with open(path, "rb") as f:
             for raw in f:
                 if raw.strip():
+                    if count == 0 and _cut(raw):
+                        return None  # one object over many lines: its lines are no items
                     count += 1
         return count
     if fmt == "parquet":
@@ -190,7 +193,10 @@ def count_records(path: str | os.PathLike[str], format: str | None = None) -> in
 def _opened(path: Path, name: str, fmt: str, fields: Mapping[str, str],
             report: OnProblem) -> Iterator[tuple[int, Item]]:
     with open(path, "rb") as f:
-        yield from _records(f, name, fmt, fields, report)
+        if fmt == "jsonl":
+            yield from _read_jsonl(f, name, fields, report, whole=path.read_bytes)
+        else:
+            yield from _records(f, name, fmt, fields, report)
 
 
 def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
@@ -210,13 +216,13 @@ def _records(f: Any, name: str, fmt: str, fields: Mapping[str, str],
 def _stream_traces(f: Any, name: str, fields: Mapping[str, str], report: OnProblem) -> Iterator[tuple[int, Item]]:
     """The traces of an open OTLP JSON file, one item per trace (one document per line; a
     document over many lines needs `read_file`)."""
-    from ..traces.assemble import assemble
-    from ..traces.otlp_json import read_spans
+    from ..traces.assemble import assemble_documents
+    from ..traces.otlp_json import read_documents
 
     def problem(line: int, message: str) -> None:
         report(DatasetProblem(name, line, message))
 
-    for line, record in assemble(read_spans(f, problem), TraceOptions(), fields, problem):
+    for line, record in assemble_documents(read_documents(f, problem), TraceOptions(), fields, problem):
         yield line, to_item(record, line)
 
 
@@ -228,17 +234,31 @@ def _decode(raw: bytes) -> str:
         raise ValueError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
 
 
+NOT_ITEMS = ("the file is one JSON object over many lines, neither items nor traces: a JSON file must be an "
+             "array of items ([{…}, …]), JSON Lines (one item per line) or an OTLP JSON document "
+             "({\"resourceSpans\": …}, --format otlp); the file was not read")
+
+
 def _read_jsonl(lines: Iterable[bytes], name: str, fields: Mapping[str, str],
-                report: OnProblem) -> Iterator[tuple[int, Item]]:
+                report: OnProblem, whole: Callable[[], bytes] | None = None) -> Iterator[tuple[int, Item]]:
+    """The items of JSON Lines. When the first non-blank line is an object cut at its line's end
+    and the whole file (`whole`) is one JSON object (pretty-printed JSON), that is said once
+    (`NOT_ITEMS`) and nothing is read."""
+    first = True
     for number, raw in enumerate(lines, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         if not raw.strip():
             continue
+        was_first, first = first, False
         try:
             text = _decode(raw).rstrip("\r\n")
             record = json.loads(text, strict=False)
         except json.JSONDecodeError as exc:
+            if was_first and whole is not None and text.lstrip().startswith("{") \
+                    and exc.pos >= len(text.rstrip()) and _one_object(whole()):
+                report(DatasetProblem(name, number, NOT_ITEMS))
+                return
             report(DatasetProblem(name, number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
             continue
         except ValueError as exc:
@@ -254,6 +274,26 @@ def _read_jsonl(lines: Iterable[bytes], name: str, fields: Mapping[str, str],
             report(DatasetProblem(name, number, TOO_DEEP))
             continue
         yield number, to_item(record, number, fields)
+
+
+def _cut(raw: bytes) -> bool:
+    """Whether a JSONL line starts an object it does not close."""
+    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").rstrip()
+    try:
+        json.loads(text, strict=False)
+    except json.JSONDecodeError as exc:
+        return text.lstrip().startswith("{") and exc.pos >= len(text)
+    except RecursionError:
+        return False
+    return False
+
+
+def _one_object(data: bytes) -> bool:
+    """Whether `data` is one JSON object (over many lines)."""
+    try:
+        return isinstance(json.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"), strict=False), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _read_json_array(data: bytes, name: str, fields: Mapping[str, str],

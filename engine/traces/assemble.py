@@ -1,6 +1,9 @@
-"""Spans into traces into records, streamed: a trace becomes a record once its root span has
-been read (SDKs export the root last) or at the end of the spans, so what is held is bounded by
-the traces still open.
+"""Spans into traces into records, streamed: a trace becomes a record once the document holding
+its root span has been read whole (an OTLP document: one line of the file exporter, or a file
+written as one document; in a JSONL of spans each line is a document of one span, so there the
+root closes its trace and SDKs export the root last), or at the end of the spans, so what is held
+is bounded by the traces still open. Within one document the order of the spans does not matter;
+a span read after the document that closed its trace is reported and left out.
 
 One record per trace (`TraceOptions.item_per` ``trace``, the default) — the judged span is the
 root (the span without a parent, else the one whose parent is not in the trace, else the first):
@@ -36,6 +39,7 @@ from typing import Any
 from ..core.run_fields import LOOKED_FOR
 from .conventions import (
     INPUT_MESSAGES,
+    KINDS,
     OUTPUT_MESSAGES,
     documents,
     kind_of,
@@ -52,8 +56,8 @@ ITEM_PER = ("trace", "span")
 @dataclass(frozen=True)
 class TraceOptions:
     """How traces become items: ``item_per`` ``trace`` (one per trace) or ``span`` (one per span
-    whose kind, upper case, is in `span_kinds`; default LLM). Raises `ValueError` for another
-    ``item_per``."""
+    whose kind is in `span_kinds`, any case, among `engine.traces.conventions.KINDS`; default
+    LLM). Raises `ValueError` for another ``item_per`` or an unknown kind."""
 
     item_per: str = "trace"
     span_kinds: tuple[str, ...] = ("LLM",)
@@ -61,13 +65,18 @@ class TraceOptions:
     def __post_init__(self) -> None:
         if self.item_per not in ITEM_PER:
             raise ValueError(f"item per {self.item_per!r}: expected trace or span")
-        object.__setattr__(self, "span_kinds", tuple(k.strip().upper() for k in self.span_kinds if k.strip()))
+        kinds = tuple(k.strip().upper() for k in self.span_kinds if k.strip())
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(f"span kind {', '.join(unknown)}: expected one of {', '.join(KINDS)}")
+        object.__setattr__(self, "span_kinds", kinds)
 
 
 class TraceAssembler:
-    """Collects spans by trace; `add` yields the records of a trace its root completes, `finish`
-    those of the traces still open (in the order they were first seen). A span of a trace
-    already made into records is a problem (reported, skipped)."""
+    """Collects spans by trace; `add_document` yields the records of the traces whose root its
+    spans hold (once all of them are added), `add` the same for a document of one span,
+    `finish` those of the traces still open (in the order they were first seen). A span of a
+    trace already made into records is a problem (reported, skipped)."""
 
     def __init__(self, options: TraceOptions, fields: Mapping[str, str], on_problem: OnSpanProblem,
                  *, close_on_root: bool = True) -> None:
@@ -77,13 +86,21 @@ class TraceAssembler:
         self.done: set[str] = set()
 
     def add(self, line: int, span: Span) -> Iterator[tuple[int, dict[str, Any]]]:
-        if span.trace_id in self.done:
-            self.on_problem(line, f"span {span.span_id} of trace {span.trace_id} comes after the trace's root "
-                                  "span; skipped (the trace was scored without it)")
-            return
-        self.open.setdefault(span.trace_id, []).append((line, span))
-        if not span.parent_id and self.close_on_root:
-            yield from self._close(span.trace_id)
+        return self.add_document(line, [span])
+
+    def add_document(self, line: int, spans: Iterable[Span]) -> Iterator[tuple[int, dict[str, Any]]]:
+        rooted: dict[str, None] = {}
+        for span in spans:
+            if span.trace_id in self.done:
+                self.on_problem(line, f"span {span.span_id} of trace {span.trace_id} comes after the document "
+                                      "holding the trace's root span; skipped (the trace was scored without it)")
+                continue
+            self.open.setdefault(span.trace_id, []).append((line, span))
+            if not span.parent_id:
+                rooted[span.trace_id] = None
+        if self.close_on_root:
+            for trace_id in rooted:
+                yield from self._close(trace_id)
 
     def finish(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for trace_id in list(self.open):
@@ -104,12 +121,23 @@ class TraceAssembler:
 
 def assemble(spans: Iterable[tuple[int, Span]], options: TraceOptions, fields: Mapping[str, str],
              on_problem: OnSpanProblem, *, close_on_root: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line, record)`` for the traces of `spans` (``(line, span)``), streamed (module docstring);
-    without `close_on_root` (spans in no particular order, as a server lists them) every trace
-    waits for the end."""
+    """``(line, record)`` for the traces of `spans` (``(line, span)``, each a document of its own:
+    a root closes its trace), streamed (module docstring); without `close_on_root` (spans in no
+    particular order, as a server lists them) every trace waits for the end."""
     assembler = TraceAssembler(options, fields, on_problem, close_on_root=close_on_root)
     for line, span in spans:
         yield from assembler.add(line, span)
+    yield from assembler.finish()
+
+
+def assemble_documents(documents: Iterable[tuple[int, list[Span]]], options: TraceOptions,
+                       fields: Mapping[str, str], on_problem: OnSpanProblem) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, record)`` for the traces of `documents` (``(line, spans)``, as
+    `engine.traces.otlp_json.read_documents` reads them), streamed: a trace closes once the
+    document holding its root is read whole (module docstring)."""
+    assembler = TraceAssembler(options, fields, on_problem)
+    for line, spans in documents:
+        yield from assembler.add_document(line, spans)
     yield from assembler.finish()
 
 
@@ -275,4 +303,4 @@ def _json_value(name: str, value: Any) -> Any:
     return value
 
 
-__all__ = ["ITEM_PER", "TraceAssembler", "TraceOptions", "assemble", "root_of", "span_record", "trace_record"]
+__all__ = ["ITEM_PER", "TraceAssembler", "TraceOptions", "assemble", "assemble_documents", "root_of", "span_record", "trace_record"]

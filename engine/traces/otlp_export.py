@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from .evaluations import EVENT_NAME, Evaluation
@@ -55,9 +56,10 @@ def document(evaluations: list[Evaluation], now_ns: int) -> dict[str, Any]:
 
 def write_file(evaluations: Iterable[Evaluation], path: str | os.PathLike[str]) -> int:
     """Write the evaluations to `path` as OTLP JSON (a document per `BATCH` records, a line
-    each; the file replaced). Returns how many were written; raises `OSError`."""
+    each; the file replaced, its folder made). Returns how many were written; raises `OSError`."""
     count = 0
     now = time.time_ns()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         batch: list[Evaluation] = []
         for evaluation in evaluations:

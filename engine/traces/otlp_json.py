@@ -9,8 +9,13 @@ exporters write). Ids are read as hex (OTLP/JSON's spelling); 16 or 8 bytes writ
 for ``openinference.span.kind``. Attributes are kept flat (``llm.input_messages.0
 .message.role``); a nested attributes object is flattened to dotted keys.
 
-`read_spans` yields ``(line, Span)``; a line that is not JSON, not an object or holds a span
-without ids goes to `on_problem(line, message)` and is skipped.
+`read_documents` yields ``(line, spans)`` per document (a span line is a document of one span),
+`read_spans` ``(line, Span)``. A line that is not JSON or not an object goes to `on_problem(line,
+message)` and is skipped; a part of a document of the wrong shape (``resourceSpans`` not a list,
+a span not an object, malformed attributes or ids) too, the message naming its JSON path
+(``resourceSpans[0].scopeSpans[0].spans[2].traceId: …``), and the rest of the document is read.
+A file whose first record is neither an OTLP document nor a span (no key a trace or span id
+is read from) is reported once as not traces, and not read further.
 """
 
 from __future__ import annotations
@@ -61,9 +66,30 @@ def hex_id(value: Any, size: int) -> str:
     raise ValueError(f"id {value!r} is neither {2 * size} hex digits nor {size} bytes in base64")
 
 
-def any_value(value: Any, depth: int = 0) -> Any:
+def _shape(value: Any) -> str:
+    """What a JSON value is, for a message: an object, a list, a string, a number, …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__)
+
+
+def _items(value: Any, path: str) -> list[Any]:
+    """`value` as a list (null or absent: empty). Raises `ValueError` naming `path` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{path} must be a list, not {_shape(value)}")
+    return value
+
+
+def any_value(value: Any, depth: int = 0, path: str = "value") -> Any:
     """An OTLP ``AnyValue`` (``{"stringValue": …}``, ``intValue`` as a string, ``arrayValue``,
-    ``kvlistValue``, …) as a plain value; anything else as it is."""
+    ``kvlistValue``, …) as a plain value; anything else as it is. Raises `ValueError` naming
+    `path` for an ``arrayValue`` / ``kvlistValue`` that is not ``{"values": [...]}`` (or a
+    kvlist entry without a string key)."""
     if not isinstance(value, Mapping) or depth > MAX_ATTRIBUTE_DEPTH:
         return value
     if "stringValue" in value:
@@ -81,25 +107,51 @@ def any_value(value: Any, depth: int = 0) -> Any:
         except (TypeError, ValueError):
             return value["doubleValue"]
     if "arrayValue" in value:
-        return [any_value(v, depth + 1) for v in (value["arrayValue"] or {}).get("values") or ()]
+        where = f"{path}.arrayValue"
+        return [any_value(v, depth + 1, f"{where}.values[{i}]")
+                for i, v in enumerate(_items(_object(value["arrayValue"], where).get("values"), f"{where}.values"))]
     if "kvlistValue" in value:
-        return {kv.get("key"): any_value(kv.get("value"), depth + 1)
-                for kv in (value["kvlistValue"] or {}).get("values") or () if isinstance(kv, Mapping)}
+        where = f"{path}.kvlistValue"
+        found = {}
+        for i, kv in enumerate(_items(_object(value["kvlistValue"], where).get("values"), f"{where}.values")):
+            key = _keyed(kv, f"{where}.values[{i}]")
+            found[key] = any_value(kv.get("value"), depth + 1, f"{where}.values[{i}].value")
+        return found
     if "bytesValue" in value:
         return value["bytesValue"]
     return None if not value else value
 
 
-def attributes_of(value: Any) -> dict[str, Any]:
+def _object(value: Any, path: str) -> Mapping[str, Any]:
+    """`value` as an object (null: empty). Raises `ValueError` naming `path` otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{path} must be an object, not {_shape(value)}")
+    return value
+
+
+def _keyed(entry: Any, path: str) -> str:
+    """The key of a ``{key, value}`` entry. Raises `ValueError` naming `path` when it has none."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
+        got = "an object without one" if isinstance(entry, Mapping) else _shape(entry)
+        raise ValueError(f"{path} must be an object with a string key ({{key, value}}), not {got}")
+    return entry["key"]
+
+
+def attributes_of(value: Any, path: str = "attributes") -> dict[str, Any]:
     """Attributes as a flat dict: an OTLP list of ``{key, value}``, or an object (nested objects
-    flattened to dotted keys)."""
+    flattened to dotted keys); null: none. Raises `ValueError` naming `path` (and the entry) for
+    anything else."""
     flat: dict[str, Any] = {}
     if isinstance(value, list):
-        for kv in value:
-            if isinstance(kv, Mapping) and isinstance(kv.get("key"), str):
-                flat[kv["key"]] = any_value(kv.get("value"))
+        for i, kv in enumerate(value):
+            key = _keyed(kv, f"{path}[{i}]")
+            flat[key] = any_value(kv.get("value"), 0, f"{path}[{i}].value")
     elif isinstance(value, Mapping):
         _flatten(value, "", flat, 0)
+    elif value is not None:
+        raise ValueError(f"{path} must be a list of {{key, value}} or an object, not {_shape(value)}")
     return flat
 
 
@@ -112,51 +164,116 @@ def _flatten(value: Mapping[str, Any], prefix: str, flat: dict[str, Any], depth:
             flat[name] = item
 
 
-def span_of(record: Mapping[str, Any]) -> Span:
-    """A span from its OTLP JSON or flat form. Raises `ValueError` naming what is missing or
-    wrong (no trace or span id, a malformed id)."""
+TRACE_KEYS = ("traceId", "trace_id", "context.trace_id")
+SPAN_KEYS = ("spanId", "span_id", "context.span_id")
+PARENT_KEYS = ("parentSpanId", "parent_span_id", "parent_id")
+NOT_TRACES = ("not traces: the first record is neither an OTLP JSON document ({\"resourceSpans\": …}) nor a span "
+              "(traceId and spanId, or context.trace_id and context.span_id); the file was not read as traces")
+
+
+def _first(record: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
+    """(the key, the value) of the first of `keys` the record holds (``context.`` keys inside its
+    ``context`` object); ``(keys[0], None)`` when none."""
     context = record.get("context") if isinstance(record.get("context"), Mapping) else {}
-    trace = record.get("traceId", record.get("trace_id", context.get("trace_id")))
-    span = record.get("spanId", record.get("span_id", context.get("span_id")))
+    for key in keys:
+        holder, name = (context, key[8:]) if key.startswith("context.") else (record, key)
+        if name in holder:
+            return key, holder[name]
+    return keys[0], None
+
+
+def _id(record: Mapping[str, Any], keys: tuple[str, ...], size: int, path: str) -> str:
+    key, value = _first(record, keys)
+    try:
+        return hex_id(value, size)
+    except ValueError as exc:
+        raise ValueError(f"{path}{key}: {exc}") from None
+
+
+def span_of(record: Mapping[str, Any], path: str = "") -> Span:
+    """A span from its OTLP JSON or flat form (`path`: where it is in its document, e.g.
+    ``resourceSpans[0].scopeSpans[0].spans[2]``, put before the messages). Raises `ValueError`
+    naming what is missing or wrong (no trace or span id, a malformed id, malformed attributes)."""
+    at = f"{path}." if path else ""
+    trace = _id(record, TRACE_KEYS, 16, at)
+    span = _id(record, SPAN_KEYS, 8, at)
     if not trace or not span:
-        raise ValueError("a span needs a trace id and a span id (traceId and spanId)")
-    parent = record.get("parentSpanId", record.get("parent_span_id", record.get("parent_id")))
+        raise ValueError(f"{path + ': ' if path else ''}a span needs a trace id and a span id (traceId and spanId)")
+    parent = _id(record, PARENT_KEYS, 8, at)
     status = record.get("status") if isinstance(record.get("status"), Mapping) else {}
     code = status.get("code", record.get("status_code", ""))
     start = record.get("startTimeUnixNano", record.get("start_time_unix_nano", 0))
     try:
         start = int(start)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         start = 0  # an ISO time (Phoenix): order falls back to the file's
-    attributes = attributes_of(record.get("attributes"))
+    attributes = attributes_of(record.get("attributes"), f"{at}attributes")
     kind = record.get("span_kind")  # Phoenix gives openinference.span.kind here, not among the attributes
     if isinstance(kind, str) and kind and kind.upper() != "UNKNOWN":
         attributes.setdefault("openinference.span.kind", kind)
-    return Span(hex_id(trace, 16), hex_id(span, 8), hex_id(parent, 8), str(record.get("name") or ""), start,
+    return Span(trace, span, parent, str(record.get("name") or ""), start,
                 "ERROR" if code in (2, "2", "STATUS_CODE_ERROR", "ERROR") else "",
                 str(status.get("message") or record.get("status_message") or ""), attributes)
 
 
-def spans_of_document(document: Mapping[str, Any]) -> Iterator[Span]:
-    """The spans of one ``{"resourceSpans": …}`` document, in order. Raises `ValueError` for a
-    span without ids."""
-    for resource in document.get("resourceSpans") or ():
-        if not isinstance(resource, Mapping):
+def is_span(record: Mapping[str, Any]) -> bool:
+    """Whether a record names a trace id and a span id (under any of the keys `span_of` reads)."""
+    return bool(_first(record, TRACE_KEYS)[1] and _first(record, SPAN_KEYS)[1])
+
+
+def _names_an_id(record: Mapping[str, Any]) -> bool:
+    """Whether a record has any of the keys a span's trace or span id is read from (even empty)."""
+    context = record.get("context") if isinstance(record.get("context"), Mapping) else {}
+    return any((key[8:] in context) if key.startswith("context.") else (key in record)
+               for key in TRACE_KEYS + SPAN_KEYS)
+
+
+def spans_of_document(document: Mapping[str, Any], on_bad: Callable[[str], None] | None = None) -> Iterator[Span]:
+    """The spans of one ``{"resourceSpans": …}`` document, in order. A part of the wrong shape
+    (see the module docstring) goes to `on_bad(message)`, the message naming its JSON path, and
+    is skipped; without `on_bad` it raises `ValueError`."""
+
+    def bad(exc: ValueError) -> None:
+        if on_bad is None:
+            raise exc
+        on_bad(str(exc))
+
+    try:
+        resources = _items(document.get("resourceSpans"), "resourceSpans")
+    except ValueError as exc:
+        bad(exc)
+        return
+    for r, resource in enumerate(resources):
+        where = f"resourceSpans[{r}]"
+        try:
+            resource = _object(resource, where)
+            key = "scopeSpans" if "scopeSpans" in resource or "instrumentationLibrarySpans" not in resource \
+                else "instrumentationLibrarySpans"
+            scopes = _items(resource.get(key), f"{where}.{key}")
+        except ValueError as exc:
+            bad(exc)
             continue
-        for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or ():
-            if not isinstance(scope, Mapping):
+        for s, scope in enumerate(scopes):
+            within = f"{where}.{key}[{s}]"
+            try:
+                records = _items(_object(scope, within).get("spans"), f"{within}.spans")
+            except ValueError as exc:
+                bad(exc)
                 continue
-            for record in scope.get("spans") or ():
-                if isinstance(record, Mapping):
-                    yield span_of(record)
+            for n, record in enumerate(records):
+                try:
+                    yield span_of(_object(record, f"{within}.spans[{n}]"), f"{within}.spans[{n}]")
+                except ValueError as exc:
+                    bad(exc)
 
 
-def read_spans(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Callable[[], bytes] | None = None
-               ) -> Iterator[tuple[int, Span]]:
-    """``(line, span)`` for each span of an OTLP JSON or span-JSONL file given as its lines.
-    When the first non-blank line is not JSON on its own (one document written over many lines)
-    and `whole` is given, the file is read whole through it instead (the only case that is).
-    Problems go to `on_problem(line, message)`; the line is skipped."""
+def read_documents(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Callable[[], bytes] | None = None
+                   ) -> Iterator[tuple[int, list[Span]]]:
+    """``(line, spans)`` for each document of an OTLP JSON or span-JSONL file given as its lines
+    (a line holding one span is a document of one span). When the first non-blank line is not
+    JSON on its own (one document written over many lines) and `whole` is given, the file is
+    read whole through it instead (the only case that is). Problems go to `on_problem(line,
+    message)` (module docstring)."""
     first = True
     for number, raw in enumerate(lines, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -171,21 +288,33 @@ def read_spans(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Callabl
                 return
             on_problem(number, f"invalid JSON: {getattr(exc, 'msg', exc)}")
             continue
-        first = False
         if not isinstance(record, dict):
-            on_problem(number, "expected a JSON object (an OTLP document or a span)")
+            on_problem(number, f"expected a JSON object (an OTLP document or a span), not {_shape(record)}")
+            first = False
             continue
-        try:
-            if "resourceSpans" in record:
-                for span in spans_of_document(record):
-                    yield number, span
-            else:
-                yield number, span_of(record)
-        except ValueError as exc:
-            on_problem(number, str(exc))
+        if "resourceSpans" in record:
+            yield number, list(spans_of_document(record, lambda message, n=number: on_problem(n, message)))
+        elif first and not _names_an_id(record):
+            on_problem(number, NOT_TRACES)
+            return
+        else:
+            try:
+                yield number, [span_of(record)]
+            except ValueError as exc:
+                on_problem(number, str(exc))
+        first = False
 
 
-def _whole_document(data: bytes, on_problem: OnSpanProblem) -> Iterator[tuple[int, Span]]:
+def read_spans(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Callable[[], bytes] | None = None
+               ) -> Iterator[tuple[int, Span]]:
+    """``(line, span)`` for each span of an OTLP JSON or span-JSONL file given as its lines
+    (`read_documents`, its documents' spans one after the other)."""
+    for number, spans in read_documents(lines, on_problem, whole):
+        for span in spans:
+            yield number, span
+
+
+def _whole_document(data: bytes, on_problem: OnSpanProblem) -> Iterator[tuple[int, list[Span]]]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -196,11 +325,7 @@ def _whole_document(data: bytes, on_problem: OnSpanProblem) -> Iterator[tuple[in
     if not isinstance(document, dict) or "resourceSpans" not in document:
         on_problem(1, "expected an OTLP JSON document ({\"resourceSpans\": …})")
         return
-    try:
-        for span in spans_of_document(document):
-            yield 1, span
-    except ValueError as exc:
-        on_problem(1, str(exc))
+    yield 1, list(spans_of_document(document, lambda message: on_problem(1, message)))
 
 
 def looks_like_spans(head: bytes) -> bool:
@@ -215,10 +340,8 @@ def looks_like_spans(head: bytes) -> bool:
         return False
     if not isinstance(record, dict):
         return False
-    context = record.get("context") if isinstance(record.get("context"), dict) else {}
-    return bool((record.get("traceId") or record.get("trace_id") or context.get("trace_id"))
-                and (record.get("spanId") or record.get("span_id") or context.get("span_id")))
+    return is_span(record)
 
 
-__all__ = ["OnSpanProblem", "Span", "any_value", "attributes_of", "hex_id", "looks_like_spans", "read_spans",
-           "span_of", "spans_of_document"]
+__all__ = ["NOT_TRACES", "OnSpanProblem", "Span", "any_value", "attributes_of", "hex_id", "is_span",
+           "looks_like_spans", "read_documents", "read_spans", "span_of", "spans_of_document"]

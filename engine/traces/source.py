@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assemble import TraceOptions, assemble
+from .assemble import TraceOptions, assemble, assemble_documents
 from .otlp_json import OnSpanProblem
 
 PHOENIX_SCHEME = "phoenix://"
@@ -48,11 +48,11 @@ def _file_records(path: str, options: TraceOptions, fields: Mapping[str, str],
                   on_problem: OnSpanProblem) -> Iterator[tuple[int, dict[str, Any]]]:
     from pathlib import Path
 
-    from .otlp_json import read_spans
+    from .otlp_json import read_documents
 
     with open(path, "rb") as f:
-        yield from assemble(read_spans(f, on_problem, whole=lambda: Path(path).read_bytes()), options, fields,
-                            on_problem)
+        yield from assemble_documents(read_documents(f, on_problem, whole=lambda: Path(path).read_bytes()), options,
+                                      fields, on_problem)
 
 
 __all__ = ["PHOENIX_SCHEME", "TraceSource", "is_phoenix"]
