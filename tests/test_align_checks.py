@@ -1,0 +1,49 @@
+"""What `scorespec align` refuses up front, and what it says when nothing beats the scorer: label
+values no item has, a split too small or one-sided, a zero share, a bad child id, ties with the
+scorer on dev, a scorer that asks no judge, and a resume with no work folder. Judges are fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import engine.cli.eval  # noqa: F401  (registers the batch commands, align among them)
+from engine.cli.main import app
+from engine.testing.fake_openai import FakeOpenAIServer
+
+
+def _data(path: Path, labels: list[str]) -> Path:
+    rows = [{"id": f"item-{i}", "input": f"Question {i}?", "context": [f"Passage {i}."], "output": f"Answer {i}.",
+             "label": label} for i, label in enumerate(labels)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _align(tmp_path: Path, monkeypatch, *args: str, reply=None):
+    """Run ``scorespec align`` against a fake OpenAI server; (result, the requests it received)."""
+    monkeypatch.chdir(tmp_path)
+    env = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None,
+           "SCORESPEC_CACHE": str(tmp_path / "cache")}
+    with FakeOpenAIServer(reply or (lambda request: {"verdict": "yes"})) as server:
+        done = CliRunner().invoke(app, ["align", *args, "--model", "openai/gpt-4o-mini", "--base-url",
+                                        server.base_url], env=env)
+        return done, list(server.requests)
+
+
+def _said(done) -> str:
+    return " ".join(done.output.split())
+
+
+BALANCED = ["Fully attributable", "Not fully attributable"] * 10
+
+
+def test_a_mistyped_positive_label_is_refused_before_any_judge_call(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                            "Fully atributable", "--quiet")
+    assert done.exit_code == 2, done.output
+    assert ("no labelled item has the --positive label 'Fully atributable' in 'label'; the labels seen: "
+            "'Fully attributable' (10), 'Not fully attributable' (10): did you mean 'Fully attributable'?") in _said(done)
+    assert requests == [] and not (tmp_path / "scorer_specs").exists()
