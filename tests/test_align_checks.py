@@ -47,3 +47,28 @@ def test_a_mistyped_positive_label_is_refused_before_any_judge_call(tmp_path, mo
     assert ("no labelled item has the --positive label 'Fully atributable' in 'label'; the labels seen: "
             "'Fully attributable' (10), 'Not fully attributable' (10): did you mean 'Fully attributable'?") in _said(done)
     assert requests == [] and not (tmp_path / "scorer_specs").exists()
+
+
+def test_labels_all_of_one_class_are_refused_before_any_judge_call(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", ["Fully attributable"] * 20)
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                            "Fully attributable", "--quiet")
+    assert done.exit_code == 2, done.output
+    assert ("all 20 labelled items are positive ('Fully attributable'): a split needs both classes, at least 4 "
+            "items of each with the default split") in _said(done)
+    assert requests == []
+
+
+def test_too_few_items_for_the_split_are_refused_saying_what_is_needed(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--limit", "5",
+                            "--positive", "Fully attributable", "--quiet")
+    assert done.exit_code == 2, done.output
+    assert ("too few labelled items to split (train has 1 positive item(s), needs 2, train has 0 negative item(s), "
+            "needs 2): each class needs at least 2 items in train, 1 in dev and 1 in test — 4 labelled items of "
+            "each class with --split 0.5,0.25,0.25") in _said(done)
+    assert requests == []
+    # 8 items, 4 of each class, are enough for the default split: the judge is asked
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--limit", "8",
+                            "--positive", "Fully attributable", "--quiet", "--strategies", "cutoff")
+    assert "too few" not in done.output and requests, done.output

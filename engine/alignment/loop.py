@@ -32,7 +32,7 @@ from .result import AlignResult
 from .runs import Budget, figures_of, score_items, scored_pairs
 from .selection import BINARY, best_index, compare_on_test
 from .settings import AlignSettings
-from .split import stratified_split
+from .split import MINIMUM, check_parts, stratified_split
 
 __all__ = ["aalign", "align"]
 
@@ -49,7 +49,8 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     (default: ``settings.optimizer_model``, else the parent's judge).
 
     Returns an `AlignResult`. Raises `engine.analysis.labelled.LabelError` for no usable label,
-    `ValueError` for a stage the parent has no prompt stage of, a split with an empty part, a
+    `LabelError` for labels all of one class, `ValueError` for a stage the parent has no prompt
+    stage of, a split too small to choose and test on (`split.check_parts`), a
     work folder from other data on resume, `FileExistsError` rather than overwrite a child spec,
     `TypeError` for an unknown keyword, and what `arun_evals` raises."""
     from ..run.evals import resolve_scorers
@@ -116,9 +117,28 @@ def _split(parent: Any, data: Any, settings: AlignSettings, run: RunSettings) ->
             items[key], truth[key] = {**i, "id": key}, labels.truth(held.labels[item_key(i["id"])])
         fractions = (fractions[0] / (fractions[0] + fractions[1]), fractions[1] / (fractions[0] + fractions[1]), 0.0)
     strata = {k: truth[k] if settings.kind == BINARY else found.labels[k] for k in found.labels}
+    _check_classes(truth, settings)
     split = stratified_split(strata, fractions, settings.seed)
     test_keys = tuple(k for k in items if k.startswith("test:")) if settings.test_data is not None else split.test
+    check_parts(split, strata, [truth[k] for k in test_keys] if settings.test_data is not None else None,
+                {True: "positive", False: "negative"} if settings.kind == BINARY else None)
     return items, truth, split, test_keys
+
+
+def _check_classes(truth: Mapping[str, Any], settings: AlignSettings) -> None:
+    """`LabelError` when the labels are all of one class (binary) or all one value (graded): there
+    is nothing to tell apart, nor to split by."""
+    from ..analysis.labelled import LabelError
+
+    values = set(truth.values())
+    if len(values) > 1:
+        return
+    if settings.kind == BINARY:
+        which = "positive (" + ", ".join(map(repr, settings.positive or ())) + ")" if True in values else (
+            "negative (not " + ", ".join(map(repr, settings.positive or ())) + ")")
+        raise LabelError(f"all {len(truth)} labelled items are {which}: a split needs both classes, at least "
+                         f"{MINIMUM[0] + MINIMUM[1] + MINIMUM[2]} items of each with the default split")
+    raise LabelError(f"all {len(truth)} labelled items have the same label: graded labels need two values at least")
 
 
 async def _test(result: AlignResult, parent: Any, chosen: Any, proposer: Proposer, items: Mapping[str, Any],
