@@ -72,3 +72,19 @@ def test_too_few_items_for_the_split_are_refused_saying_what_is_needed(tmp_path,
     done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--limit", "8",
                             "--positive", "Fully attributable", "--quiet", "--strategies", "cutoff")
     assert "too few" not in done.output and requests, done.output
+
+
+def test_a_zero_test_share_is_refused_unless_a_test_file_is_given(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    for split, error in (("0.6,0.4,0", "--split 0.6,0.4,0: a test share of 0 leaves no item to test the child on"),
+                         ("0,0.5,0.5", "train and dev must be > 0"), ("0.5,0,0.5", "train and dev must be > 0")):
+        done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                                "Fully attributable", "--split", split, "--quiet")
+        assert done.exit_code == 2 and error in _said(done), done.output
+        assert requests == []
+    held = _data(tmp_path / "held.jsonl", ["Fully attributable", "Not fully attributable"] * 2)
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                            "Fully attributable", "--split", "0.6,0.4,0", "--test", str(held), "--quiet",
+                            "--strategies", "cutoff", "--json")
+    assert done.exit_code == 0 and requests, done.output
+    assert json.loads(done.stdout.strip().splitlines()[-1])["split"]["test"] == 4

@@ -21,7 +21,7 @@ class AlignSettings:
     `positive`, graded numbers). cutoff: the score cut-off the parent and every candidate without
     its own are judged at (default: the spec's `cutoff`, else half the scale). stage: the prompt
     stage whose prompt is aligned (default: the last prompt stage). fractions: train, dev, test
-    proportions (test 0 with `test_data`); seed: the split's and the sampling's seed. test_data:
+    proportions, each > 0 (test may be 0 with `test_data`); seed: the split's and the sampling's seed. test_data:
     a separate held-out file (then the data splits into train and dev only). strategies: a subset
     of `STRATEGIES`; candidates: how many candidates at most (≥ 1); optimizer_model: the model
     that proposes instructions (default: the judge itself). name: the child's id (default
@@ -53,6 +53,9 @@ class AlignSettings:
         if self.negative is not None and self.positive is None:
             raise ValueError("negative label values need positive ones too")
         object.__setattr__(self, "fractions", parse_fractions(self.fractions))
+        if self.fractions[2] == 0 and self.test_data is None:
+            raise ValueError(f"--split {','.join(f'{f:g}' for f in self.fractions)}: a test share of 0 leaves no "
+                             "item to test the child on: give train, dev and test shares > 0, or --test FILE")
         strategies = (self.strategies.split(",") if isinstance(self.strategies, str) else self.strategies)
         strategies = tuple(s.strip() for s in strategies if s.strip())
         unknown = [s for s in strategies if s not in STRATEGIES]

@@ -57,7 +57,7 @@ def align_cmd(
     stage: Annotated[Optional[str], typer.Option("--stage", help="The prompt stage to align [default: the last "
                                                  "prompt stage].")] = None,
     split: Annotated[Optional[str], typer.Option("--split", metavar="TRAIN,DEV,TEST", help="Proportions of the "
-                                                 "stratified split [default: 0.5,0.25,0.25].")] = None,
+                                                 "stratified split, each > 0 [default: 0.5,0.25,0.25].")] = None,
     test: Annotated[Optional[Path], typer.Option("--test", metavar="FILE", help="A separate held-out test file "
                                                  "(the data then splits into train and dev only).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="The split's and the sampling's seed.")] = 0,
