@@ -88,3 +88,31 @@ def test_a_zero_test_share_is_refused_unless_a_test_file_is_given(tmp_path, monk
                             "--strategies", "cutoff", "--json")
     assert done.exit_code == 0 and requests, done.output
     assert json.loads(done.stdout.strip().splitlines()[-1])["split"]["test"] == 4
+
+
+def _steady_reply(request: dict):
+    """A judge that says yes to everything, whatever its instructions; the optimiser proposes text."""
+    from engine.testing.schema_answers import schema_of_request
+
+    schema = schema_of_request(request) or {}
+    if "instructions" in (schema.get("properties") or {}):
+        return {"diagnosis": "Too lenient.", "instructions": "Is the response fully supported? Answer yes or no."}
+    return {"verdict": "yes"}
+
+
+def test_the_scorer_wins_ties_on_dev_and_nothing_is_written(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                            "Fully attributable", "--strategies", "instructions,examples,cutoff", "--name", "tied",
+                            "--json", reply=_steady_reply)
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    ranked = [c for c in record["candidates"] if c["dev"] is not None]
+    assert len(ranked) == len(record["candidates"]) == 4  # every candidate ran on dev and tied with the scorer
+    assert all(c["dev"]["balancedAccuracy"] == record["parentDev"]["balancedAccuracy"] == 0.5 for c in ranked)
+    assert record["chosen"] is None and record["child"] is None and record["test"] is None and record["files"] == []
+    assert "no candidate did better than the scorer on the dev split; nothing written" in record["notes"]
+    said = _said(done)
+    assert "note: no candidate did better than the scorer on the dev split; nothing written" in said
+    assert "tied_i1 " in said and " *" not in said  # the table is printed, no candidate starred
+    assert not (tmp_path / "scorer_specs").exists() and not (tmp_path / "tied.align.json").exists()

@@ -8,8 +8,10 @@
    (``OUT/.scorespec-align/NAME/``) and compiled; one that fails is dropped with the reason.
 3. The parent and the candidates run on dev (one batch run; the judge-call cache makes a re-run
    free). ``cutoff`` is the parent's best balanced-accuracy cut-off fitted on train + dev.
-4. The best candidate on dev (`selection.best_index`) and the parent run on test, once; the two
-   are compared (`selection.compare_on_test`).
+4. The best candidate on dev (`selection.best_index`) among those that beat the parent there (a
+   higher primary figure, or the same and a higher ROC AUC: the parent wins ties; none: no child,
+   `NOTHING_BETTER`) and the parent run on test, once; the two are compared
+   (`selection.compare_on_test`).
 5. The child is written (`files.write_child`) with the JSON record beside it.
 
 The test split's items are read only in step 4: no candidate is built from them. A ``max_cost``
@@ -34,7 +36,10 @@ from .selection import BINARY, best_index, compare_on_test
 from .settings import AlignSettings
 from .split import MINIMUM, check_parts, stratified_split
 
-__all__ = ["aalign", "align"]
+__all__ = ["NOTHING_BETTER", "aalign", "align"]
+
+NOTHING_BETTER = "no candidate did better than the scorer on the dev split; nothing written"
+"""The note when every candidate ties with (or trails) the parent on dev: the parent wins ties."""
 
 
 async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None, *,
@@ -85,10 +90,13 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     cutoff = proposer.cutoff(parent)
     result.parent_dev = figures_of(dev.results[parent.label], split.dev, truth, settings.kind, cutoff)
     proposer.judge_on_dev(result.candidates, dev, split, truth, train.results[parent.label], parent)
-    ranked = [c for c in result.candidates if c.dev is not None]
+    run_on_dev = [c for c in result.candidates if c.dev is not None]
+    bar = result.parent_dev.rank(settings.kind)
+    ranked = [c for c in run_on_dev if c.dev.rank(settings.kind) > bar]  # type: ignore[union-attr]
     best = best_index([c.dev for c in ranked], settings.kind)  # type: ignore[misc]
     if best is None:
-        result.notes.append("no candidate could be run: nothing to choose, no child written")
+        result.notes.append(NOTHING_BETTER if run_on_dev else "no candidate could be run: nothing to choose, no "
+                            "child written")
         return _finish(result, budget)
     chosen = ranked[best]
     result.chosen, result.child = chosen.name, name

@@ -3,7 +3,7 @@ that holds up on a held-out test split, and write it as an ``extends:`` child sp
 (`engine.alignment`).
 
 Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit
-codes: 0; 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
+codes: 0 (also when no candidate beat the scorer on dev: nothing written); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
 interrupted.
 """
 
@@ -92,7 +92,8 @@ def align_cmd(
     """Align a scorer with human labels: propose candidate child specs from a train split (rewritten
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
-    extends the parent. Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
+    extends the parent (only a candidate that beats the parent on dev is chosen: when none does,
+    nothing is written). Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
     from ..run.settings import RunSettings
     from .loading import _load_scorers
@@ -119,7 +120,8 @@ def align_cmd(
         from ..report.align_section import write_align_report
 
         write_align_report(report_file, result)
-    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child else 2)
+    ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
+    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child or ran else 2)
 
 
 def _align(loaded: Any, data: Path, settings: Any, run: Any, resume: bool, quiet: bool) -> Any:
