@@ -116,3 +116,18 @@ def test_the_scorer_wins_ties_on_dev_and_nothing_is_written(tmp_path, monkeypatc
     assert "note: no candidate did better than the scorer on the dev split; nothing written" in said
     assert "tied_i1 " in said and " *" not in said  # the table is printed, no candidate starred
     assert not (tmp_path / "scorer_specs").exists() and not (tmp_path / "tied.align.json").exists()
+
+
+def test_the_child_id_must_be_a_spec_id_not_the_scorers_nor_a_shipped_one(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    (tmp_path / "out").mkdir()
+    for name, error in (("../evil name", "--name '../evil name': a child's id is a spec id"),
+                        ("Quick", "--name 'Quick': a child's id is a spec id"),
+                        ("faithfulness_quick", "--name faithfulness_quick: that is the scorer's own id"),
+                        ("faithfulness", "--name faithfulness: a shipped scorer has that id, and the child would "
+                                         "shadow it; pick another name, e.g. faithfulness_quick_aligned")):
+        done, requests = _align(tmp_path, monkeypatch, "faithfulness_quick", "--data", str(data), "--positive",
+                                "Fully attributable", "--name", name, "--out-dir", "out", "--quiet")
+        assert done.exit_code == 2 and error in _said(done), done.output
+        assert requests == []
+    assert list((tmp_path / "out").iterdir()) == [] and not (tmp_path / "evil name").exists()

@@ -54,18 +54,19 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     (default: ``settings.optimizer_model``, else the parent's judge).
 
     Returns an `AlignResult`. Raises `engine.analysis.labelled.LabelError` for no usable label,
-    `LabelError` for labels all of one class, `ValueError` for a stage the parent has no prompt
-    stage of, a split too small to choose and test on (`split.check_parts`), a
-    work folder from other data on resume, `FileExistsError` rather than overwrite a child spec,
-    `TypeError` for an unknown keyword, and what `arun_evals` raises."""
+    a label value no item has, or labels all of one class; `ValueError` for a child id that is
+    the parent's or a shipped scorer's, a stage the parent has no prompt stage of, a split too
+    small to choose and test on (`split.check_parts`), a work folder from other data on resume;
+    `FileExistsError` rather than overwrite a child spec, `TypeError` for an unknown keyword, and
+    what `arun_evals` raises."""
     from ..run.evals import resolve_scorers
 
     settings = settings_from_keywords(AlignSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (parent,) = resolve_scorers([scorer])
     say = on_phase or (lambda line: None)
+    name = _child_id(parent, settings.name)
     items, truth, split, test_keys = _split(parent, data, settings, run)
-    name = settings.name or f"{parent.id}_aligned"
     work = WorkFolder(settings.out_dir, name, parent, data_sha256(data), settings, resume)
     result = AlignResult(parent.id, None, settings.kind, settings.seed,
                          {"train": len(split.train), "dev": len(split.dev), "test": len(test_keys)},
@@ -106,6 +107,22 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     result.prompt_diff = proposer.prompt_diff(chosen)
     result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data)
     return _finish(result, budget)
+
+
+def _child_id(parent: Any, name: str | None) -> str:
+    """The child's id: `name` (default PARENT_aligned). Raises `ValueError` for the parent's own id
+    or the id of a shipped scorer (or an engine spec), which the child would shadow."""
+    from ..spec.catalog import builtin_specs_dir, engine_specs_dir
+
+    if name is None:
+        return f"{parent.id}_aligned"
+    if name == parent.id:
+        raise ValueError(f"--name {name}: that is the scorer's own id; the child needs its own, e.g. {name}_aligned")
+    shipped = {p.stem for folder in (builtin_specs_dir(), engine_specs_dir()) for p in folder.glob("*.yaml")}
+    if name in shipped:
+        raise ValueError(f"--name {name}: a shipped scorer has that id, and the child would shadow it; pick another "
+                         f"name, e.g. {parent.id}_aligned")
+    return name
 
 
 def _split(parent: Any, data: Any, settings: AlignSettings, run: RunSettings) -> tuple[Any, Any, Any, Any]:

@@ -68,7 +68,8 @@ def align_cmd(
                                             "what the other strategies leave).")] = 4,
     optimizer_model: Annotated[Optional[str], typer.Option("--optimizer-model", help="The model that proposes "
                                                            "instructions [default: the judge itself].")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", metavar="NEW_ID", help="The child's id [default: "
+    name: Annotated[Optional[str], typer.Option("--name", metavar="NEW_ID", help="The child's id: a spec id "
+                                                "(a-z, 0-9, _), not the scorer's nor a shipped scorer's [default: "
                                                 "SCORER_aligned].")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where scorer_specs/NEW_ID.yaml, "
                                           "prompts/NEW_ID/ and NEW_ID.align.json go.")] = Path("."),
