@@ -131,3 +131,36 @@ def test_the_child_id_must_be_a_spec_id_not_the_scorers_nor_a_shipped_one(tmp_pa
         assert done.exit_code == 2 and error in _said(done), done.output
         assert requests == []
     assert list((tmp_path / "out").iterdir()) == [] and not (tmp_path / "evil name").exists()
+
+
+def _plain(path: Path, n: int = 12, ground_truth: bool = True) -> Path:
+    rows = [{"id": f"i{i}", "output": "the cat" if i % 2 else "a dog", "label": "yes" if i % 2 else "no",
+             "stars": i % 3, **({"ground_truth": "the"} if ground_truth else {})} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_a_scorer_that_asks_no_judge_aligns_only_its_cutoff_and_says_so(tmp_path, monkeypatch):
+    data = _plain(tmp_path / "plain.jsonl")
+    done, requests = _align(tmp_path, monkeypatch, "includes", "--data", str(data), "--positive", "yes", "--quiet",
+                            "--json")
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["notes"][0] == "this scorer asks no judge: only the cut-off can be aligned"
+    assert not any("prompt" in note for note in record["notes"])
+    assert [c["strategy"] for c in record["candidates"]] == ["cutoff"] and requests == []
+    # graded labels leave nothing to align: refused before anything runs
+    done, _ = _align(tmp_path, monkeypatch, "includes", "--data", str(data), "--label-field", "stars", "--quiet")
+    assert done.exit_code == 2, done.output
+    assert ("includes asks no judge (it has no prompt stage): only its cut-off can be aligned, which needs binary "
+            "labels (--positive) and the cutoff strategy") in _said(done)
+
+
+def test_why_no_item_was_scored_shows_even_when_quiet(tmp_path, monkeypatch):
+    data = _plain(tmp_path / "plain.jsonl", ground_truth=False)
+    done, _ = _align(tmp_path, monkeypatch, "includes", "--data", str(data), "--positive", "yes", "--quiet", "--json")
+    assert done.exit_code == 2, done.output
+    (cand,) = json.loads(done.stdout.strip().splitlines()[-1])["candidates"]
+    assert cand["dropped"] == ("no cut-off could be fitted: no scored item (8 item(s) failed: includes needs "
+                               "'ground_truth' and the item has none)")
+    assert "no cut-off could be fitted: no scored item (8 item(s) failed: includes needs 'ground_truth'" in _said(done)
