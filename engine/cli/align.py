@@ -44,6 +44,8 @@ from .options import (
 __all__ = ["align_cmd"]
 
 AlignJson = with_help(AsJson, "Print the record as JSON on stdout: parent, child, split, candidates, test.")
+AlignReport = with_help(Report, "Write an HTML page of the alignment: the candidates with their dev figures, the "
+                        "comparison with the scorer on the test split, and the diff of the child's prompt.")
 
 
 @app.command("align")
@@ -86,7 +88,7 @@ def align_cmd(
     max_cost: MaxCost = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the alignment in --out-dir (its split and "
                                          "proposals; the judge-call cache answers what was asked).")] = False,
-    report_file: Report = None,
+    report_file: AlignReport = None,
     quiet: Quiet = False,
     as_json: AlignJson = False,
 ) -> None:
