@@ -164,3 +164,15 @@ def test_why_no_item_was_scored_shows_even_when_quiet(tmp_path, monkeypatch):
     assert cand["dropped"] == ("no cut-off could be fitted: no scored item (8 item(s) failed: includes needs "
                                "'ground_truth' and the item has none)")
     assert "no cut-off could be fitted: no scored item (8 item(s) failed: includes needs 'ground_truth'" in _said(done)
+
+
+def test_resume_with_no_work_folder_says_it_starts_afresh(tmp_path, monkeypatch):
+    data = _data(tmp_path / "labelled.jsonl", BALANCED)
+    args = ("faithfulness_quick", "--data", str(data), "--positive", "Fully attributable", "--strategies", "cutoff",
+            "--name", "fresh", "--quiet", "--resume")
+    done, requests = _align(tmp_path, monkeypatch, *args)
+    assert done.exit_code == 0 and requests, done.output
+    assert ("note: --resume: no alignment to resume (.scorespec-align/fresh/state.json does not exist); starting "
+            "afresh") in " ".join(done.stderr.split())
+    done, _ = _align(tmp_path, monkeypatch, *args)  # now there is one: no note
+    assert done.exit_code == 0 and "no alignment to resume" not in done.output, done.output

@@ -117,6 +117,8 @@ def align_cmd(
         fail(str(exc))
     run = RunSettings(concurrency=concurrency, fields=field or None, prices=prices, max_cost=max_cost, limit=limit)
     (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+    if resume:
+        _note_nothing_to_resume(out_dir, settings.name or f"{loaded.id}_aligned")
     result = _align(loaded, data, settings, run, resume, quiet)
     _print(result, as_json)
     if report_file is not None:
@@ -125,6 +127,17 @@ def align_cmd(
         write_align_report(report_file, result)
     ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
     raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child or ran else 2)
+
+
+def _note_nothing_to_resume(out_dir: Path, name: str) -> None:
+    """A note on stderr (not an error) when --resume finds no earlier alignment to continue."""
+    from ..alignment.files import state_file
+    from .output import err_console
+
+    found = state_file(out_dir, name)
+    if not found.is_file():
+        err_console().print(f"note: --resume: no alignment to resume ({found} does not exist); starting afresh",
+                            markup=False, highlight=False, soft_wrap=True, style="yellow")
 
 
 def _align(loaded: Any, data: Path, settings: Any, run: Any, resume: bool, quiet: bool) -> Any:
