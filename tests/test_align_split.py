@@ -148,3 +148,18 @@ def test_item_cutoff_spec_reads_each_scorers_cutoff():
         "faithfulness_quick=0.7", "equals=1"]
     with pytest.raises(ValueError, match="documents no cut-off"):
         spec_cutoff_pairs(["equals=spec"], [quick, exact])
+
+
+def test_check_parts_asks_each_class_for_two_train_one_dev_one_test_item():
+    from engine.alignment.split import check_parts, per_stratum
+
+    names = {True: "positive", False: "negative"}
+    strata = {**{f"p{i}": True for i in range(4)}, **{f"n{i}": False for i in range(4)}}
+    check_parts(stratified_split(strata, seed=0), strata, None, names)  # 2 / 1 / 1 of each: enough
+    small = {k: v for k, v in strata.items() if k != "n3"}
+    with pytest.raises(ValueError, match=r"train has 1 negative item\(s\), needs 2"):
+        check_parts(stratified_split(small, seed=0), small, None, names)
+    assert per_stratum((0.5, 0.25, 0.25)) == 4 and per_stratum((0.8, 0.2, 0.0)) == 3
+    graded = {f"g{i}": i % 2 for i in range(6)}
+    with pytest.raises(ValueError, match=r"train has 2 item\(s\), needs 4"):
+        check_parts(stratified_split(graded, seed=0), graded, None, None)

@@ -235,3 +235,21 @@ def test_calibrate_takes_one_positive_label_as_a_string(tmp_path):
                        negative="hallucinated", store=False)
     assert report.positive_labels == ["faithful"] and report.kind == "binary"
     assert (report.labelled, report.other_labels) == (5, {"generic": 1})
+
+
+def test_a_mistyped_positive_label_exits_2_before_any_judge_call_naming_the_labels_seen(fake_server, tmp_path):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in DATA))
+    env = {"OPENAI_API_KEY": "test", "COLUMNS": "300", "SCORESPEC_MODEL": None}
+    cases = ((["--positive", "faithfull"], "--positive", "faithfull", "faithful"),
+             (["--positive", "faithful", "--negative", "halucinated"], "--negative", "halucinated", "hallucinated"))
+    for flags, flag, typo, meant in cases:
+        result = CliRunner().invoke(app, ["calibrate", "faithfulness", "--data", str(data), *flags, "--model",
+                                          "openai/x", "--base-url", fake_server.base_url, "--store",
+                                          str(tmp_path / "s.sqlite"), "--quiet"], env=env)
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert f"no labelled item has the {flag} label '{typo}' in 'label'" in message
+        assert "'faithful' (3), 'hallucinated' (2), 'generic' (1)" in message
+        assert f"did you mean '{meant}'?" in message
+    assert fake_server.requests == []

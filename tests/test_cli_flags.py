@@ -158,7 +158,7 @@ def _flags_and_texts(name: str) -> tuple[set[str], list[str]]:
     return flags, texts
 
 
-@pytest.mark.parametrize("command", ["eval", "calibrate", "compare", "run"])
+@pytest.mark.parametrize("command", ["eval", "calibrate", "compare", "run", "align"])
 def test_every_flag_a_help_text_names_is_a_flag_of_its_command(command):
     flags, texts = _flags_and_texts(command)
     named = {flag for text in texts for flag in _FLAG.findall(text)}
@@ -215,3 +215,18 @@ def test_an_option_whose_help_differs_by_command_is_still_declared_once(flag):
               p.callback) for p in params}
     assert len(shape) == 1, shape
     assert all(p.help for p in params)
+
+
+@pytest.mark.parametrize("command, whose", [("calibrate", "the scorer's"), ("compare", "the baseline's"),
+                                            ("align", "the scorer's")])
+def test_the_cutoff_help_names_the_spec_cutoff_as_the_default(command, whose):
+    text = " ".join(invoke(command, "--help").output.split())
+    assert f"[default: the cut-off {whose} spec documents (its cutoff key), else half" in text
+    assert "[default: half the scale]" not in text
+
+
+def test_align_report_help_says_what_the_alignment_page_holds():
+    text = " ".join(invoke("align", "--help").output.split())
+    assert ("Write an HTML page of the alignment: the candidates with their dev figures, the comparison with the "
+            "scorer on the test split, and the diff of the child's prompt.") in text
+    assert "every item's prompts and answers" not in text

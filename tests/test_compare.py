@@ -609,3 +609,16 @@ def test_compare_refuses_too_few_versions_or_no_data(tmp_path):
     with pytest.raises(ValueError, match="give data"):
         compare([str(NUMERIC), f"b={NUMERIC}"])
 
+
+
+def test_a_mistyped_positive_label_is_refused_before_any_version_runs(write_spec, tmp_path):
+    labelled_specs(write_spec)
+    rows = [{"id": n, "output": "0.5", "ground_truth": "0.5", "label": lab} for n, lab in enumerate(["ok", "ok", "bad"])]
+    data = write_jsonl(tmp_path / "items.jsonl", rows)
+    result = invoke("compare", NUMERIC, tmp_path / "scorer_specs" / "by_truth.yaml", "--data", data, "--positive",
+                    "okk", "--quiet", "--out", tmp_path / "out.jsonl")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert "no labelled item has the --positive label 'okk' in 'label'; the labels seen: 'ok' (2), 'bad' (1)" in message
+    assert "did you mean 'ok'?" in message
+    assert not (tmp_path / "out.jsonl").exists()

@@ -15,9 +15,14 @@ from typing import Any
 
 from ..spec.catalog import builtin_specs_dir
 
-__all__ = ["WorkFolder", "data_sha256", "parent_ref"]
+__all__ = ["WorkFolder", "data_sha256", "parent_ref", "state_file"]
 
 WORK = ".scorespec-align"
+
+
+def state_file(out_dir: Path, name: str) -> Path:
+    """The work folder's record of an alignment named `name` under `out_dir` (what ``resume`` reads)."""
+    return Path(out_dir) / WORK / name / "state.json"
 
 
 def data_sha256(data: Any) -> str | None:
@@ -58,6 +63,7 @@ class WorkFolder:
         identity = {"parent": parent.id, "dataSha256": sha256, "seed": settings.seed,
                     "fractions": list(settings.fractions)}
         state_file = self.path / "state.json"
+        self.resumed = resume and state_file.is_file()  # False: a resume with nothing to resume starts afresh
         self.state: dict[str, Any] = {**identity, "proposals": None}
         if resume and state_file.is_file():
             kept = json.loads(state_file.read_text(encoding="utf-8"))
@@ -66,6 +72,8 @@ class WorkFolder:
                 raise ValueError(f"--resume: {state_file} is an alignment of other {', '.join(differs)}; run without "
                                  "--resume, or with the same data, seed and parent")
             self.state = kept
+        else:
+            self.save()  # a later resume finds this alignment even before any proposal is kept
 
     def save(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

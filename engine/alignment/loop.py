@@ -8,8 +8,10 @@
    (``OUT/.scorespec-align/NAME/``) and compiled; one that fails is dropped with the reason.
 3. The parent and the candidates run on dev (one batch run; the judge-call cache makes a re-run
    free). ``cutoff`` is the parent's best balanced-accuracy cut-off fitted on train + dev.
-4. The best candidate on dev (`selection.best_index`) and the parent run on test, once; the two
-   are compared (`selection.compare_on_test`).
+4. The best candidate on dev (`selection.best_index`) among those that beat the parent there (a
+   higher primary figure, or the same and a higher ROC AUC: the parent wins ties; none: no child,
+   `NOTHING_BETTER`) and the parent run on test, once; the two are compared
+   (`selection.compare_on_test`).
 5. The child is written (`files.write_child`) with the JSON record beside it.
 
 The test split's items are read only in step 4: no candidate is built from them. A ``max_cost``
@@ -32,9 +34,12 @@ from .result import AlignResult
 from .runs import Budget, figures_of, score_items, scored_pairs
 from .selection import BINARY, best_index, compare_on_test
 from .settings import AlignSettings
-from .split import stratified_split
+from .split import MINIMUM, check_parts, stratified_split
 
-__all__ = ["aalign", "align"]
+__all__ = ["NOTHING_BETTER", "aalign", "align"]
+
+NOTHING_BETTER = "no candidate did better than the scorer on the dev split; nothing written"
+"""The note when every candidate ties with (or trails) the parent on dev: the parent wins ties."""
 
 
 async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None, *,
@@ -49,17 +54,19 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     (default: ``settings.optimizer_model``, else the parent's judge).
 
     Returns an `AlignResult`. Raises `engine.analysis.labelled.LabelError` for no usable label,
-    `ValueError` for a stage the parent has no prompt stage of, a split with an empty part, a
-    work folder from other data on resume, `FileExistsError` rather than overwrite a child spec,
-    `TypeError` for an unknown keyword, and what `arun_evals` raises."""
+    a label value no item has, or labels all of one class; `ValueError` for a child id that is
+    the parent's or a shipped scorer's, a stage the parent has no prompt stage of, a split too
+    small to choose and test on (`split.check_parts`), a work folder from other data on resume;
+    `FileExistsError` rather than overwrite a child spec, `TypeError` for an unknown keyword, and
+    what `arun_evals` raises."""
     from ..run.evals import resolve_scorers
 
     settings = settings_from_keywords(AlignSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (parent,) = resolve_scorers([scorer])
     say = on_phase or (lambda line: None)
+    name = _child_id(parent, settings.name)
     items, truth, split, test_keys = _split(parent, data, settings, run)
-    name = settings.name or f"{parent.id}_aligned"
     work = WorkFolder(settings.out_dir, name, parent, data_sha256(data), settings, resume)
     result = AlignResult(parent.id, None, settings.kind, settings.seed,
                          {"train": len(split.train), "dev": len(split.dev), "test": len(test_keys)},
@@ -84,10 +91,13 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     cutoff = proposer.cutoff(parent)
     result.parent_dev = figures_of(dev.results[parent.label], split.dev, truth, settings.kind, cutoff)
     proposer.judge_on_dev(result.candidates, dev, split, truth, train.results[parent.label], parent)
-    ranked = [c for c in result.candidates if c.dev is not None]
+    run_on_dev = [c for c in result.candidates if c.dev is not None]
+    bar = result.parent_dev.rank(settings.kind)
+    ranked = [c for c in run_on_dev if c.dev.rank(settings.kind) > bar]  # type: ignore[union-attr]
     best = best_index([c.dev for c in ranked], settings.kind)  # type: ignore[misc]
     if best is None:
-        result.notes.append("no candidate could be run: nothing to choose, no child written")
+        result.notes.append(NOTHING_BETTER if run_on_dev else "no candidate could be run: nothing to choose, no "
+                            "child written")
         return _finish(result, budget)
     chosen = ranked[best]
     result.chosen, result.child = chosen.name, name
@@ -97,6 +107,22 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     result.prompt_diff = proposer.prompt_diff(chosen)
     result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data)
     return _finish(result, budget)
+
+
+def _child_id(parent: Any, name: str | None) -> str:
+    """The child's id: `name` (default PARENT_aligned). Raises `ValueError` for the parent's own id
+    or the id of a shipped scorer (or an engine spec), which the child would shadow."""
+    from ..spec.catalog import builtin_specs_dir, engine_specs_dir
+
+    if name is None:
+        return f"{parent.id}_aligned"
+    if name == parent.id:
+        raise ValueError(f"--name {name}: that is the scorer's own id; the child needs its own, e.g. {name}_aligned")
+    shipped = {p.stem for folder in (builtin_specs_dir(), engine_specs_dir()) for p in folder.glob("*.yaml")}
+    if name in shipped:
+        raise ValueError(f"--name {name}: a shipped scorer has that id, and the child would shadow it; pick another "
+                         f"name, e.g. {parent.id}_aligned")
+    return name
 
 
 def _split(parent: Any, data: Any, settings: AlignSettings, run: RunSettings) -> tuple[Any, Any, Any, Any]:
@@ -116,9 +142,28 @@ def _split(parent: Any, data: Any, settings: AlignSettings, run: RunSettings) ->
             items[key], truth[key] = {**i, "id": key}, labels.truth(held.labels[item_key(i["id"])])
         fractions = (fractions[0] / (fractions[0] + fractions[1]), fractions[1] / (fractions[0] + fractions[1]), 0.0)
     strata = {k: truth[k] if settings.kind == BINARY else found.labels[k] for k in found.labels}
+    _check_classes(truth, settings)
     split = stratified_split(strata, fractions, settings.seed)
     test_keys = tuple(k for k in items if k.startswith("test:")) if settings.test_data is not None else split.test
+    check_parts(split, strata, [truth[k] for k in test_keys] if settings.test_data is not None else None,
+                {True: "positive", False: "negative"} if settings.kind == BINARY else None)
     return items, truth, split, test_keys
+
+
+def _check_classes(truth: Mapping[str, Any], settings: AlignSettings) -> None:
+    """`LabelError` when the labels are all of one class (binary) or all one value (graded): there
+    is nothing to tell apart, nor to split by."""
+    from ..analysis.labelled import LabelError
+
+    values = set(truth.values())
+    if len(values) > 1:
+        return
+    if settings.kind == BINARY:
+        which = "positive (" + ", ".join(map(repr, settings.positive or ())) + ")" if True in values else (
+            "negative (not " + ", ".join(map(repr, settings.positive or ())) + ")")
+        raise LabelError(f"all {len(truth)} labelled items are {which}: a split needs both classes, at least "
+                         f"{MINIMUM[0] + MINIMUM[1] + MINIMUM[2]} items of each with the default split")
+    raise LabelError(f"all {len(truth)} labelled items have the same label: graded labels need two values at least")
 
 
 async def _test(result: AlignResult, parent: Any, chosen: Any, proposer: Proposer, items: Mapping[str, Any],

@@ -15,7 +15,7 @@ from ..spec.plans import PromptStagePlan
 from .candidates import answer_values, child_spec, instructions_of, with_instructions, worked_examples
 from .optimizer import Disagreement, optimizer_spec, proposal_items
 from .result import Candidate
-from .runs import Budget, figures_of, score_items, scored_pairs
+from .runs import Budget, figures_of, score_items, scored_pairs, unscored_words
 from .selection import BINARY
 
 __all__ = ["Proposer"]
@@ -29,6 +29,11 @@ class Proposer:
         self.parent, self.settings, self.work, self.run = parent, settings, work, run
         self.budget, self.progress, self.optimizer, self.notes = budget, progress, optimizer, notes
         self.stage = _stage(parent.plan, settings.stage)
+        if self.stage is None:
+            if settings.kind != BINARY or "cutoff" not in settings.strategies:
+                raise ValueError(f"{parent.id} asks no judge (it has no prompt stage): only its cut-off can be aligned, "
+                                 "which needs binary labels (--positive) and the cutoff strategy")
+            notes.append("this scorer asks no judge: only the cut-off can be aligned")
         self.scorers: dict[str, Any] = {}
         self.recipes: dict[str, dict[str, Any]] = {}
         self.stopped: str | None = None
@@ -66,6 +71,8 @@ class Proposer:
 
     def _applies(self, strategy: str) -> bool:
         stage, plan = self.stage, self.parent.plan
+        if stage is None:  # said once, in the notes: only the cut-off applies
+            return strategy == "cutoff"
         why = None
         if strategy == "instructions" and (stage is None or instructions_of(stage.template.source) is None):
             why = "the stage's prompt has no {% block instructions %} to rewrite"
@@ -229,7 +236,9 @@ class Proposer:
         scores = {**scored_pairs(train, split.train), **scored_pairs(dev, split.dev)}
         found = agreement(list(scores.values()), [truth[k] for k in scores], positive=[True], scale=parent.scale)
         if found["best_threshold"] is None:
-            cand.dropped = "no cut-off could be fitted: " + "; ".join(found["notes"]) if found["notes"] else "no cut-off"
+            why = "no scored item" if not scores else "; ".join(found["notes"]) or "no cut-off"
+            lost = unscored_words({**train, **dev}, [*split.train, *split.dev])
+            cand.dropped = f"no cut-off could be fitted: {why}" + (f" ({lost})" if lost else "")
             return
         cand.cutoff = float(found["best_threshold"])
         cand.change = f"cutoff: {cand.cutoff:.4g} (fitted on train and dev)"

@@ -42,8 +42,9 @@ class Candidate:
 @dataclass
 class AlignResult:
     """The outcome of an alignment. parent: the parent's id; child: the child's id (None when no
-    candidate could be run); kind: ``binary`` or ``graded``; split: counts per part; data_sha256:
-    the data file's SHA-256 (None for in-memory data); parent_dev: the parent's dev figures;
+    candidate beat the parent on dev, or none could be run); kind: ``binary`` or ``graded``;
+    split: counts per part; data_sha256: the data file's SHA-256 (None for in-memory data);
+    parent_dev: the parent's dev figures;
     chosen: the chosen candidate's name; test: the one comparison on the test split; files: the
     files written (child spec first); stopped: why the ``max_cost`` budget stopped it (then
     `resume` continues); notes: what was skipped and why; prompt_diff: the child's prompt against the

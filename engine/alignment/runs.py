@@ -13,7 +13,7 @@ from ..run.items import item_key
 from ..run.settings import RunSettings
 from .selection import Figures, figures
 
-__all__ = ["Budget", "Scored", "score_items", "scored_pairs"]
+__all__ = ["Budget", "Scored", "score_items", "scored_pairs", "unscored_words"]
 
 
 @dataclass
@@ -86,3 +86,22 @@ def figures_of(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str], tr
     """The figures of one scorer's scored items among `keys` against `truth` (item key → label)."""
     scores = scored_pairs(results, keys)
     return figures([scores[k] for k in scores], [truth[k] for k in scores], kind, cutoff)
+
+
+def unscored_words(results: Mapping[str, Mapping[str, Any]], keys: Sequence[str]) -> str | None:
+    """Why items among `keys` have no score, in words: ``"12 items failed: includes needs
+    'ground_truth' …; 2 not scorable: …"`` (the first message of each kind), None when every
+    item has a score."""
+    failed: list[str] = []
+    not_scorable: list[str] = []
+    for key in keys:
+        line = results.get(key)
+        if line is None or line.get("status") == "scored":
+            continue
+        if line.get("status") == "failed" or line.get("error"):
+            failed.append(str((line.get("error") or {}).get("message") or "no message"))
+        else:
+            not_scorable.append(str(line.get("reason") or "no reason given"))
+    parts = [f"{len(found)} item(s) {what}: {found[0][:300]}"
+             for found, what in ((failed, "failed"), (not_scorable, "not scorable")) if found]
+    return "; ".join(parts) or None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..analysis.label_settings import built_settings, label_values
+from ..spec.models import SPEC_ID_PATTERN
 from .split import DEFAULT_FRACTIONS, parse_fractions
 
 __all__ = ["STRATEGIES", "AlignSettings"]
@@ -21,11 +23,11 @@ class AlignSettings:
     `positive`, graded numbers). cutoff: the score cut-off the parent and every candidate without
     its own are judged at (default: the spec's `cutoff`, else half the scale). stage: the prompt
     stage whose prompt is aligned (default: the last prompt stage). fractions: train, dev, test
-    proportions (test 0 with `test_data`); seed: the split's and the sampling's seed. test_data:
+    proportions, each > 0 (test may be 0 with `test_data`); seed: the split's and the sampling's seed. test_data:
     a separate held-out file (then the data splits into train and dev only). strategies: a subset
     of `STRATEGIES`; candidates: how many candidates at most (≥ 1); optimizer_model: the model
-    that proposes instructions (default: the judge itself). name: the child's id (default
-    PARENT_aligned); out_dir: where ``scorer_specs/NAME.yaml`` and ``prompts/NAME/`` go. examples:
+    that proposes instructions (default: the judge itself). name: the child's id (a spec id, not
+    the parent's nor a shipped scorer's; default PARENT_aligned); out_dir: where ``scorer_specs/NAME.yaml`` and ``prompts/NAME/`` go. examples:
     worked examples per examples candidate; disagreements: how many the optimiser reads per
     proposal.
 
@@ -53,6 +55,9 @@ class AlignSettings:
         if self.negative is not None and self.positive is None:
             raise ValueError("negative label values need positive ones too")
         object.__setattr__(self, "fractions", parse_fractions(self.fractions))
+        if self.fractions[2] == 0 and self.test_data is None:
+            raise ValueError(f"--split {','.join(f'{f:g}' for f in self.fractions)}: a test share of 0 leaves no "
+                             "item to test the child on: give train, dev and test shares > 0, or --test FILE")
         strategies = (self.strategies.split(",") if isinstance(self.strategies, str) else self.strategies)
         strategies = tuple(s.strip() for s in strategies if s.strip())
         unknown = [s for s in strategies if s not in STRATEGIES]
@@ -68,6 +73,9 @@ class AlignSettings:
         if self.cutoff is not None and (isinstance(self.cutoff, bool) or not isinstance(self.cutoff, (int, float))):
             raise TypeError(f"cutoff must be a number, not {type(self.cutoff).__name__}: {self.cutoff!r}")
         object.__setattr__(self, "out_dir", Path(self.out_dir))
+        if self.name is not None and (not isinstance(self.name, str) or not re.fullmatch(SPEC_ID_PATTERN, self.name)):
+            raise ValueError(f"--name {self.name!r}: a child's id is a spec id — a lower-case letter, then lower-case "
+                             "letters, digits and _ (e.g. faithfulness_quick_begin)")
 
     @property
     def kind(self) -> str:

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-__all__ = ["DEFAULT_FRACTIONS", "Split", "parse_fractions", "stratified_split"]
+__all__ = ["DEFAULT_FRACTIONS", "MINIMUM", "Split", "check_parts", "parse_fractions", "stratified_split"]
 
 DEFAULT_FRACTIONS = (0.5, 0.25, 0.25)
 """train, dev, test."""
+
+MINIMUM = (2, 1, 1)
+"""The items of each class (binary labels) or in all (graded, doubled) that train, dev and test need."""
 
 
 @dataclass(frozen=True)
@@ -85,3 +88,48 @@ def stratified_split(strata: Mapping[str, Any], fractions: Sequence[float] = DEF
         raise ValueError(f"{len(order)} labelled item(s) give an empty {'train' if not split.train else 'dev'} "
                          "split: give more labelled items or other --split proportions")
     return split
+
+
+def per_stratum(fractions: Sequence[float], need: Sequence[int] = MINIMUM) -> int | None:
+    """The fewest items of one stratum that the proportions cut into parts holding at least
+    `need` (train, dev, test; a test share of 0 needs no test item), None beyond 10,000."""
+    train_f, dev_f, test_f = fractions
+    for n in range(1, 10_001):
+        n_test, n_dev = _count(n, test_f), _count(n, dev_f)
+        if n_test + n_dev > n:
+            n_dev = n - n_test
+        if n - n_test - n_dev >= need[0] and n_dev >= need[1] and (test_f == 0 or n_test >= need[2]):
+            return n
+    return None
+
+
+def check_parts(split: Split, strata: Mapping[str, Any], test: Sequence[Any] | None, names: Mapping[Any, str]
+                | None) -> None:
+    """Raise `ValueError` when a part is too small to choose and test on. With `names` (binary
+    labels: stratum → its name, e.g. True → "positive"), each class needs `MINIMUM` items in
+    train, dev and test; without (graded labels), each part needs twice `MINIMUM` items and the
+    labels two values at least. `test`: the strata of a separate test file's items (None: the
+    split's test part). The message says what is there and what is needed."""
+    parts = {"train": [strata[k] for k in split.train], "dev": [strata[k] for k in split.dev],
+             "test": list(test) if test is not None else [strata[k] for k in split.test]}
+    short = []
+    if names is not None:
+        for part, need in zip(parts, MINIMUM):
+            for value, name in names.items():
+                have = sum(1 for v in parts[part] if v == value)
+                if have < need:
+                    short.append(f"{part} has {have} {name} item(s), needs {need}")
+        if short:
+            per = per_stratum(split.fractions)
+            raise ValueError(f"too few labelled items to split ({', '.join(short)}): each class needs at least "
+                             f"{MINIMUM[0]} items in train, {MINIMUM[1]} in dev and {MINIMUM[2]} in test"
+                             + (f" — {per} labelled items of each class with --split "
+                                f"{','.join(f'{f:g}' for f in split.fractions)}" if per else "")
+                             + "; give more labelled items (a larger --limit) or other --split proportions")
+        return
+    for part, need in zip(parts, MINIMUM):
+        if len(parts[part]) < 2 * need:
+            short.append(f"{part} has {len(parts[part])} item(s), needs {2 * need}")
+    if short:
+        raise ValueError(f"too few labelled items to split ({', '.join(short)}); give more labelled items (a larger "
+                         "--limit) or other --split proportions")

@@ -36,6 +36,7 @@ from .comparison import (
     outcome_of,
 )
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
+from .labelled import check_label_classes
 
 __all__ = ["CompareSettings", "acompare", "compare", "run_reference"]
 
@@ -153,6 +154,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
     if not isinstance(data, (str, os.PathLike, list, tuple)) and not _is_dataframe(data):
         data = list(data)  # read twice: the run, then the item order and the human labels
     order, human = _order_and_labels(iter_items(data, field_map, lambda problem: None), settings.label_field)
+    _check_classes(human, settings)  # before any judge call
     outcomes: dict[str, dict[str, Outcome]] = {info.label: {} for info in infos}
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
@@ -232,9 +234,16 @@ def _ordered(outcomes: Mapping[str, Mapping[str, Outcome]], order: Sequence[str]
             for label, found in outcomes.items()}
 
 
+def _check_classes(human: Mapping[str, Any], settings: CompareSettings) -> None:
+    """`LabelError` for a positive (or negative) label value no item has (`check_label_classes`)."""
+    if settings.label_field is not None:
+        check_label_classes(human.values(), settings.positive, settings.negative, settings.label_field)
+
+
 def _human_labels(human: Mapping[str, Any], settings: CompareSettings) -> HumanLabels | None:
     if settings.label_field is None:
         return None
+    _check_classes(human, settings)
     return HumanLabels(human, as_label_set(settings.positive), as_label_set(settings.negative), settings.cutoff)
 
 

@@ -4,13 +4,15 @@ that is neither a positive nor a negative value) and the records that could not 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import did_you_mean
 from ..run.datasets import iter_items
 from ..run.items import DatasetProblem, item_key, label_value
 
-__all__ = ["LabelError", "Labelled", "labelled_items", "matches"]
+__all__ = ["LabelError", "Labelled", "check_label_classes", "labelled_items", "matches"]
 
 
 class LabelError(ValueError):
@@ -33,9 +35,34 @@ class Labelled:
     problems: list[DatasetProblem] = field(default_factory=list)
 
 
+def check_label_classes(labels: Iterable[Any], positive: Iterable[Any] | None, negative: Iterable[Any] | None,
+                        label_field: str = "label") -> None:
+    """Raise `LabelError` when no label among `labels` (the human labels read; None values are
+    skipped) is one of the `positive` values, or, with `negative` values, none is one of them: a
+    mistyped label value. The message names the labels seen (with counts) and the nearest one.
+    Nothing is checked without `positive` (graded labels)."""
+    if positive is None:
+        return
+    seen: dict[str, int] = {}
+    for label in labels:
+        if label is not None:
+            seen[str(label)] = seen.get(str(label), 0) + 1
+    for flag, values in (("--positive", positive), ("--negative", negative)):
+        if values is None:
+            continue
+        wanted = [str(v) for v in values]
+        if any(v in seen for v in wanted):
+            continue
+        listed = ", ".join(f"{label!r} ({n})" for label, n in sorted(seen.items(), key=lambda kv: -kv[1])[:12])
+        hint = next((h for h in (did_you_mean(v, seen) for v in wanted) if h.startswith("did you mean")), "")
+        raise LabelError(f"no labelled item has the {flag} label {' / '.join(map(repr, wanted))} in "
+                         f"{label_field!r}; the labels seen: {listed or 'none'}" + (f": {hint}" if hint else ""))
+
+
 def labelled_items(data: Any, field_map: dict[str, str], label_field: str, wanted_pos: set[str] | None,
                     wanted_neg: set[str] | None, limit: int | None) -> Labelled:
-    """The first `limit` items with a usable label; raises `LabelError` when there is none."""
+    """The first `limit` items with a usable label. Raises `LabelError` when there is none, or
+    when no item read has a `wanted_pos` label (or, given, a `wanted_neg` one: `check_label_classes`)."""
     found = Labelled()
     for item in iter_items(data, field_map, found.problems.append):
         label = label_value(item, label_field)
@@ -53,4 +80,6 @@ def labelled_items(data: Any, field_map: dict[str, str], label_field: str, wante
         problems = found.problems
         where = f" ({len(problems)} unreadable record(s): {problems[0]})" if problems else ""
         raise LabelError(f"no item has a usable label in {label_field!r}{where}")
+    check_label_classes([*found.labels.values(), *(label for label, n in found.other_labels.items()
+                                                   for _ in range(n))], wanted_pos, wanted_neg, label_field)
     return found

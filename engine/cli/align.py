@@ -3,7 +3,7 @@ that holds up on a held-out test split, and write it as an ``extends:`` child sp
 (`engine.alignment`).
 
 Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit
-codes: 0; 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
+codes: 0 (also when no candidate beat the scorer on dev: nothing written); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
 interrupted.
 """
 
@@ -44,6 +44,8 @@ from .options import (
 __all__ = ["align_cmd"]
 
 AlignJson = with_help(AsJson, "Print the record as JSON on stdout: parent, child, split, candidates, test.")
+AlignReport = with_help(Report, "Write an HTML page of the alignment: the candidates with their dev figures, the "
+                        "comparison with the scorer on the test split, and the diff of the child's prompt.")
 
 
 @app.command("align")
@@ -57,7 +59,7 @@ def align_cmd(
     stage: Annotated[Optional[str], typer.Option("--stage", help="The prompt stage to align [default: the last "
                                                  "prompt stage].")] = None,
     split: Annotated[Optional[str], typer.Option("--split", metavar="TRAIN,DEV,TEST", help="Proportions of the "
-                                                 "stratified split [default: 0.5,0.25,0.25].")] = None,
+                                                 "stratified split, each > 0 [default: 0.5,0.25,0.25].")] = None,
     test: Annotated[Optional[Path], typer.Option("--test", metavar="FILE", help="A separate held-out test file "
                                                  "(the data then splits into train and dev only).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="The split's and the sampling's seed.")] = 0,
@@ -68,7 +70,8 @@ def align_cmd(
                                             "what the other strategies leave).")] = 4,
     optimizer_model: Annotated[Optional[str], typer.Option("--optimizer-model", help="The model that proposes "
                                                            "instructions [default: the judge itself].")] = None,
-    name: Annotated[Optional[str], typer.Option("--name", metavar="NEW_ID", help="The child's id [default: "
+    name: Annotated[Optional[str], typer.Option("--name", metavar="NEW_ID", help="The child's id: a spec id "
+                                                "(a-z, 0-9, _), not the scorer's nor a shipped scorer's [default: "
                                                 "SCORER_aligned].")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where scorer_specs/NEW_ID.yaml, "
                                           "prompts/NEW_ID/ and NEW_ID.align.json go.")] = Path("."),
@@ -85,14 +88,15 @@ def align_cmd(
     max_cost: MaxCost = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the alignment in --out-dir (its split and "
                                          "proposals; the judge-call cache answers what was asked).")] = False,
-    report_file: Report = None,
+    report_file: AlignReport = None,
     quiet: Quiet = False,
     as_json: AlignJson = False,
 ) -> None:
     """Align a scorer with human labels: propose candidate child specs from a train split (rewritten
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
-    extends the parent. Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
+    extends the parent (only a candidate that beats the parent on dev is chosen: when none does,
+    nothing is written). Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
     from ..run.settings import RunSettings
     from .loading import _load_scorers
@@ -113,13 +117,27 @@ def align_cmd(
         fail(str(exc))
     run = RunSettings(concurrency=concurrency, fields=field or None, prices=prices, max_cost=max_cost, limit=limit)
     (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+    if resume:
+        _note_nothing_to_resume(out_dir, settings.name or f"{loaded.id}_aligned")
     result = _align(loaded, data, settings, run, resume, quiet)
     _print(result, as_json)
     if report_file is not None:
         from ..report.align_section import write_align_report
 
         write_align_report(report_file, result)
-    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child else 2)
+    ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
+    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child or ran else 2)
+
+
+def _note_nothing_to_resume(out_dir: Path, name: str) -> None:
+    """A note on stderr (not an error) when --resume finds no earlier alignment to continue."""
+    from ..alignment.files import state_file
+    from .output import err_console
+
+    found = state_file(out_dir, name)
+    if not found.is_file():
+        err_console().print(f"note: --resume: no alignment to resume ({found} does not exist); starting afresh",
+                            markup=False, highlight=False, soft_wrap=True, style="yellow")
 
 
 def _align(loaded: Any, data: Path, settings: Any, run: Any, resume: bool, quiet: bool) -> Any:

@@ -24,10 +24,10 @@ from .html import check_report_dependencies, write_run_report
 from .options import (
     BaseUrl,
     Cache,
+    CompareCutoff,
     CompareLabelField,
     CompareTop,
     ComparisonJson,
-    Cutoff,
     Fields,
     LabelsJunit,
     Language,
@@ -79,7 +79,7 @@ def compare_cmd(
     label_field: CompareLabelField = None,
     positive: Positive = [],
     negative: Negative = [],
-    cutoff: Cutoff = None,
+    cutoff: CompareCutoff = None,
     top: CompareTop = 5,
     seed: Annotated[int, typer.Option("--seed", help="The bootstrap's random seed.")] = 0,
     fail_if_worse: Annotated[Optional[float], typer.Option(

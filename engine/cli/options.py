@@ -28,7 +28,8 @@ __all__ = [
     "ItemToolCallsFile", "ItemFields",
     "ACTORS_HELP", "CONCURRENCY_HELP", "CONCURRENCY_LOCAL_HELP", "CPUS_PER_ACTOR_HELP", "EXECUTOR_HELP",
     "JUNIT_LABELS_HELP", "LANGUAGE_HELP", "MAX_COST_HELP", "PRICES_HELP", "RAY_ADDRESS_HELP", "SAMPLES_HELP", "STORE_HELP",
-    "AsJson", "BaseUrl", "Cache", "CompareLabelField", "CompareTop", "ComparisonJson", "Concurrency", "Cutoff",
+    "AsJson", "BaseUrl", "Cache", "CompareCutoff", "CompareLabelField", "CompareTop", "ComparisonJson", "Concurrency",
+    "Cutoff",
     "Fields", "FiguresJson", "Junit", "LabelField", "Language", "LabelsJunit", "Limit", "LocalConcurrency", "MaxCost", "Model",
     "Negative", "NoCache", "Options", "Out", "Positive", "Prices", "Quiet", "RateLimit", "Refresh", "Report",
     "Resume", "ResumeOut", "RunId", "Samples", "StorePath", "SummaryMd", "Top", "with_help",
@@ -156,7 +157,11 @@ Negative = Annotated[list[str], typer.Option(
     "--negative", help="A label value of the other class (repeatable); items with other labels are left out. "
     "Default: every other label.")]
 Cutoff = Annotated[Optional[float], typer.Option(
-    "--cutoff", help="A decision is positive when score ≥ this [default: half the scale].")]
+    "--cutoff", help="A decision is positive when score ≥ this [default: the cut-off the scorer's spec documents "
+    "(its cutoff key), else half the scale].")]
+#: `Cutoff` for compare (the baseline's cut-off).
+CompareCutoff = with_help(Cutoff, "A decision is positive when score ≥ this [default: the cut-off the baseline's "
+                          "spec documents (its cutoff key), else half its scale].")
 Top = Annotated[int, typer.Option("--top", min=0, help="List the N items where scorer and label disagree most.")]
 #: `Top` for compare.
 CompareTop = with_help(Top, "List the N items whose score moved most.")

@@ -241,12 +241,16 @@ class ReasonCase(_Model):
         return self
 
 
+SPEC_ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+"""What a scorer's id matches: a lower-case letter, then lower-case letters, digits and ``_``."""
+
+
 class Spec(_Model):
     """A scorer, as data."""
 
     format: Literal[1] = Field(description="The spec format's version: this engine reads 1 (later engines "
                                "migrate older formats).")
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="The scorer's id: the file's stem.")
+    id: str = Field(pattern=SPEC_ID_PATTERN, description="The scorer's id: the file's stem.")
     extends: str | None = Field(
         None, description="The spec this one builds on: a scorer id (`faithfulness`) or a path to a YAML file, "
         "relative to this one. Mappings merge key by key (null removes a value), stages merge by id (a new one "
