@@ -279,9 +279,14 @@ def test_compared_texts_score_within_the_scale_and_identical_ones_score_it(score
 @given(text=TEXT, tone=st.one_of(st.none(), TEXT))
 def test_single_text_scorers_score_within_the_scale_on_any_text(scorer_id, text, tone):
     options = {"scale": 7, **({"referenceTone": tone} if scorer_id == "tone_consistency" else {})}
-    result = load_scorer(scorer_id, options=options).run(output=text)
+    scorer = load_scorer(scorer_id, options=options)
+    result = scorer.run(output=text, language="en")
     assert result.status == "scored", result.error
     assert 0 <= result.score <= 7 and not math.isnan(result.score)
+    detected = scorer.run(output=text)  # tone_consistency's lexicon is English: another language is not scorable
+    if detected.status != "scored":
+        assert scorer_id == "tone_consistency" and detected.status == "not_scorable", detected.error
+        assert detected.language != "en" and detected.language_detected
 
 
 @settings(max_examples=40)
