@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..core.lines import content_lines
 from ..traces.assemble import TraceOptions
 from ..traces.source import TraceSource
 from .items import (
@@ -245,11 +246,7 @@ def _read_jsonl(lines: Iterable[bytes], name: str, fields: Mapping[str, str],
     and the whole file (`whole`) is one JSON object (pretty-printed JSON), that is said once
     (`NOT_ITEMS`) and nothing is read."""
     first = True
-    for number, raw in enumerate(lines, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        if not raw.strip():
-            continue
+    for number, raw in content_lines(lines):
         was_first, first = first, False
         try:
             text = _decode(raw).rstrip("\r\n")

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.lines import content_lines
+
 OnSpanProblem = Callable[[int, str], None]
 MAX_ATTRIBUTE_DEPTH = 20
 
@@ -275,11 +277,7 @@ def read_documents(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Cal
     read whole through it instead (the only case that is). Problems go to `on_problem(line,
     message)` (module docstring)."""
     first = True
-    for number, raw in enumerate(lines, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        if not raw.strip():
-            continue
+    for number, raw in content_lines(lines):
         try:
             record = json.loads(raw.decode("utf-8"), strict=False)
         except (ValueError, RecursionError) as exc:
