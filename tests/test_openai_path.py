@@ -1,10 +1,11 @@
 """The judge's short path through the OpenAI client (`engine.judge.openai_path`): the same request
-on the wire as the SDK's own ``chat.completions.create``, and instructor's async-validator check
+on the wire as the SDK's own ``chat.completions.create``, the SDK's own completion and errors back, and instructor's async-validator check
 kept for every class but the judge's own answer models."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import instructor
 import openai
@@ -15,7 +16,7 @@ from engine.core.answer_schema import AnswerSchema
 from engine.judge.call import JudgeCall
 from engine.judge.clients import hosted_judge
 from engine.judge.contract import AnswerContract
-from engine.judge.openai_path import check_once, direct_create, http_client
+from engine.judge.openai_path import WirePost, check_once, direct_create, http_client
 from engine.judge.provider import InstructorJudge, response_model
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 
@@ -121,3 +122,94 @@ def test_a_class_with_an_async_validator_is_still_refused():
             return value
     with pytest.raises(ValueError, match="async validators"):
         async_validators.reject_async_validators(WithAsync)
+
+
+def _client(base_url: str, **kwargs) -> openai.AsyncOpenAI:
+    client = openai.AsyncOpenAI(api_key="sk-wire", base_url=base_url, max_retries=0, timeout=kwargs.pop("timeout", 30),
+                                http_client=kwargs.pop("http", None) or http_client(30))
+    direct_create(client.chat.completions)
+    return client
+
+
+async def _create(client: openai.AsyncOpenAI, **params):
+    try:
+        return await client.chat.completions.create(model="m", messages=list(MESSAGES), **params)
+    finally:
+        await client.close()
+
+
+def test_a_hosted_judge_sends_through_the_wire_path(monkeypatch):
+    posted: list[dict] = []
+    original = WirePost.post
+
+    async def spy(self, body):
+        posted.append(body)
+        return await original(self, body)
+    monkeypatch.setattr(WirePost, "post", spy)
+    with FakeOpenAIServer({"verdict": "yes", "reason": "Blue."}) as server:
+        judge = hosted_judge("openai/judge-model", base_url=server.base_url, api_key="sk-test")
+        answer = asyncio.run(_ask_and_close(judge, _call()))
+    assert answer.data == {"verdict": "yes", "reason": "Blue."}
+    assert [body["model"] for body in posted] == ["judge-model"]
+
+
+def test_the_wire_path_reads_the_response_into_the_sdks_completion():
+    with FakeOpenAIServer({"verdict": "yes", "reason": "Blue."}) as server:
+        completion = asyncio.run(_create(_client(server.base_url)))
+    assert isinstance(completion, openai.types.chat.ChatCompletion)
+    assert completion.choices[0].finish_reason == "stop" and completion.usage.prompt_tokens > 0
+
+
+def test_the_wire_path_keeps_a_response_the_sdks_model_does_not_describe():
+    odd = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "eos_token", "message": {"role": "assistant", "content": "{}"}}]}
+    with FakeOpenAIServer() as server:
+        server.script(Fault.malformed_body(json.dumps(odd)))
+        completion = asyncio.run(_create(_client(server.base_url)))
+    assert completion.choices[0].finish_reason == "eos_token" and completion.choices[0].message.content == "{}"
+
+
+@pytest.mark.parametrize(("status", "error"), [(400, openai.BadRequestError), (401, openai.AuthenticationError),
+                                                (429, openai.RateLimitError), (503, openai.InternalServerError)])
+def test_the_wire_path_raises_the_sdks_own_error_for_a_status(status, error):
+    with FakeOpenAIServer() as server:
+        server.script(Fault.status(status, retry_after=3))
+        with pytest.raises(error) as raised:
+            asyncio.run(_create(_client(server.base_url)))
+    assert raised.value.status_code == status and raised.value.response.headers["retry-after"] == "3"
+    assert isinstance(raised.value.body, dict)
+
+
+def test_the_wire_path_raises_the_sdks_timeout_error_for_a_late_answer():
+    with FakeOpenAIServer() as server:
+        server.script(Fault.delay(2.0))
+        client = openai.AsyncOpenAI(api_key="sk-wire", base_url=server.base_url, max_retries=0, timeout=0.3,
+                                    http_client=http_client(0.3))
+        direct_create(client.chat.completions)
+        with pytest.raises(openai.APITimeoutError):
+            asyncio.run(_create(client))
+
+
+def test_the_wire_path_raises_the_sdks_connection_error_when_nothing_listens():
+    with FakeOpenAIServer() as server:
+        base_url = server.base_url
+    with pytest.raises(openai.APIConnectionError):
+        asyncio.run(_create(_client(base_url)))
+
+
+def test_a_client_on_the_default_http_client_keeps_the_sdks_path():
+    client = openai.AsyncOpenAI(api_key="sk-wire", base_url="http://127.0.0.1:9/v1", max_retries=0)
+    assert WirePost.for_client(client, {}) is None
+
+
+def test_a_proxy_from_the_environment_keeps_the_sdks_path(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = openai.AsyncOpenAI(api_key="sk-wire", base_url="http://example.invalid/v1", max_retries=0,
+                                http_client=http_client(30))
+    assert WirePost.for_client(client, {}) is None
+    monkeypatch.delenv("HTTP_PROXY")
+    client = openai.AsyncOpenAI(api_key="sk-wire", base_url="http://example.invalid/v1", max_retries=0,
+                                http_client=http_client(30))
+    assert WirePost.for_client(client, {}) is not None

@@ -90,17 +90,26 @@ def language_name(code: str) -> str:
 
 _identifier: Any = None
 _identifier_lock = threading.Lock()
+_code_of_column: Any = None  # py3langid's score columns → position in _column_codes (the last: no code)
+_column_codes: list[str] = []
 
 
 def _detector() -> Any:
-    """py3langid's identifier with normalised probabilities, loaded once (thread-safe)."""
-    global _identifier
+    """py3langid's identifier with normalised probabilities, loaded once (thread-safe), and the
+    ISO 639-1 code each of its score columns counts for."""
+    global _identifier, _code_of_column, _column_codes
     if _identifier is None:
         with _identifier_lock:
             if _identifier is None:
+                import numpy as np
                 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-                _identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+                identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+                codes = [_DETECTOR_CODES.get(label, label) for label in identifier.nb_classes]
+                _column_codes = list(dict.fromkeys(code for code in codes if code in LANGUAGE_NAMES))
+                position = {code: i for i, code in enumerate(_column_codes)}
+                _code_of_column = np.array([position.get(code, len(_column_codes)) for code in codes])
+                _identifier = identifier
     return _identifier
 
 
@@ -110,15 +119,27 @@ def detect(text: str) -> tuple[str, float] | None:
     sample = text[:DETECT_CHARS]
     if not any(ch.isalpha() for ch in sample):
         return None
-    totals: dict[str, float] = {}
-    for label, probability in _detector().rank(sample):
-        code = _DETECTOR_CODES.get(label, label)
-        if code in LANGUAGE_NAMES:
-            totals[code] = totals.get(code, 0.0) + float(probability)
-    if not totals:
+    identifier = _detector()
+    decide = getattr(identifier, "_decide", None)
+    if decide is None:  # a py3langid without its per-column scores: the same sums from its ranking
+        totals: dict[str, float] = {}
+        for label, probability in identifier.rank(sample):
+            code = _DETECTOR_CODES.get(label, label)
+            if code in LANGUAGE_NAMES:
+                totals[code] = totals.get(code, 0.0) + float(probability)
+        if not totals:
+            return None
+        code = max(totals, key=totals.__getitem__)
+        return code, min(1.0, max(0.0, totals[code]))
+    import numpy as np
+
+    # the per-column probabilities py3langid ranks (an alias's column already folded into its
+    # label's), summed per code in one pass: a third of the time of ranking them
+    sums = np.bincount(_code_of_column, weights=decide(sample), minlength=len(_column_codes) + 1)[:-1]
+    if not len(sums):
         return None
-    code = max(totals, key=totals.__getitem__)
-    return code, min(1.0, max(0.0, totals[code]))
+    best = int(sums.argmax())
+    return _column_codes[best], min(1.0, max(0.0, float(sums[best])))
 
 
 @dataclass(frozen=True)

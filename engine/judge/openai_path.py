@@ -23,7 +23,9 @@ tests compare the bytes a server receives through this path and through ``create
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from typing import Any
 
 _CHECKED = "__scorespec_async_checked__"
@@ -41,9 +43,11 @@ def direct_create(completions: Any) -> None:
     """Replace ``completions.create`` (an `AsyncCompletions` of an `openai.AsyncOpenAI`) by one that
     posts the parameters as given to ``/chat/completions`` and returns the SDK's `ChatCompletion`.
 
-    Streaming is not used by the judge and goes through the SDK's own create. An unreadable
-    response body (`json.JSONDecodeError`, which instructor would re-ask silently) raises
-    `UnreadableResponse`, retried and counted by the retry layer."""
+    When the client sends through the SDK's aiohttp transport (`http_client`) and the call has no
+    per-request options, the request goes out through `WirePost`; otherwise through the client's
+    ``post``. Streaming is not used by the judge and goes through the SDK's own create. An
+    unreadable response body (`json.JSONDecodeError`, which instructor would re-ask silently)
+    raises `UnreadableResponse`, retried and counted by the retry layer."""
     from openai import NOT_GIVEN
     from openai._types import RequestOptions
     from openai.types.chat import ChatCompletion
@@ -53,6 +57,7 @@ def direct_create(completions: Any) -> None:
     # the SDK's create asks for the bearer token through ``security`` where its request options
     # have that key (openai 3.x); older clients send it with every request
     auth = {"security": {"bearer_auth": True}} if "security" in RequestOptions.__annotations__ else {}
+    wire = WirePost.for_client(client, auth)
 
     async def create(**params: Any) -> Any:
         try:
@@ -64,11 +69,110 @@ def direct_create(completions: Any) -> None:
                 if value is not NOT_GIVEN and (value is not None or key == "timeout"):  # as the SDK does
                     options[option] = value
             body = {key: value for key, value in params.items() if value is not NOT_GIVEN}
+            if wire is not None and len(options) == len(auth):
+                return await wire.post(body)
             return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
         except json.JSONDecodeError as exc:
             raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
 
     completions.create = create
+
+
+class WirePost:
+    """``POST /chat/completions`` through the aiohttp session of the SDK's aiohttp transport, with
+    the URL, headers and timeouts the client itself builds for that request (computed once, by the
+    client's own request builder), the body serialised by the SDK's own JSON encoder, and the
+    response read into the SDK's `ChatCompletion`, validated by pydantic (the SDK's lenient
+    construction for a response the model does not describe). The SDK's errors are kept: a status
+    outside 2xx raises the client's own `APIStatusError` subclass for it (made by the client from
+    the response), a timeout `openai.APITimeoutError`, any other failure to connect or read
+    `openai.APIConnectionError`.
+
+    What this skips, per call, is the SDK's request machinery around those same bytes (options
+    models, URL merging, header merging, the httpx request and response objects over aiohttp,
+    and its response parser walking the model's type hints)."""
+
+    def __init__(self, client: Any, template: Any, session_owner: Any):
+        from openai.types.chat import ChatCompletion
+
+        self._client = client
+        self._template = template  # the client's own request for this endpoint (an httpx Request)
+        self._owner = session_owner  # the SDK's aiohttp transport, which owns and closes the session
+        self.url = str(template.url)
+        self.headers = {k: v for k, v in template.headers.items()
+                        if k.lower() not in ("content-length", "accept-encoding")}
+        self._completion = ChatCompletion
+        self._timeout: Any = None
+
+    @classmethod
+    def for_client(cls, client: Any, auth: dict[str, Any]) -> "WirePost | None":
+        """The short path for `client` (an `openai.AsyncOpenAI`), or None when it does not send
+        through the SDK's aiohttp transport for this endpoint (another HTTP client, a proxy from
+        the environment, an API key provider)."""
+        try:
+            from openai._models import FinalRequestOptions
+            from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
+        except ImportError:
+            return None
+        if getattr(client, "_api_key_provider", None) is not None:
+            return None
+        options = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data={}, **auth)
+        template = client._build_request(options)
+        http = client._client
+        transport_for = getattr(http, "_transport_for_url", None)
+        transport = transport_for(template.url) if transport_for else None
+        if not isinstance(transport, AiohttpTransport) or transport.proxy is not None:
+            return None  # another transport, or a proxy (the SDK's transport sends through it)
+        return cls(client, template, transport)
+
+    def _session(self) -> Any:
+        import aiohttp
+
+        owner = self._owner
+        if not isinstance(owner.client, aiohttp.ClientSession):
+            owner.client = owner.get_client()
+        if self._timeout is None:
+            limits = self._template.extensions.get("timeout", {})
+            self._timeout = aiohttp.ClientTimeout(sock_connect=limits.get("connect"), sock_read=limits.get("read"),
+                                                  connect=limits.get("pool"))
+        return owner.client
+
+    async def post(self, body: dict[str, Any]) -> Any:
+        """The `ChatCompletion` the server answered `body` with; raises the SDK's errors as above,
+        `json.JSONDecodeError` for a body that is not JSON."""
+        import aiohttp
+        import openai
+        from openai._utils._json import openapi_dumps
+
+        session = self._session()
+        try:
+            async with session.post(self.url, data=openapi_dumps(body), headers=self.headers,
+                                    timeout=self._timeout) as response:
+                content = await response.read()
+                status, raw_headers = response.status, response.raw_headers
+        except asyncio.TimeoutError:
+            raise openai.APITimeoutError(request=self._template) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise openai.APIConnectionError(message=f"Connection error: {exc}", request=self._template) from exc
+        if not 200 <= status < 300:
+            raise self._status_error(status, raw_headers, content)
+        return self._parse(json.loads(content))
+
+    def _parse(self, data: Any) -> Any:
+        from pydantic import ValidationError
+
+        try:
+            return self._completion.model_validate(data)
+        except ValidationError:  # a field the model does not allow: the SDK's own lenient reading
+            from openai._models import construct_type
+
+            return construct_type(type_=self._completion, value=data)
+
+    def _status_error(self, status: int, raw_headers: Any, content: bytes) -> Exception:
+        """The client's own error for an HTTP error response (`APIStatusError` and its subclasses)."""
+        models = sys.modules[type(self._template).__module__]  # the SDK's httpx: Request, Response
+        response = models.Response(status, headers=list(raw_headers), content=content, request=self._template)
+        return self._client._make_status_error_from_response(response)
 
 
 def http_client(timeout_s: float) -> Any:
@@ -113,4 +217,4 @@ def check_once() -> None:
         patch.reject_async_validators = reject_async_validators
 
 
-__all__ = ["UnreadableResponse", "direct_create", "http_client", "mark_checked", "check_once"]
+__all__ = ["UnreadableResponse", "WirePost", "direct_create", "http_client", "mark_checked", "check_once"]

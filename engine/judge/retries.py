@@ -46,7 +46,8 @@ class RetryingJudge(JudgeLayer):
     """Repeats the inner judge's `TransportFailure`s under `policy`. Raises `ScorerRunError` of
     kind ``transport`` ("could not be reached after N tries") when the retries run out; any
     other failure passes through at once, with the usage of every try attached. `sleep` waits
-    (asyncio.sleep; a test may record the waits instead)."""
+    (asyncio.sleep; a test may record the waits instead). The first try is made directly: the
+    retry machinery is set up only once it fails (nearly every call succeeds at once)."""
 
     def __init__(self, inner: Judge, policy: RetryPolicy | None = None, *,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
@@ -55,13 +56,27 @@ class RetryingJudge(JudgeLayer):
         self._sleep = sleep
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
-        spent = Usage()  # the failed tries
-        tries = 0
+        try:
+            return _retried(await self.inner.ask(call), Usage(), 1)
+        except TransportFailure as exc:
+            if self.policy.max_retries == 0:
+                raise _given_up(exc, call, _spent(exc), 1) from None
+            first = exc
+        except ScorerRunError as exc:
+            raise _total(exc, _spent(exc), 1) from None
+        return await self._retry(call, first)
+
+    async def _retry(self, call: JudgeCall, first: TransportFailure) -> JudgeAnswer:
+        """Tries 2 and on, after the first try failed with `first`."""
+        spent = _spent(first)  # the failed tries, summed
+        tries = 1
         retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1), wait=self.policy.wait,
                                  retry=retry_if_exception_type(TransportFailure), sleep=self._sleep, reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
+                    if attempt.retry_state.attempt_number == 1:
+                        raise first  # the try already made: tenacity waits after it as after any other
                     tries += 1
                     try:
                         answer = await self.inner.ask(call)
@@ -69,18 +84,34 @@ class RetryingJudge(JudgeLayer):
                         spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
                         raise
         except TransportFailure as exc:  # the last try failed too
-            message = f"the judge could not be reached after {tries} tries: {exc.message}"
-            raise _total(ScorerRunError("transport", message, stage=exc.stage or call.stage), spent, tries) from None
+            raise _given_up(exc, call, spent, tries) from None
         except ScorerRunError as exc:
             raise _total(exc, spent, tries) from None
-        usage = answer.usage
-        usage.calls += spent.calls
-        usage.tokens_in += spent.tokens_in
-        usage.tokens_out += spent.tokens_out
-        usage.seconds += spent.seconds
-        usage.transport_retries = tries - 1
-        answer.attempts += spent.calls
-        return answer
+        return _retried(answer, spent, tries)
+
+
+def _spent(exc: ScorerRunError) -> Usage:
+    """A new total holding the usage of a failed try (its calls at least)."""
+    spent = Usage()
+    spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
+    return spent
+
+
+def _given_up(exc: TransportFailure, call: JudgeCall, spent: Usage, tries: int) -> ScorerRunError:
+    message = f"the judge could not be reached after {tries} tries: {exc.message}"
+    return _total(ScorerRunError("transport", message, stage=exc.stage or call.stage), spent, tries)
+
+
+def _retried(answer: JudgeAnswer, spent: Usage, tries: int) -> JudgeAnswer:
+    """`answer` with the usage of the failed tries before it added."""
+    usage = answer.usage
+    usage.calls += spent.calls
+    usage.tokens_in += spent.tokens_in
+    usage.tokens_out += spent.tokens_out
+    usage.seconds += spent.seconds
+    usage.transport_retries = tries - 1
+    answer.attempts += spent.calls
+    return answer
 
 
 def _total(exc: ScorerRunError, spent: Usage, tries: int) -> ScorerRunError:
