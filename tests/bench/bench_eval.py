@@ -189,10 +189,17 @@ PROFILE_SPOTS = {
     ("_base_client.py", "_build_request"): "openai: building the HTTP request",
     ("_base_client.py", "_process_response"): "openai: parsing the response into models",
     ("_base_client.py", "_send_request"): "openai: sending through the HTTP client (its transport)",
+    ("openai_path.py", "post"): "engine: the request through the SDK's aiohttp session, response parsed (WirePost)",
+    ("openai_path.py", "_parse"): "engine: the response read into the SDK's ChatCompletion",
     ("async_validators.py", "reject_async_validators"): "instructor: its async-validator check of the model",
     ("retry.py", "retry_async_v2"): "instructor: the call with re-ask loop (inclusive)",
+    ("retry.py", "_initialize_usage"): "instructor: usage accounting (new total, snapshot, sum)",
+    ("retry.py", "_usage_snapshot"): "instructor: usage accounting (new total, snapshot, sum)",
+    ("usage.py", "update_total_usage"): "instructor: usage accounting (new total, snapshot, sum)",
+    ("retries.py", "ask"): "engine: the transport-retry layer (inclusive)",
     ("interpreter.py", "run"): "engine: interpreter (render prompts, expressions, validation)",
-    ("runner.py", "_save"): "engine: out-file line + store commit per result",
+    ("language.py", "item_language"): "engine: the item's language detected",
+    ("sink.py", "save"): "engine: out-file line + store commit per result",
 }
 
 
