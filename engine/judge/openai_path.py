@@ -1,24 +1,28 @@
 """The OpenAI client as the judge uses it: the fewest CPU cycles per call for the same request.
 
-A judge call's client CPU went mostly to work that gives the same bytes on the wire every time. Measured with cProfile over the throughput benchmark
-(faithfulness, 3 calls an item, concurrency 32), the parts this module removes:
+A judge call's client CPU went mostly to work that gives the same bytes on the wire every time.
+Measured with cProfile over the throughput benchmark (faithfulness, 3 calls an item, concurrency
+32), the parts this module removes:
 
 - the SDK's request-parameter transform (``async_maybe_transform`` over the ``TypedDict`` of
   ``chat.completions.create``): it walks every message and tool through ``typing`` introspection
   to rename aliased keys and encode files and dates. A judge request has none of those (plain
-  strings and JSON Schema dicts), so its body is the parameters as given. `direct_create` posts
-  them with the client's documented ``post`` (the SDK's way to call an endpoint by path), keeping
-  the client's auth, headers, timeout, error classes and response model (`ChatCompletion`);
-- the HTTP stack: when ``aiohttp`` is installed (the ``openai[aiohttp]`` extra, a base dependency
-  here), the client sends through the SDK's own aiohttp transport (`http_client`), which costs
-  less per request than the default one at any concurrency;
+  strings and JSON Schema dicts), so its body is the parameters as given (`direct_create`);
+- the SDK's request and response objects around those bytes: options models, URL and header
+  merging, an httpx request and response over aiohttp, and a response parser walking the
+  model's type hints. When the client sends through the SDK's own aiohttp transport
+  (`http_client`; ``aiohttp`` comes with the ``openai[aiohttp]`` extra, a base dependency here),
+  `WirePost` sends the request through that transport's aiohttp session with the URL, headers
+  and timeouts the client itself builds (once per client), and reads the answer into the
+  client's own `ChatCompletion` and errors; any other client goes through its documented ``post``;
 - instructor's check that a response model declares no asynchronous validator, which it repeats
   about seven times a call by walking the class and every base's attributes: for the judge's own
   answer models (`mark_checked`), which are built once per schema and never change, it runs once
   (`check_once`); any other class is checked on every call as before.
 
-Nothing here changes what is sent, what is validated or how failures are classified:
-tests compare the bytes a server receives through this path and through ``create``.
+Nothing here changes what is sent, what is validated or how failures are classified: tests
+compare the bytes a server receives through this path and through ``create``, and the errors an
+HTTP status, a timeout and a refused connection raise.
 """
 
 from __future__ import annotations
@@ -105,7 +109,7 @@ class WirePost:
         self._timeout: Any = None
 
     @classmethod
-    def for_client(cls, client: Any, auth: dict[str, Any]) -> "WirePost | None":
+    def for_client(cls, client: Any, auth: dict[str, Any]) -> WirePost | None:
         """The short path for `client` (an `openai.AsyncOpenAI`), or None when it does not send
         through the SDK's aiohttp transport for this endpoint (another HTTP client, a proxy from
         the environment, an API key provider)."""
