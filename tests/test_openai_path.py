@@ -213,3 +213,28 @@ def test_a_proxy_from_the_environment_keeps_the_sdks_path(monkeypatch):
     client = openai.AsyncOpenAI(api_key="sk-wire", base_url="http://example.invalid/v1", max_retries=0,
                                 http_client=http_client(30))
     assert WirePost.for_client(client, {}) is not None
+
+
+def test_a_loop_run_by_asyncio_run_closes_the_judges_connections_as_it_ends(tmp_path):
+    script = tmp_path / "arun_twice.py"
+    script.write_text(
+        "import asyncio, gc\n"
+        "from engine.judge.clients import hosted_judge\n"
+        "from engine.testing.fake_openai import FakeOpenAIServer\n"
+        "from tests.test_openai_path import _call\n"
+        "with FakeOpenAIServer({'verdict': 'yes', 'reason': 'Blue.'}) as server:\n"
+        "    judge = hosted_judge('openai/m', base_url=server.base_url, api_key='sk-test')\n"
+        "    for _ in range(2):\n"
+        "        print(asyncio.run(judge.ask(_call())).data['verdict'])\n"
+        "    print(len(judge._loop_clients))\n"
+        "    gc.collect()\n")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-W", "error::ResourceWarning", str(script)], capture_output=True,
+                          text=True, cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["yes", "yes", "0"]
+    assert "Unclosed" not in done.stderr, done.stderr

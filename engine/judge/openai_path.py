@@ -112,14 +112,15 @@ class WirePost:
     def for_client(cls, client: Any, auth: dict[str, Any]) -> WirePost | None:
         """The short path for `client` (an `openai.AsyncOpenAI`), or None when it does not send
         through the SDK's aiohttp transport for this endpoint (another HTTP client, a proxy from
-        the environment, an API key provider)."""
+        the environment), or builds headers that change per request (an API key provider, an
+        idempotency key)."""
         try:
             from openai._models import FinalRequestOptions
             from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
         except ImportError:
             return None
-        if getattr(client, "_api_key_provider", None) is not None:
-            return None
+        if getattr(client, "_api_key_provider", None) is not None or getattr(client, "_idempotency_header", None):
+            return None  # a key or an idempotency key that changes per request: the client builds each one
         options = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data={}, **auth)
         template = client._build_request(options)
         http = client._client

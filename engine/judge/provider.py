@@ -149,6 +149,7 @@ class InstructorJudge:
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._loop_probs_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._loop_closers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
         self.model_name = model_name
         # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
@@ -167,11 +168,16 @@ class InstructorJudge:
         client = clients.get(loop)
         if client is None:
             client = clients[loop] = factory()
+            if loop not in self._loop_closers:
+                self._loop_closers[loop] = _closed_with_the_loop(self, loop)
         return client
 
     async def aclose(self) -> None:
-        """Close the HTTP clients opened for the running event loop (call before the loop ends)."""
+        """Close the HTTP clients opened for the running event loop. A loop run by `asyncio.run`
+        closes them itself as it ends (through `_closed_with_the_loop`), so a caller of `arun`
+        that never calls this leaves no connection open."""
         loop = asyncio.get_running_loop()
+        self._loop_closers.pop(loop, None)
         for clients in (self._loop_clients, self._loop_probs_clients):
             http = getattr(clients.pop(loop, None), "client", None)
             if http is not None and hasattr(http, "close"):
@@ -289,6 +295,26 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
+
+
+def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
+    """An asynchronous generator, started and left suspended, that closes `judge`'s clients of
+    `loop` when the loop finalises it: ``loop.shutdown_asyncgens()``, which `asyncio.run` calls as
+    it ends, closes every suspended generator of the loop. Returned to be kept while the loop runs
+    (the loop itself only holds it weakly)."""
+    async def close() -> Any:
+        try:
+            yield
+        finally:
+            if judge._loop_closers.get(loop) is closer:
+                await judge.aclose()
+
+    closer = close()
+    try:
+        closer.asend(None).send(None)  # to its yield: the loop now knows it (no await happens before)
+    except StopIteration:
+        pass
+    return closer
 
 
 def _last_invalid(exc: BaseException) -> AnswerInvalid | None:
