@@ -559,3 +559,11 @@ def test_values_too_deep_to_read_fail_the_item_not_the_run():
     result = load_scorer("textual_difference").run(output="a", input=deep)
     assert (result.error.kind, result.error.message) == (
         "input", "textual_difference: input: cannot be read as text (RecursionError)")
+
+
+def test_a_misspelled_run_field_keyword_is_answered_with_the_run_field():
+    scorer = load_scorer("faithfulness")
+    with pytest.raises(TypeError) as info:
+        scorer.run(outptu="x", context=["c"])
+    assert str(info.value) == ("faithfulness: unknown field 'outptu' (the fields it declares: none); "
+                               "did you mean 'output'?")

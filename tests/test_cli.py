@@ -87,6 +87,16 @@ def test_validate_missing_path():
     assert "no such file or folder: no/such/dir" in result.stderr
 
 
+def test_validate_a_folder_without_specs_is_an_error_not_ok(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = invoke("validate", str(tmp_path / "empty"))
+    assert result.exit_code == 2 and "no spec in" in result.stderr and "ok:" not in result.stderr
+    (tmp_path / "yml").mkdir()
+    (tmp_path / "yml" / "mine.yml").write_text("id: mine\n")
+    result = invoke("validate", str(tmp_path / "yml"))
+    assert result.exit_code == 2 and "found mine.yml" in result.stderr
+
+
 def test_list_shows_builtins_and_functions():
     result = invoke("list")
     assert result.exit_code == 0

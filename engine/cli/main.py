@@ -134,6 +134,12 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
+    empty = [p for p in targets if p.is_dir() and not any(p.glob("*.yaml"))]
+    if empty:
+        yml = sorted(f.name for p in empty for f in p.glob("*.yml"))
+        more = " …" if len(yml) > 3 else ""
+        hint = f" (found {', '.join(yml[:3])}{more}: name a spec *.yaml, or give its file)" if yml else ""
+        fail(f"no spec in {', '.join(map(str, empty))}: a folder's specs are its *.yaml files{hint}")
     by_spec = validate_specs(targets, warnings=True)
     count = len(by_spec)
     problems = sorted({p: None for found in by_spec.values() for p in found},  # a parent's once, not per child

@@ -200,7 +200,8 @@ class Scorer:
         unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
         if unknown:
             declared = ", ".join(self.plan.declared) or "none"
-            hint = did_you_mean(unknown[0], list(self.plan.declared) + ["run_id", "system", "tool_calls", "language"])
+            hint = did_you_mean(unknown[0], list(self.plan.declared) + [
+                "output", "input", "ground_truth", "context", "run_id", "system", "tool_calls", "language"])
             raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (the fields it declares: {declared})"
                             + (f"; {hint}" if hint.startswith("did you mean") else ""))
         return {"output": output, "input": input, "ground_truth": ground_truth, "context": context, "system": system,
