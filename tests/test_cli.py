@@ -233,6 +233,13 @@ def test_render_later_stages_with_answers():
     assert "[1] Passage one." in result.stdout and "CLAIM:\n<<<\nThe tower is in Paris.\n>>>" in result.stdout
 
 
+def test_render_refuses_an_answer_for_a_stage_the_scorer_does_not_have():
+    result = invoke("render", "faithfulness", "--output", "The tower is in Paris.", "--context", "Passage one.",
+                    "--answer", 'preproces={"claims": []}')
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "--answer preproces: faithfulness has no judge stage 'preproces' (did you mean 'preprocess'?)" in result.stderr
+
+
 def test_render_for_each_stage_shows_its_first_element_without_an_answer():
     answer = json.dumps({"claims": ["The tower is in Paris.", "It is tall."]})
     result = invoke("render", "faithfulness", "--output", "x", "--context", "Passage one.",

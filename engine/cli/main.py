@@ -346,8 +346,16 @@ def render_cmd(
         scorer = scorer.with_language(language)
     item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
     answers = {}
+    from ..spec.plans import PromptStagePlan
+
+    prompt_stages = [stage.id for stage in scorer.plan.stages if isinstance(stage, PromptStagePlan)]
     for pair in answer:
         stage, _, raw = pair.partition("=")
+        if stage not in prompt_stages:
+            from ..core.errors import did_you_mean
+
+            hint = did_you_mean(stage, prompt_stages) or f"its judge stages: {', '.join(prompt_stages) or 'none'}"
+            fail(f"--answer {stage}: {scorer.id} has no judge stage {stage!r} ({hint})")
         try:
             answers[stage] = json.loads(raw)
         except json.JSONDecodeError as exc:
