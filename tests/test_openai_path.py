@@ -52,7 +52,7 @@ async def _ask_and_close(judge: InstructorJudge, call: JudgeCall):
 
 @pytest.mark.parametrize("mode", ["tools", "json_schema"])
 @pytest.mark.parametrize("probabilities", [False, True])
-def test_the_direct_path_sends_the_bytes_the_sdk_create_sends(mode, probabilities):
+def test_the_direct_path_sends_the_request_the_sdk_create_sends(mode, probabilities):
     with FakeOpenAIServer({"verdict": "no", "reason": "It is blue."}) as server:
         direct = hosted_judge("openai/judge-model", base_url=server.base_url, api_key="sk-test", mode=mode)
         direct.sample_seeds = True

@@ -1,6 +1,6 @@
 """The OpenAI client as the judge uses it: the fewest CPU cycles per call for the same request.
 
-A judge call's client CPU went mostly to work that gives the same bytes on the wire every time.
+A judge call's client CPU went mostly to work that gives the same request every time.
 Measured with cProfile over the throughput benchmark (faithfulness, 3 calls an item, concurrency
 32), the parts this module removes:
 
@@ -21,7 +21,7 @@ Measured with cProfile over the throughput benchmark (faithfulness, 3 calls an i
   (`check_once`); any other class is checked on every call as before.
 
 Nothing here changes what is sent, what is validated or how failures are classified: tests
-compare the bytes a server receives through this path and through ``create``, and the errors an
+compare the request a server receives through this path and through ``create``, and the errors an
 HTTP status, a timeout and a refused connection raise.
 """
 
@@ -49,9 +49,10 @@ def direct_create(completions: Any) -> None:
 
     When the client sends through the SDK's aiohttp transport (`http_client`) and the call has no
     per-request options, the request goes out through `WirePost`; otherwise through the client's
-    ``post``. Streaming is not used by the judge and goes through the SDK's own create. An
-    unreadable response body (`json.JSONDecodeError`, which instructor would re-ask silently)
-    raises `UnreadableResponse`, retried and counted by the retry layer."""
+    ``post``. Streaming is not used by the judge and goes through the SDK's own create. A response
+    body that is not JSON (broken, or a page such as a proxy's HTML, which instructor would re-ask
+    as if the judge had written it) raises `UnreadableResponse`, retried and counted by the retry
+    layer, on either path."""
     from openai import NOT_GIVEN
     from openai._types import RequestOptions
     from openai.types.chat import ChatCompletion
@@ -75,7 +76,10 @@ def direct_create(completions: Any) -> None:
             body = {key: value for key, value in params.items() if value is not NOT_GIVEN}
             if wire is not None and len(options) == len(auth):
                 return await wire.post(body)
-            return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
+            completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
+            if isinstance(completion, str):  # the SDK hands back the text of a body that is not JSON
+                raise json.JSONDecodeError("not a JSON document", completion[:200], 0)
+            return completion
         except json.JSONDecodeError as exc:
             raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
 
@@ -87,12 +91,14 @@ class WirePost:
     the URL, headers and timeouts the client itself builds for that request (computed once, by the
     client's own request builder), the body serialised by the SDK's own JSON encoder, and the
     response read into the SDK's `ChatCompletion`, validated by pydantic (the SDK's lenient
-    construction for a response the model does not describe). The SDK's errors are kept: a status
+    construction for a response the model does not describe). A compressed body is decoded by the
+    SDK's own HTTP response (its decoders, its reading of ``Content-Encoding``), so the encodings
+    asked for and understood are the client's. The SDK's errors are kept: a status
     outside 2xx raises the client's own `APIStatusError` subclass for it (made by the client from
     the response), a timeout `openai.APITimeoutError`, any other failure to connect or read
     `openai.APIConnectionError`.
 
-    What this skips, per call, is the SDK's request machinery around those same bytes (options
+    What this skips, per call, is the SDK's request machinery around that same request (options
     models, URL merging, header merging, the httpx request and response objects over aiohttp,
     and its response parser walking the model's type hints)."""
 
@@ -103,8 +109,7 @@ class WirePost:
         self._template = template  # the client's own request for this endpoint (an httpx Request)
         self._owner = session_owner  # the SDK's aiohttp transport, which owns and closes the session
         self.url = str(template.url)
-        self.headers = {k: v for k, v in template.headers.items()
-                        if k.lower() not in ("content-length", "accept-encoding")}
+        self.headers = {k: v for k, v in template.headers.items() if k.lower() != "content-length"}
         self._completion = ChatCompletion
         self._timeout: Any = None
 
@@ -122,7 +127,10 @@ class WirePost:
         if getattr(client, "_api_key_provider", None) is not None or getattr(client, "_idempotency_header", None):
             return None  # a key or an idempotency key that changes per request: the client builds each one
         options = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data={}, **auth)
-        template = client._build_request(options)
+        try:
+            template = client._build_request(options)
+        except Exception:  # a key or header the client cannot send: its own path says so on each call
+            return None
         http = client._client
         transport_for = getattr(http, "_transport_for_url", None)
         transport = transport_for(template.url) if transport_for else None
@@ -151,16 +159,24 @@ class WirePost:
 
         session = self._session()
         try:
-            async with session.post(self.url, data=openapi_dumps(body), headers=self.headers,
-                                    timeout=self._timeout) as response:
+            # the body as sent: the client's own decoder reads a compressed one below, as it would
+            async with session.post(self.url, data=openapi_dumps(body), headers=self.headers, timeout=self._timeout,
+                                    auto_decompress=False) as response:
                 content = await response.read()
                 status, raw_headers = response.status, response.raw_headers
+                encoded = response.headers.get("Content-Encoding", "identity").strip().lower() != "identity"
         except asyncio.TimeoutError:
             raise openai.APITimeoutError(request=self._template) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise openai.APIConnectionError(message=f"Connection error: {exc}", request=self._template) from exc
-        if not 200 <= status < 300:
-            raise self._status_error(status, raw_headers, content)
+        except Exception as exc:  # as the SDK: any other failure to send or to read is a connection error
+            raise openai.APIConnectionError(request=self._template) from exc
+        if encoded or not 200 <= status < 300:
+            try:
+                response = self._response(status, raw_headers, content)  # decodes the body as the SDK's client
+            except Exception as exc:  # a body that does not decode as its Content-Encoding says
+                raise openai.APIConnectionError(request=self._template) from exc
+            if not 200 <= status < 300:
+                raise self._client._make_status_error_from_response(response)
+            content = response.content
         return self._parse(json.loads(content))
 
     def _parse(self, data: Any) -> Any:
@@ -173,11 +189,11 @@ class WirePost:
 
             return construct_type(type_=self._completion, value=data)
 
-    def _status_error(self, status: int, raw_headers: Any, content: bytes) -> Exception:
-        """The client's own error for an HTTP error response (`APIStatusError` and its subclasses)."""
+    def _response(self, status: int, raw_headers: Any, content: bytes) -> Any:
+        """The SDK's httpx response for a status, headers and body as received (read, so decoded as
+        its ``Content-Encoding`` says, by the decoders the SDK's client itself uses)."""
         models = sys.modules[type(self._template).__module__]  # the SDK's httpx: Request, Response
-        response = models.Response(status, headers=list(raw_headers), content=content, request=self._template)
-        return self._client._make_status_error_from_response(response)
+        return models.Response(status, headers=list(raw_headers), content=content, request=self._template)
 
 
 def http_client(timeout_s: float) -> Any:
