@@ -56,7 +56,7 @@ def _scorer(base_url: str) -> Any:
 def one_run(base_url: str, data: Path, actors: int, concurrency: int, executor: str) -> dict:
     """One eval of the items in `data`: items/s over the whole run and once the first item is in."""
     from engine.ray.cluster import RayOptions
-    from engine.run.evals import run_evals
+    from engine import run_evals  # the facade: it resolves executor="ray"
 
     with tempfile.TemporaryDirectory() as tmp:
         reporter = _timing_reporter()
