@@ -115,3 +115,17 @@ def test_quick_bench_prints_the_whole_table_beside_the_reference(tmp_path):
     written = page.read_text(encoding="utf-8")
     assert re.match(r"Measured on \d{4}-\d{2}-\d{2} with `python tests/bench/run.py --quick --page \S+`", written)
     assert done.stdout.strip() in written
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_ray_rows_of_the_bench_run_on_a_local_ray():
+    from conftest import require_ray
+
+    require_ray()
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "run.py"), "--only", "ray", "--quick"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 8 |")]
+    assert len(rows) == 2 and "items/s on a local Ray, 2 actors × 4" in rows[0], done.stdout[-2000:]
+    assert "× one process" in rows[0] and "× one process" in rows[1]
