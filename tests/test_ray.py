@@ -218,6 +218,7 @@ def test_resume_after_the_driver_is_stopped_completes_the_run(ray_cluster, tmp_p
         assert kept < n
         resumed = subprocess.run([*command, "--resume"], env=env, cwd=tmp_path, capture_output=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr.decode()[-3000:]
+    assert b"Unclosed" not in resumed.stderr  # the actors closed their judges' connections as they ended
     summary = json.loads(resumed.stdout)
     assert summary["items"] == n and summary["resumed"] > 0  # the second attempt scored only what was left
     lines = out_lines(out)

@@ -83,6 +83,7 @@ class ScoringActor:
         self.writer: OutWriter | None = None
         self.written = 0
         self._shard_warned = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -90,9 +91,28 @@ class ScoringActor:
         if self.scoring is None:  # the first batch, in the event loop Ray Data keeps for this actor
             self.scorers = [rate_limited(s, self.job.limiter) for s in self.scorers]
             self.scoring = ItemScoring(self.job.run_id, self.job.concurrency, self.job.target)
+            self._loop = asyncio.get_running_loop()
         records = [decode_record(raw) for raw in batch.column(RECORD_COLUMN).to_pylist()]
         outputs = await asyncio.gather(*(self._one(kind, value) for kind, value in records))
         return pa.table({OUTPUT_COLUMN: pa.array([encode_record(*o) for o in outputs], type=pa.large_binary())})
+
+    def __del__(self) -> None:
+        """Ray Data drops the actor's scorers as the actor ends gracefully: their judges' HTTP
+        connections are closed on the event loop they were opened in (still running then), so
+        the worker's log gets no warning about them."""
+        loop = getattr(self, "_loop", None)
+        if loop is None or loop.is_closed() or not loop.is_running():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._close_judges(), loop).result(timeout=10)
+        except Exception:  # best effort: the process is ending
+            pass
+
+    async def _close_judges(self) -> None:
+        for scorer in self.scorers:
+            close = getattr(scorer, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _one(self, kind: str, value: Any) -> tuple[str, Any]:
         if kind != "item":
