@@ -216,3 +216,14 @@ def test_a_label_is_read_at_a_dotted_path_and_is_none_where_the_path_ends():
     assert label_value(item, "meta.missing") is None
     assert label_value(item, "label.deeper") is None  # a text has no keys
     assert label_value({"meta": None}, "meta.grade") is None
+
+
+def test_a_parquet_file_without_pyarrow_names_the_extra_to_install(tmp_path, monkeypatch):
+    import sys
+
+    path = tmp_path / "items.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # as if pyarrow were not installed
+    with pytest.raises(DatasetError) as refused:
+        list(iter_items(path))
+    assert "reading Parquet needs pyarrow (pip install 'scorespec[parquet]')" in str(refused.value)

@@ -425,7 +425,7 @@ def _read_parquet(f: Any, name: str, fields: Mapping[str, str], report: OnProble
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise DatasetError(f"{name}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+        raise DatasetError(f"{name}: reading Parquet needs pyarrow (pip install 'scorespec[parquet]')") from None
     try:
         table = pq.ParquetFile(f)
     except Exception as exc:  # pyarrow's own errors: not a Parquet file, a cut-off footer
