@@ -97,6 +97,24 @@ def test_validate_a_folder_without_specs_is_an_error_not_ok(tmp_path):
     assert result.exit_code == 2 and "found mine.yml" in result.stderr
 
 
+def test_run_refuses_a_base_url_without_its_scheme_before_any_call():
+    result = invoke("run", "faithfulness", "--model", "openai/m", "--base-url", "localhost:8000/v1",
+                    "--output", "a", "--context", "b")
+    assert result.exit_code == 2
+    assert "base_url must be an http:// or https:// URL" in result.stderr and "internal error" not in result.stderr
+
+
+def test_a_yml_spec_in_scorer_specs_is_named_where_it_is_skipped(tmp_path, monkeypatch):
+    (tmp_path / "scorer_specs").mkdir()
+    (tmp_path / "scorer_specs" / "mine.yml").write_text((builtin_specs_dir() / "textual_difference.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    ran = invoke("run", "mine", "--output", "x", "--ground-truth", "y")
+    assert ran.exit_code == 2 and "scorer_specs/mine.yml is not read by name" in ran.stderr
+    checked = invoke("validate")
+    assert checked.exit_code == 0
+    assert "scorer_specs/mine.yml: warning: not read (a spec file ends in .yaml" in checked.stderr
+
+
 def test_list_shows_builtins_and_functions():
     result = invoke("list")
     assert result.exit_code == 0

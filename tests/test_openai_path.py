@@ -238,3 +238,24 @@ def test_a_loop_run_by_asyncio_run_closes_the_judges_connections_as_it_ends(tmp_
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["yes", "yes", "0"]
     assert "Unclosed" not in done.stderr, done.stderr
+
+
+def test_a_refused_connection_names_its_cause_in_the_failure():
+    from engine.core.errors import ScorerRunError
+
+    with FakeOpenAIServer() as server:
+        base_url = server.base_url  # closed once the block ends: nothing listens there
+    judge = hosted_judge("openai/judge-model", base_url=base_url, api_key="sk-test")
+    with pytest.raises(ScorerRunError) as failed:
+        asyncio.run(_ask_and_close(judge, _call()))
+    assert failed.value.kind == "transport"
+    assert "APIConnectionError: Connection error. (ClientConnectorError: Cannot connect to host 127.0.0.1" \
+        in failed.value.message
+
+
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://127.0.0.1/v1", ""])
+def test_a_base_url_without_http_is_refused_when_the_settings_are_made(url):
+    from engine.judge.settings import JudgeSettings
+
+    with pytest.raises(ValueError, match="base_url must be an http:// or https:// URL"):
+        JudgeSettings(base_url=url)

@@ -60,7 +60,10 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     except ValueError as exc:
         fail(str(exc))
     by_label = parse_options(options, compiled_list, labels)
-    settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
+    try:
+        settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
+    except ValueError as exc:  # a base URL that is no http(s) URL
+        fail(str(exc))
     scorers = []
     for compiled, label in zip(compiled_list, labels):
         try:

@@ -131,6 +131,10 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
 
     # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
     targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
+    if not paths:
+        for skipped in sorted(Path("scorer_specs").glob("*.yml")):
+            typer.echo(f"{skipped}: warning: not read (a spec file ends in .yaml: rename it "
+                       f"{skipped.stem}.yaml)", err=True)
     missing = [p for p in targets if not p.exists()]
     if missing:
         fail(f"no such file or folder: {', '.join(map(str, missing))}")
@@ -188,6 +192,9 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail(str(exc))
     try:
         settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
+    except ValueError as exc:  # a base URL that is no http(s) URL
+        fail(str(exc))
+    try:
         return bind(compiled, settings, judge=judge, options=parse_options(options, [compiled])[compiled.id])
     except (OptionError, ModelError) as exc:
         fail(str(exc))

@@ -36,7 +36,8 @@ def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
     ``OPENAI_API_KEY``), else ``judge``."""
     if isinstance(exc, MissingCredentials):  # its text names the client's own error
         return ScorerRunError("auth", f"{exc} (set the provider's API key variable, e.g. OPENAI_API_KEY, or pass "
-                              "api_key=; for a local OpenAI-compatible server give base_url=)", stage=stage)
+                              "api_key= in Python; for a local OpenAI-compatible server give --base-url, or "
+                              "base_url= in Python)", stage=stage)
     return ScorerRunError("judge", f"{type(exc).__name__}: {exc}", stage=stage)
 
 
@@ -199,10 +200,11 @@ class Scorer:
         `engine.core.run_fields.LOOKED_FOR`: where a reader looked for the fields the item lacks)."""
         unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
         if unknown:
+            run_fields = ["output", "input", "ground_truth", "context", "system", "tool_calls", "language"]
             declared = ", ".join(self.plan.declared) or "none"
-            hint = did_you_mean(unknown[0], list(self.plan.declared) + [
-                "output", "input", "ground_truth", "context", "run_id", "system", "tool_calls", "language"])
-            raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (the fields it declares: {declared})"
+            hint = did_you_mean(unknown[0], list(self.plan.declared) + run_fields + ["run_id"])
+            raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (it takes the run fields {', '.join(run_fields)} "
+                            f"and the fields it declares: {declared})"
                             + (f"; {hint}" if hint.startswith("did you mean") else ""))
         return {"output": output, "input": input, "ground_truth": ground_truth, "context": context, "system": system,
                 "tool_calls": tool_calls, "language": language, **fields}

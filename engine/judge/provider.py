@@ -401,11 +401,16 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _describe(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
-    """The exception in one line of at most 300 characters of its text, redacted first (so
-    truncation cannot leave half an API key behind)."""
+    """The exception in one line of at most 300 characters of its text (a connection error's with
+    its cause: refused, not resolved, reset), redacted first (so truncation cannot leave half an
+    API key behind)."""
     status = getattr(exc, "status_code", None)
     text = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-    return f"{text}: {(redact_text(str(exc)) or '')[:300]}"
+    said = str(exc)
+    cause = exc.__cause__
+    if type(exc).__name__ in ("APIConnectionError", "APITimeoutError") and cause is not None and str(cause):
+        said += f" ({type(cause).__name__}: {cause})"  # the client says only "Connection error.": why
+    return f"{text}: {(redact_text(said) or '')[:300]}"
 
 
 def _add_tokens(usage: Usage, total: Any) -> None:

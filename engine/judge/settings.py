@@ -42,7 +42,8 @@ class JudgeSettings:
       a file path, a ``redis://`` URL, a `JudgeCache`; None or False: none); refresh: with a
       cache, ask every call again and overwrite its entry.
 
-    Raises `ValueError` for a timeout that is not > 0 or a rate limit number that is not > 0.
+    Raises `ValueError` for a timeout that is not > 0, a base URL without ``http://`` or
+    ``https://``, or a rate limit number that is not > 0.
     """
 
     model: str | None = None
@@ -61,6 +62,10 @@ class JudgeSettings:
             object.__setattr__(self, "timeout_s", DEFAULT_TIMEOUT_S)
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
             raise ValueError(f"timeout_s must be a number of seconds > 0, not {self.timeout_s!r}")
+        url = self.base_url
+        if url is not None and not (isinstance(url, str) and url.strip().lower().startswith(("http://", "https://"))):
+            raise ValueError(f"base_url must be an http:// or https:// URL (such as http://localhost:8000/v1), "
+                             f"not {url!r}")
         limit = self.rate_limit
         if limit is not None and not hasattr(limit, "acquire") and not (
                 isinstance(limit, (int, float)) and limit > 0):

@@ -68,6 +68,9 @@ def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
         return tool
     from ..core.errors import did_you_mean
 
+    if local.with_suffix(".yml").is_file():  # read only as a path: a name finds *.yaml files
+        raise FileNotFoundError(f"no scorer named {text!r}: scorer_specs/{text}.yml is not read by name, as spec "
+                                f"files end in .yaml (rename it {text}.yaml, or give its path)")
     hint = did_you_mean(text, [e.id for e in list_specs(cwd)])
     raise FileNotFoundError(f"no scorer named {text!r}" + (f" ({hint})" if hint else ""))
 
