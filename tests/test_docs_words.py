@@ -61,3 +61,13 @@ def test_the_user_facing_pages_hold_no_tracking_words():
     hits = [f"{path.relative_to(ROOT).as_posix()}:{line}: {what} {match!r}"
             for path in doc_pages(ROOT) for line, what, match in tracking_words(path.read_text(encoding="utf-8"))]
     assert hits == [], f"{len(hits)} tracking word(s):\n" + "\n".join(hits)
+
+
+def test_the_shipped_specs_and_prompts_hold_no_tracking_words():
+    # users read the shipped specs and prompts as examples (`scorespec new`, `render --resolved`)
+    files = sorted([*(ROOT / "scorer_specs").glob("*.yaml"), *(ROOT / "prompts").rglob("*.j2")])
+    assert files
+    hits = [f"{path.relative_to(ROOT).as_posix()}:{line}: {what} {match!r}"
+            for path in files for line, what, match in tracking_words(path.read_text(encoding="utf-8"))
+            if what != "an issue reference"]  # ``#`` starts a YAML comment
+    assert hits == [], f"{len(hits)} tracking word(s):\n" + "\n".join(hits)
