@@ -268,7 +268,7 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_declared_fields():
     scorer, _ = rubric()
     with pytest.raises(TypeError) as info:
         scorer.run(input="hi", output="x", rubrik="typo")
-    assert str(info.value) == ("agent_rubric: unknown field 'rubrik' (it takes the run fields output, input, "
+    assert str(info.value) == ("agent_rubric: unknown field 'rubrik' (it takes the run fields input, output, "
                                "ground_truth, context, system, tool_calls, language and the fields it declares: "
                                "rubric); did you mean 'rubric'?")
 
@@ -566,6 +566,6 @@ def test_a_misspelled_run_field_keyword_is_answered_with_the_run_field():
     scorer = load_scorer("faithfulness")
     with pytest.raises(TypeError) as info:
         scorer.run(outptu="x", context=["c"])
-    assert str(info.value) == ("faithfulness: unknown field 'outptu' (it takes the run fields output, input, "
+    assert str(info.value) == ("faithfulness: unknown field 'outptu' (it takes the run fields input, output, "
                                "ground_truth, context, system, tool_calls, language and the fields it declares: "
                                "none); did you mean 'output'?")

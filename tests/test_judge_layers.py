@@ -177,6 +177,30 @@ def test_retries_run_out_as_a_transport_failure_with_the_usage_of_every_try():
     assert inner.calls == 3
 
 
+def test_no_retries_allowed_gives_up_after_the_first_try_without_waiting():
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    inner = Scripted(failure(), {"verdict": "yes"})
+    with pytest.raises(ScorerRunError) as failed:
+        asyncio.run(RetryingJudge(inner, RetryPolicy(max_retries=0), sleep=sleep).ask(a_call()))
+    error = failed.value
+    assert error.message == "the judge could not be reached after 1 tries: RateLimitError (HTTP 429): slow down"
+    assert (error.usage.calls, error.usage.transport_retries, inner.calls, waits) == (1, 0, 1, [])
+
+
+def test_a_failure_on_the_first_try_that_is_not_transport_passes_through_with_its_reasks():
+    refused = ScorerRunError("judge", "no valid answer after 3 attempt(s): x", stage="analyze", attempts=3,
+                             usage=Usage(calls=3, reasks=2))
+    with pytest.raises(ScorerRunError) as failed:
+        asyncio.run(RetryingJudge(Scripted(refused), RetryPolicy(max_retries=4)).ask(a_call()))
+    error = failed.value
+    assert (error.kind, error.attempts) == ("judge", 3)
+    assert (error.usage.calls, error.usage.reasks, error.usage.transport_retries) == (3, 2, 0)
+
+
 def test_other_failures_pass_through_at_once_with_earlier_tries_counted():
     async def sleep(seconds: float) -> None:
         pass

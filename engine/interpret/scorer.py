@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ScorerRunError, did_you_mean
 from ..core.language import AUTO, check_language
 from ..core.result import ScoreResult
-from ..core.run_fields import LOOKED_FOR
+from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.contract import normalize_answer
@@ -200,7 +200,7 @@ class Scorer:
         `engine.core.run_fields.LOOKED_FOR`: where a reader looked for the fields the item lacks)."""
         unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
         if unknown:
-            run_fields = ["output", "input", "ground_truth", "context", "system", "tool_calls", "language"]
+            run_fields = [*RUN_FIELDS, "language"]
             declared = ", ".join(self.plan.declared) or "none"
             hint = did_you_mean(unknown[0], list(self.plan.declared) + run_fields + ["run_id"])
             raise TypeError(f"{self.id}: unknown field {unknown[0]!r} (it takes the run fields {', '.join(run_fields)} "

@@ -59,8 +59,6 @@ class RetryingJudge(JudgeLayer):
         try:
             return _retried(await self.inner.ask(call), Usage(), 1)
         except TransportFailure as exc:
-            if self.policy.max_retries == 0:
-                raise _given_up(exc, call, _spent(exc), 1) from None
             first = exc
         except ScorerRunError as exc:
             raise _total(exc, _spent(exc), 1) from None
@@ -81,7 +79,7 @@ class RetryingJudge(JudgeLayer):
                     try:
                         answer = await self.inner.ask(call)
                     except ScorerRunError as exc:
-                        spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
+                        spent.add(_usage_of(exc))
                         raise
         except TransportFailure as exc:  # the last try failed too
             raise _given_up(exc, call, spent, tries) from None
@@ -90,10 +88,15 @@ class RetryingJudge(JudgeLayer):
         return _retried(answer, spent, tries)
 
 
+def _usage_of(exc: ScorerRunError) -> Usage:
+    """The usage of a failed try (its calls at least)."""
+    return exc.usage if exc.usage is not None else Usage(calls=exc.attempts)
+
+
 def _spent(exc: ScorerRunError) -> Usage:
-    """A new total holding the usage of a failed try (its calls at least)."""
+    """A new total holding the usage of a failed try."""
     spent = Usage()
-    spent.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
+    spent.add(_usage_of(exc))
     return spent
 
 
