@@ -11,7 +11,7 @@ from conftest import SPEC_FIXTURES, fast_judge, verdicts
 from engine.bind.load import load_scorer
 from engine.interpret.scorer import Scorer
 from engine.spec.compile import compile_file
-from engine.testing.fake_openai import Fault
+from engine.testing.fake_replies import Fault
 
 CLAIMS = {"claims": ["A", "B"]}
 REASON = {"reason": "Two claims, one supported."}

@@ -13,7 +13,9 @@ import engine
 from engine import functions
 from engine.bind.load import load_scorer, load_scorer_keywords
 from engine.core.errors import ScorerRunError
-from engine.interpret.scorer import OptionError, Scorer, normalize_answer, round_half_away
+from engine.interpret.scorer import OptionError, Scorer
+from engine.interpret.values import round_half_away
+from engine.judge.contract import normalize_answer
 from engine.spec.compile import compile_file
 from engine.testing import FakeJudge
 

@@ -40,14 +40,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..core.scorer_like import ScorerLike
 from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .labelled import LabelError, Labelled, labelled_items, matches
 
-__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
-           "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "acalibrate", "agreement", "calibrate", "roc_points"]
 
 DEFAULT_TOP = 5
 
@@ -292,12 +292,12 @@ async def acalibrate(
     """
     from ..core.direction import direction_of
     from ..run.evals import arun_evals, resolve_scorers
-    from ..run.runner import declared_names, label_of
+    from ..run.runner import declared_names
 
     settings = settings_from_keywords(CalibrationSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (resolved,) = resolve_scorers([scorer])
-    run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
+    run_label = resolved.label  # the scorer's label in the run (not a human label)
     wanted_pos = {str(v) for v in settings.positive} if settings.positive is not None else None
     wanted_neg = {str(v) for v in settings.negative} if settings.negative is not None else None
     if wanted_neg is not None and wanted_pos is None:
@@ -328,7 +328,7 @@ async def acalibrate(
     return report
 
 
-def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: Labelled,
+def _report(resolved: ScorerLike, run_label: str, direction: str, settings: CalibrationSettings, found: Labelled,
             summary: Any, wanted_pos: set[str] | None) -> Calibration:
     """The calibration's counts and run facts, before its figures."""
     usage = summary.usage.get(resolved.id)
@@ -347,10 +347,10 @@ def _report(resolved: Any, run_label: str, direction: str, settings: Calibration
     return report
 
 
-def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: Labelled,
+def _figures_into(report: Calibration, resolved: ScorerLike, settings: CalibrationSettings, found: Labelled,
                   results: Mapping[str, dict[str, Any]], summary: Any, wanted_pos: set[str] | None) -> None:
     """The agreement figures, notes and disagreements of the scored items, into `report`."""
-    scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
+    scale = float(resolved.options.get("scale", 1))
     scores, truth, kept = _tally(report, found.labels, results, settings.not_scorable_score,
                                  unscored_ok=bool(summary.stopped))
     report.used = len(scores)
@@ -362,7 +362,7 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    threshold = settings.threshold if settings.threshold is not None else getattr(resolved, "cutoff", None)
+    threshold = settings.threshold if settings.threshold is not None else resolved.cutoff
     if threshold is not None and settings.threshold is None and wanted_pos is not None:
         report.notes.append(f"cut-off {threshold:g}: the spec's documented cut-off")
     stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import json_text, result_status
-from .store_schema import SCHEMA_VERSION, prepare
+from .store_schema import prepare
 
 DEFAULT_RELATIVE = Path(".scorespec") / "store.sqlite"
 
@@ -261,4 +261,4 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-__all__ = ["Store", "default_store_path", "SCHEMA_VERSION"]
+__all__ = ["Store", "default_store_path"]
