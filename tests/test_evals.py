@@ -87,7 +87,7 @@ def store_rows(path: Path, run_id: str) -> list[tuple]:
 # --- C18: failure isolation, through the real HTTP path ------------------------------------------
 
 
-def test_c18_a_failing_item_never_stops_the_others(tmp_path):
+def test_a_failing_item_never_stops_the_others(tmp_path):
     data = [{"id": i, "output": f"ITEM-{i}: the sky is blue and grass is green.",
              "context": "The sky is blue. Grass is green."} for i in (1, 2, 3)]
     seen: dict = {}
