@@ -277,6 +277,7 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_declared_fields():
 
 
 def test_input_text_in_content_parts_is_read():
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     result = scorer.run(input=[{"role": "user", "content": [{"type": "text", "text": "Is Paris big?"}]}],
                         output="Yes, 2 million people live there.")
@@ -293,6 +294,7 @@ def test_input_text_in_content_parts_is_read():
     (None, "the item has none"),
 ])
 def test_a_required_input_without_text_fails_naming_the_field(value, why):
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     result = scorer.run(input=value, output="An answer.")
     assert (result.status, result.score, result.error.kind, result.error.stage) == ("failed", None, "input", None)
@@ -303,6 +305,7 @@ def test_a_required_input_without_text_fails_naming_the_field(value, why):
 @pytest.mark.parametrize("output", ["", [{"role": "assistant", "content": None,
                                           "tool_calls": [{"name": "search", "arguments": "{}"}]}]])
 def test_an_empty_output_is_a_real_answer_and_is_judged(output):
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     judge.script["judge"] = [{"verdict": "no"}]
     result = scorer.run(input="Is Paris big?", output=output)
@@ -311,13 +314,15 @@ def test_an_empty_output_is_a_real_answer_and_is_judged(output):
 
 
 def test_no_tool_call_is_a_real_answer():
+    """Field case C24 (shared/cases/handed.md)."""
     result = load_scorer(TRAJECTORY).run(input="hi", tool_calls=[], expected_trajectory=["search"])
     assert (result.status, result.score) == ("scored", 0)
 
 
 def test_a_required_empty_ground_truth_is_not_scorable_instead_of_scoring_zero():
     """A given ground truth counts even when blank (an empty text can be the expected answer, for
-    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with."""
+    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with.
+    Field case C24 (shared/cases/handed.md)."""
     judge = FakeJudge()
     result = load_scorer("answer_similarity", judge=judge).run(output="Paris.", ground_truth="  ")
     assert (result.status, result.score) == ("not_scorable", None)

@@ -46,6 +46,7 @@ def similarity(script: dict, **options):
 
 
 def test_missing_ground_truth_is_an_error_before_any_judge_call():
+    """Field case C09 (shared/cases/handed.md)."""
     scorer, judge = similarity({})
     result = scorer.run(output="Paris is the capital.", input="What is the capital of France?")
     assert result.status == "failed"
@@ -58,6 +59,7 @@ def test_missing_ground_truth_is_an_error_before_any_judge_call():
 
 @pytest.mark.parametrize("ground_truth", [None, "", "   "])
 def test_missing_ground_truth_scores_zero_when_not_required(ground_truth):
+    """Field case C10 (shared/cases/handed.md)."""
     scorer, judge = similarity({}, requireGroundTruth=False)
     result = scorer.run(output="Paris is the capital.", ground_truth=ground_truth)
     assert result.status == "scored"
@@ -67,6 +69,7 @@ def test_missing_ground_truth_scores_zero_when_not_required(ground_truth):
 
 
 def test_the_score_is_weighted_matches_minus_penalties():
+    """Field case C11 (shared/cases/handed.md)."""
     scorer, judge = similarity(c11_answers())
     result = scorer.run(output="...", ground_truth="...")
     assert result.score == 0.15  # base 0.5 − missing 0.15 − extra min(5 × 0.05, 0.2)
@@ -76,6 +79,7 @@ def test_the_score_is_weighted_matches_minus_penalties():
 
 
 def test_partial_options_keep_defaults():
+    """Field case C12 (shared/cases/handed.md)."""
     scorer, _ = similarity(c11_answers(), scale=10)
     result = scorer.run(output="...", ground_truth="...")
     assert result.score == 1.5
@@ -130,6 +134,7 @@ def textual(**options) -> Scorer:
 
 
 def test_one_word_replaced_gives_the_edit_ratio():
+    """Field case C15 (shared/cases/handed.md)."""
     result = textual().run(output="The quick brown cat", ground_truth="The quick brown fox")
     assert round(result.score, 4) == 0.8421
     step = result.analyze_step_result
@@ -142,6 +147,7 @@ def test_one_word_replaced_gives_the_edit_ratio():
 
 
 def test_an_insertion_lowers_confidence():
+    """Field case C16 (shared/cases/handed.md)."""
     result = textual().run(output="hello there world", ground_truth="hello world")
     step = result.analyze_step_result
     assert (round(step["ratio"], 4), round(step["confidence"], 4)) == (0.7857, 0.6471)
@@ -150,6 +156,7 @@ def test_an_insertion_lowers_confidence():
 
 
 def test_empty_texts_are_identical_and_one_empty_text_scores_zero():
+    """Field case C17 (shared/cases/handed.md)."""
     both_empty = textual().run(output="", ground_truth="")
     assert both_empty.score == 1
     assert "identical" in both_empty.reason
@@ -216,6 +223,7 @@ def faithfulness(script: dict, **options):
 
 @pytest.mark.parametrize("claims", [[], ["  "], ["\n", " "]])
 def test_shipped_faithfulness_with_no_claims_is_not_scorable(claims):
+    """Field case C03 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": claims}}, context=["Something."])
     result = scorer.run(output="I don't know.")
     assert result.status == "not_scorable"
@@ -232,6 +240,7 @@ def test_shipped_faithfulness_with_no_claims_is_not_scorable(claims):
     ({}, ["", "  "]),                           # blank item passages
 ])
 def test_shipped_faithfulness_with_no_context_scores_zero(options, item_context):
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["The tower is in Paris"]}}, **options)
     result = scorer.run(output="The tower is in Paris.", context=item_context)
     assert result.status == "scored"

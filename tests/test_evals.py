@@ -88,6 +88,7 @@ def store_rows(path: Path, run_id: str) -> list[tuple]:
 
 
 def test_a_failing_item_never_stops_the_others(tmp_path):
+    """Field case C18 (shared/cases/handed.md)."""
     data = [{"id": i, "output": f"ITEM-{i}: the sky is blue and grass is green.",
              "context": "The sky is blue. Grass is green."} for i in (1, 2, 3)]
     seen: dict = {}

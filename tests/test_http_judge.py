@@ -91,6 +91,7 @@ def test_faithfulness_verdict_schema_sent_per_claim(fake_server, faithfulness):
 
 
 def test_verdict_case_never_changes_meaning_over_http(fake_server, faithfulness):
+    """Field case C02 (shared/cases/handed.md)."""
     fake_server.script(CLAIMS, *v("Yes", " no "), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
@@ -100,7 +101,7 @@ def test_verdict_case_never_changes_meaning_over_http(fake_server, faithfulness)
 @pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])
 def test_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
     """Nothing on the way (the engine's templates, instructor's message templating) renders
-    user text or the judge's answers as a template."""
+    user text or the judge's answers as a template. Field case C07 (shared/cases/handed.md)."""
     fake_server.script({"claims": [text]}, *v("yes"), REASON)
     result = faithfulness.run(output=text, context=[text])
     assert result.status == "scored", result.error
@@ -112,6 +113,7 @@ def test_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
 
 
 def test_an_out_of_range_formula_fails_over_http(fake_server, verdict_spec):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(verdict_spec(formula="supported / (preprocess | length) + 0.3"))
     fake_server.script(CLAIMS, verdicts("yes", "yes"))
     result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="A. B.")
@@ -122,6 +124,7 @@ def test_an_out_of_range_formula_fails_over_http(fake_server, verdict_spec):
 
 
 def test_rate_limited_twice_then_scored(fake_server, faithfulness):
+    """Field case C19 (shared/cases/handed.md)."""
     fake_server.script(Fault.status(429), Fault.status(429), CLAIMS, *v("yes", "no"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.status == "scored"

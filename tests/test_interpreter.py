@@ -46,6 +46,7 @@ def stages_called(judge: FakeJudge) -> list[str]:
 
 
 def test_the_score_is_the_share_of_supported_claims():
+    """Field case C01 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
                                   "analyze": v("yes", "no", "unsure"), "reason": REASON})
     result = scorer.run(output="A. B. C.", context=["A is true."])
@@ -68,6 +69,7 @@ def test_the_score_is_the_share_of_supported_claims():
 
 @pytest.mark.parametrize("first, second", [("Yes", "no"), (" YES ", "No"), ("yes\n", " nO"), ("yEs", "UNSURE ")])
 def test_verdict_case_and_spaces_never_change_meaning(first, second):
+    """Field case C02 (shared/cases/handed.md)."""
     scorer, _ = faithfulness({"preprocess": {"claims": ["A", "B"]}, "analyze": v(first, second),
                               "reason": REASON})
     result = scorer.run(output="A. B.", context=["ctx"])
@@ -78,6 +80,7 @@ def test_verdict_case_and_spaces_never_change_meaning(first, second):
 
 
 def test_no_claims_is_not_scorable_and_no_verdict_call():
+    """Field case C03 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": []}})
     result = scorer.run(output="I don't know.", context=["The sky is blue."])
     assert result.status == "not_scorable"
@@ -92,6 +95,7 @@ def test_no_claims_is_not_scorable_and_no_verdict_call():
 
 @pytest.mark.parametrize("context", [[], ["", "   "], ["\n\t"]], ids=["empty", "blank", "whitespace"])
 def test_no_context_scores_zero_without_verdict_call(context):
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["The tower is in Paris"]}})
     result = scorer.run(output="The tower is in Paris.", context=context)
     assert result.status == "scored"
@@ -102,6 +106,7 @@ def test_no_context_scores_zero_without_verdict_call(context):
 
 
 def test_no_context_and_no_claims_is_not_scorable():
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": []}})
     result = scorer.run(output="Hmm.", context=["", " "])
     assert result.status == "not_scorable"
@@ -125,6 +130,7 @@ def listed(*values: str) -> dict:
 
 
 def test_a_wrong_verdict_count_is_reasked_then_scored():
+    """Field case C05 (shared/cases/handed.md)."""
     scorer, judge = verdict_list({"preprocess": {"claims": ["A", "B", "C"]},
                                   "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
     result = scorer.run(output="A. B. C.")
@@ -143,6 +149,7 @@ def test_a_wrong_verdict_count_is_reasked_then_scored():
 
 
 def test_a_check_tells_the_judge_what_was_wrong_on_reask():
+    """Field case C05 (shared/cases/handed.md)."""
     scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
                                            "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
     assert scorer.run(output="A. B. C.").score == 0.67
@@ -151,6 +158,7 @@ def test_a_check_tells_the_judge_what_was_wrong_on_reask():
 
 
 def test_a_verdict_count_never_right_fails_naming_stage_and_check():
+    """Field case C06 (shared/cases/handed.md)."""
     scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
                                            "analyze": listed("yes", "yes")})
     result = scorer.run(output="A. B. C.")
@@ -169,6 +177,7 @@ def test_a_verdict_count_never_right_fails_naming_stage_and_check():
 
 
 def test_user_text_is_never_rendered_as_a_template():
+    """Field case C07 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": [JINJA_TEXT]}, "analyze": v("yes"), "reason": REASON})
     result = scorer.run(output=JINJA_TEXT, input=JINJA_TEXT, context=[JINJA_TEXT])
     assert result.score == 1
@@ -181,6 +190,7 @@ def test_user_text_is_never_rendered_as_a_template():
 
 
 def test_japanese_claims_without_full_stops_are_judged():
+    """Field case C20 (shared/cases/handed.md)."""
     output = "東京は日本の首都です。富士山は日本で一番高い山です"
     context = ["東京は日本の首都であり、富士山は日本の最高峰です"]
     claims = ["東京は日本の首都です", "富士山は日本で一番高い山です"]
@@ -253,16 +263,19 @@ score:
 @pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (-0.125, -0.13), (1.005, 1.01),
                                              (0.5, 0.5), (0.3333, 0.33), (2.675, 2.68), (0.0, 0.0)])
 def test_round_half_away_from_zero(value, expected):
+    """Field case C13 (shared/cases/handed.md)."""
     assert round_half_away(value, 2) == expected
 
 
 def test_python_round_differs_from_half_away_rounding():
+    """Field case C13 (shared/cases/handed.md)."""
     assert (round(0.575, 2), round(0.125, 2)) == (0.57, 0.12)
     assert round_half_away(0.5, 0) == 1.0 and round_half_away(2.5, 0) == 3.0
 
 
 @pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (0.004, 0.0), (0.995, 1.0)])
 def test_a_spec_formula_rounds_half_away_from_zero(write_spec, value, expected):
+    """Field case C13 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
     assert result.score == expected
@@ -271,6 +284,7 @@ def test_a_spec_formula_rounds_half_away_from_zero(write_spec, value, expected):
 @pytest.mark.parametrize("value, shown", [(1.3, "1.3"), (-0.2, "-0.2"), (float("inf"), "inf"),
                                           (float("nan"), "nan")])
 def test_an_out_of_range_formula_fails_naming_it(write_spec, value, shown):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
     assert result.status == "failed"
@@ -281,6 +295,7 @@ def test_an_out_of_range_formula_fails_naming_it(write_spec, value, shown):
 
 
 def test_the_scale_option_widens_the_range(write_spec):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     assert Scorer(compiled, options={"value": 1.3, "scale": 2}).run(output="a", input="a").score == 1.3
 
@@ -291,6 +306,7 @@ def test_the_scale_option_widens_the_range(write_spec):
     ("'x' ~ supported", "'x2'"),
 ])
 def test_a_user_spec_formula_yielding_a_bad_value_fails(verdict_spec, formula, shown):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(verdict_spec(formula=formula))
     judge = FakeJudge({"preprocess": {"claims": ["A", "B"]}, "analyze": verdicts("yes", "yes")})
     result = Scorer(compiled, judge=judge).run(output="A. B.")
@@ -512,6 +528,7 @@ def test_normalize_answer_leaves_unknown_values():
 
 
 def test_options_merge_over_defaults():
+    """Field case C12 (shared/cases/handed.md)."""
     scorer = load_scorer("answer_similarity", judge=FakeJudge(), scale=10)
     assert scorer.options == {"requireGroundTruth": True, "semanticThreshold": 0.8, "exactMatchBonus": 0.2,
                               "missingPenalty": 0.15, "contradictionPenalty": 1.0, "extraInfoPenalty": 0.05,

@@ -46,6 +46,7 @@ def test_content_similarity_formula(output, reference, options, expected):
 
 
 def test_cafe_in_two_unicode_forms_is_identical_after_nfc():
+    """Field case C28 (shared/cases/handed.md)."""
     assert unicodedata.normalize("NFC", CAFE_NFD) == CAFE_NFC != CAFE_NFD
     result = score("content_similarity", CAFE_NFD, CAFE_NFC)
     assert result.score == 1
