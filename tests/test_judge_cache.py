@@ -4,8 +4,9 @@ engine.judge.cache.redis_backend).
 The tests of the `JudgeCache` protocol run against both backends (the `cache` fixture): an SQLite
 file under pytest's tmp_path, and a real redis-server the tests start on 127.0.0.1 (emptied for
 each test); so do the tests of a cache that cannot be used (the `unusable_cache` fixture: a
-file that is not a database, a server that cannot be reached). SQLite's own failures (files, locks, torn logs, forks) are tested on SQLite alone,
-the Redis server's (unreachable, lost, foreign keys, expiry) in tests/test_judge_cache_redis.py.
+file that is not a database, a server that cannot be reached). SQLite's own failures (files,
+locks, torn logs, forks) are tested on SQLite alone, the Redis server's (unreachable, lost,
+foreign keys, expiry) in tests/test_judge_cache_redis.py.
 Processes are real (subprocess, fork) and are synchronised through files or killed at a
 deterministic point by the store's write hook.
 """
