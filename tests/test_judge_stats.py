@@ -222,12 +222,20 @@ def test_calibrate_then_eval_with_the_corrected_pass_rate(fake_server, tmp_path,
     assert (corrected["passed"], corrected["n"], corrected["cutoff"]) == (120, 200, 0.5)
     assert "corrected pass rate 0.5714" in result.stderr
 
-    # the stored calibration, by scorer id, gives the same; a gate above it fails the run
+    # the stored calibration, by scorer id, gives the same; a gate above it fails the run, and the CI
+    # files and the HTML report show the corrected rate
+    junit, markdown, page = tmp_path / "j.xml", tmp_path / "s.md", tmp_path / "r.html"
     result = _cli(fake_server, ["eval", "grounded", "--data", str(production), "--calibration", "grounded",
-                                "--threshold-corrected", "grounded=0.6", "--json"], tmp_path)
+                                "--threshold-corrected", "grounded=0.6", "--json", "--junit", str(junit),
+                                "--summary-md", str(markdown), "--report", str(page)], tmp_path)
     assert result.exit_code == 1, result.stderr
     again = json.loads(result.stdout)["scorers"]["grounded"]["correctedPassRate"]
     assert again["value"] == pytest.approx(corrected["value"]) and again["gate"] == {"min": 0.6, "met": False}
+    text = f"0.5714 (95 % CI {low:.4f}..{high:.4f}; observed 0.6 of 200 at score ≥ 0.5)"
+    assert f'name="correctedPassRate" value="{text}"' in junit.read_text()
+    assert "corrected pass rate grounded" in junit.read_text() and "<failure" in junit.read_text()
+    assert text in markdown.read_text() and "misses the least 0.6" in markdown.read_text()
+    assert text in page.read_text()
 
 
 def test_a_calibration_of_another_spec_version_warns(fake_server, tmp_path, write_spec, monkeypatch):

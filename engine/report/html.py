@@ -233,8 +233,12 @@ def _scorer_view(run: ReportRun, label: str, spec: Any) -> dict[str, Any]:
     scale = run.label_config(label).get("scale")
     top = float(scale) if isinstance(scale, (int, float)) and scale > 0 else max([1.0, *scores])
     usage, _costs = usage_totals(line for line in run.lines if line["label"] == label)
+    from .ci import corrected_text
+
+    corrected = run.corrected.get(label)
     return {"label": label, "summary": summary, "spec": spec, "direction": _direction(run, label, summary),
             "spread": spread(scores), "usage": usage,
+            "corrected": corrected_text(corrected) if corrected else None,
             "histogram": _svg_uri(histogram_svg(scores, top, f"{label}: scores of {len(scores)} items")) if scores
             else None}
 
