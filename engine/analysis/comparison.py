@@ -232,14 +232,20 @@ class VersionComparison:
 
     @property
     def headline(self) -> str:
-        """One line: ``B is worse than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``."""
+        """One line: ``B scores lower than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``. It says
+        how the scores moved, never that a version is better: that takes human labels
+        (`labels`)."""
         p = self.paired
         if p.n == 0:
             return f"{self.label}: no item in common with the baseline"
-        verdict = {"better": "better than", "worse": "worse than"}.get(p.verdict, "not clearly different from")
+        verdict = "not clearly different from"
+        if p.ci95 is not None and min(p.ci95) > 0:
+            verdict = "scores higher than"
+        elif p.ci95 is not None and max(p.ci95) < 0:
+            verdict = "scores lower than"
         ci = "" if p.ci95 is None else f"95% CI {_signed(p.ci95[0])}..{_signed(p.ci95[1])}, "
         test = p_text(p.p_value).replace(" = ", " ") if p.p_value is not None else "no test"
-        return f"{self.label} is {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
+        return f"{self.label} {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
 
     def worse_by_more_than(self, delta: float) -> bool:
         """Whether this version is worse than the baseline by more than `delta` (by direction)
@@ -437,17 +443,21 @@ def _signed(value: float | None) -> str:
 
 
 def _words(baseline: str, label: str, paired: PairedDifference) -> str:
-    """E.g. "B is better than A on 31 of 40 items, worse on 4, the same on 5; mean difference
-    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002"."""
+    """E.g. "B scores higher than A on 31 of 40 items, lower on 4, the same on 5; mean difference
+    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002".
+    Scores moving is not a version agreeing better with people: the words say higher and lower,
+    never better and worse."""
     n = paired.n
     if n == 0:
         return f"{label} and {baseline} scored no item in common: nothing to compare"
     if paired.ties == n:
         text = f"{label} scores the same as {baseline} on all {_items(n)}"
     else:
-        lead, other = ("better", "worse") if paired.wins >= paired.losses else ("worse", "better")
-        counts = {"better": paired.wins, "worse": paired.losses}
-        text = f"{label} is {lead} than {baseline} on {counts[lead]} of {_items(n)}"
+        up, down = (paired.wins, paired.losses) if paired.direction == HIGHER_IS_BETTER else (paired.losses,
+                                                                                             paired.wins)
+        counts = {"higher": up, "lower": down}
+        lead, other = ("higher", "lower") if up >= down else ("lower", "higher")
+        text = f"{label} scores {lead} than {baseline} on {counts[lead]} of {_items(n)}"
         if counts[other]:
             text += f", {other} on {counts[other]}"
         if paired.ties:

@@ -248,6 +248,9 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
         _print_movers(console, c, comparison.baseline)
         if c.labels is not None:
             _print_labels(console, c, comparison.baseline)
+        elif p.n:
+            _say(console, "  no human labels: this says the scores differ, not which version agrees better with "
+                 "people (give the items human labels and --positive to compare agreement)", "yellow")
     if fail_if_worse is not None:
         worse = comparison.worse(fail_if_worse)
         if worse:
