@@ -12,13 +12,14 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands
 from engine import load_scorer
-from engine.analysis.calibration import calibrate, length_bias
+from engine.analysis.calibration import calibrate
 from engine.analysis.corrected import CalibrationError, CalibrationRecord, corrected_rates, load_calibration
 from engine.analysis.judge_stats import (
     balanced_accuracy_estimate,
     cohen_kappa,
     cohen_kappa_estimate,
     corrected_pass_rate,
+    length_bias,
     spearman_estimate,
     wilson,
 )

@@ -22,14 +22,10 @@ its scores with the labels:
   against the label: 1 for positive, 0 for negative, or the label rescaled to 0–1), with the
   judge's reason, to guide the next prompt edit.
 
-- **Uncertainty** (binary labels): `true_positive_rate` and `true_negative_rate` (the judge's
-  recall of each class at ``threshold``) with Wilson intervals, `cohen_kappa` and balanced
-  accuracy with seeded bootstrap intervals over items, `base_rate` (the share of positive labels);
-  graded labels: Spearman's correlation with a bootstrap interval. The level is ``confidence``
-  (0.95 by default). Formulas and sources: `engine.analysis.judge_stats`.
-- **Length bias**: Spearman's correlation (with its p-value) between the score and the output's
-  length in characters, over all items and within each label (binary labels), so a judge that
-  prefers long answers is told apart from long answers being better (`length_bias`).
+- **Uncertainty**: TPR and TNR at ``threshold`` with Wilson intervals, Cohen's kappa, balanced
+  accuracy (and graded: Spearman) with seeded bootstrap intervals, the base rate, at
+  ``confidence``; the **length bias** (score against output length, per label). Formulas and
+  sources: `engine.analysis.judge_stats`.
 
 Statistics come from scikit-learn (`roc_auc_score`, `balanced_accuracy_score`,
 `confusion_matrix`, `roc_curve`) and SciPy (`spearmanr`, `pearsonr`), imported when first used.
@@ -57,27 +53,18 @@ from .judge_stats import (
     balanced_accuracy_estimate,
     check_confidence,
     cohen_kappa_estimate,
+    length_bias,
+    output_length,
     spearman_estimate,
     wilson,
 )
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
-from .labelled import LabelError, Labelled, labelled_items, matches
+from .disagreements import Disagreement, disagreements
+from .labelled import LabelError, Labelled, labelled_items
 
-__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
-           "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate", "roc_points"]
 
 DEFAULT_TOP = 5
-
-
-@dataclass
-class Disagreement:
-    """One item where the scorer and the label differ: `gap` in [0, 1] (0 = agree)."""
-
-    id: Any
-    label: Any
-    score: float | None
-    gap: float
-    reason: str | None
 
 
 @dataclass
@@ -144,10 +131,8 @@ class Calibration:
     length_bias: dict[str, Any] | None = None  # see `length_bias`
 
     def to_json_dict(self) -> dict[str, Any]:
-        """camelCase JSON form (``scorespec calibrate --json``). `balancedAccuracy`,
-        `truePositiveRate`, `trueNegativeRate`, `cohenKappa` and (graded) `spearman` are
-        ``{value, ci: [low, high], confidence, method}`` objects (binary: balanced accuracy's
-        object only where it is defined)."""
+        """camelCase JSON form (``scorespec calibrate --json``); each `Estimate` (and
+        `balancedAccuracy`, graded `spearman`) as ``{value, ci: [low, high], confidence, method}``."""
         out: dict[str, Any] = {}
         for item in dataclasses.fields(self):
             if item.name in _FOLDED:
@@ -172,12 +157,6 @@ _FOLDED = {"balanced_accuracy_ci": "balanced_accuracy", "spearman_ci": "spearman
 def _camel(key: str) -> str:
     parts = key.split("_")
     return parts[0] + "".join(p.title() for p in parts[1:])
-
-
-def figure_value(value: Any) -> Any:
-    """A figure of a calibration's JSON as a number: the ``value`` of a ``{value, ci}`` object,
-    a plain number as it is (calibrations stored before intervals were added)."""
-    return value.get("value") if isinstance(value, Mapping) else value
 
 
 def _clean(value: float) -> float | None:
@@ -300,45 +279,6 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str], co
         out["pearson"] = _clean(pearsonr(scores, values).statistic)
         out["spearman_ci"] = spearman_estimate(scores, values, confidence)
     return out
-
-
-def length_bias(scores: Sequence[float], lengths: Sequence[int | None], labels: Sequence[Any] | None = None,
-                ) -> dict[str, Any]:
-    """Whether the score follows the output's length: Spearman's correlation between `scores`
-    and `lengths` (characters; None: unknown, left out) with its two-sided p-value (SciPy's
-    `spearmanr`), over all items (``spearman``, ``pValue``, ``n``) and, given `labels` (same
-    length), within each label (``byLabel``: label text → the same three keys), so a length
-    preference is told apart from long answers being the better ones. A correlation is None when
-    fewer than three items have a length or lengths or scores are constant."""
-    def one(pairs: list[tuple[float, int]]) -> dict[str, Any]:
-        from scipy.stats import spearmanr
-
-        if len(pairs) < 3 or len({p[0] for p in pairs}) < 2 or len({p[1] for p in pairs}) < 2:
-            return {"spearman": None, "pValue": None, "n": len(pairs)}
-        result = spearmanr([p[0] for p in pairs], [p[1] for p in pairs])
-        return {"spearman": _clean(result.statistic), "pValue": _clean(result.pvalue), "n": len(pairs)}
-
-    known = [(i, float(s), n) for i, (s, n) in enumerate(zip(scores, lengths)) if n is not None]
-    out = one([(s, n) for _, s, n in known])
-    if labels is not None:
-        groups: dict[str, list[tuple[float, int]]] = {}
-        for i, s, n in known:
-            groups.setdefault(str(labels[i]), []).append((s, n))
-        out["byLabel"] = {label: one(pairs) for label, pairs in sorted(groups.items())}
-    return out
-
-
-def _output_length(item: Mapping[str, Any]) -> int | None:
-    """The length in characters of an item's output as the judge reads it (messages: the
-    assistant's text); None when it cannot be read."""
-    from ..core.messages import MessageError, assistant_text, is_messages, read_messages
-    from ..core.run_fields import as_text
-
-    value = item.get("output")
-    try:
-        return len(assistant_text(read_messages(value, "output")) if is_messages(value) else as_text(value))
-    except MessageError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -484,10 +424,10 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     for key, value in stats.items():
         setattr(report, key, value)
     report.confidence = settings.confidence
-    lengths = {item_key(item["id"]): _output_length(item) for item in found.items}
+    lengths = {item_key(item["id"]): output_length(item) for item in found.items}
     report.length_bias = length_bias(scores, [lengths.get(key) for key, _ in kept],
                                      truth if wanted_pos is not None else None)
-    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
+    report.disagreements = disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
 
 
 def _usage_into(report: Calibration, summary: Any, label: str) -> None:
@@ -537,25 +477,6 @@ def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str,
         truth.append(label)
         kept.append((key, result or {}))
     return scores, truth, kept
-
-
-def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], truth: list[Any],
-                   positive: set[str] | None, scale: float, top: int) -> list[Disagreement]:
-    if not kept or top <= 0:
-        return []
-    if positive is not None:
-        targets = [1.0 if matches(label, positive) else 0.0 for label in truth]
-    else:
-        numbers = [float(label) for label in truth]
-        low, high = min(numbers), max(numbers)
-        targets = [(n - low) / (high - low) if high > low else 0.5 for n in numbers]
-    rows = []
-    for (key, result), score, target, label in zip(kept, scores, targets, truth):
-        gap = abs(min(max(score / scale, 0.0), 1.0) - target)
-        rows.append(Disagreement(id=result.get("id", key), label=label, score=score, gap=round(gap, 4),
-                                 reason=result.get("reason")))
-    rows.sort(key=lambda d: -d.gap)
-    return [row for row in rows[:top] if row.gap > 0]
 
 
 def _store_figures(report: Calibration, store: Any) -> None:

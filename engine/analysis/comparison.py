@@ -7,15 +7,13 @@
   median over the items *every* version scored (so the means are comparable);
 - per version other than the first, the baseline (`VersionComparison`): the paired difference
   over the items both scored (`engine.analysis.compare_stats.paired_difference`) said in words; the
-  items whose status changed (scored → failed, not scorable → scored, …), listed apart and never
-  in a mean (case C29); the items that moved most, each with both scores and reasons and the
-  first stage whose answer differed; and with human labels, both versions' agreement figures on
-  the same items (`engine.analysis.calibration.agreement`) and McNemar's test on their decisions at the
-  cut-off.
+  items whose status changed (scored → failed, …), apart and never in a mean; the items that moved
+  most, with both scores and reasons and the first stage whose answer differed; with human labels,
+  both versions' agreement on the same items (`engine.analysis.calibration.agreement`) and
+  McNemar's test on their decisions at the cut-off.
 
-"Better", wins and losses follow the scorer's direction (`engine.core.direction`).
+Wins and losses follow the direction (`engine.core.direction`); the words say higher, lower.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -28,9 +26,8 @@ from ..core.direction import HIGHER_IS_BETTER, Direction
 from ..run.summary import ScorerSummary
 from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
 
-__all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison",
-           "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison",
-           "as_label_set", "DEFAULT_TOP"]
+__all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison", "Comparison",
+           "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison", "as_label_set", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 5
 
@@ -232,17 +229,12 @@ class VersionComparison:
 
     @property
     def headline(self) -> str:
-        """One line: ``B scores lower than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``. It says
-        how the scores moved, never that a version is better: that takes human labels
-        (`labels`)."""
+        """``B scores lower than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``: never "better"."""
         p = self.paired
         if p.n == 0:
             return f"{self.label}: no item in common with the baseline"
-        verdict = "not clearly different from"
-        if p.ci95 is not None and min(p.ci95) > 0:
-            verdict = "scores higher than"
-        elif p.ci95 is not None and max(p.ci95) < 0:
-            verdict = "scores lower than"
+        low, high = p.ci95 if p.ci95 is not None else (0.0, 0.0)
+        verdict = "scores higher than" if low > 0 else "scores lower than" if high < 0 else "not clearly different from"
         ci = "" if p.ci95 is None else f"95% CI {_signed(p.ci95[0])}..{_signed(p.ci95[1])}, "
         test = p_text(p.p_value).replace(" = ", " ") if p.p_value is not None else "no test"
         return f"{self.label} {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
@@ -444,19 +436,17 @@ def _signed(value: float | None) -> str:
 
 def _words(baseline: str, label: str, paired: PairedDifference) -> str:
     """E.g. "B scores higher than A on 31 of 40 items, lower on 4, the same on 5; mean difference
-    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002".
-    Scores moving is not a version agreeing better with people: the words say higher and lower,
-    never better and worse."""
+    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002":
+    higher and lower, never better and worse (scores moving is not agreeing better with people)."""
     n = paired.n
     if n == 0:
         return f"{label} and {baseline} scored no item in common: nothing to compare"
     if paired.ties == n:
         text = f"{label} scores the same as {baseline} on all {_items(n)}"
     else:
-        up, down = (paired.wins, paired.losses) if paired.direction == HIGHER_IS_BETTER else (paired.losses,
-                                                                                             paired.wins)
-        counts = {"higher": up, "lower": down}
-        lead, other = ("higher", "lower") if up >= down else ("lower", "higher")
+        wins_up = paired.direction == HIGHER_IS_BETTER
+        counts = {"higher": paired.wins if wins_up else paired.losses, "lower": paired.losses if wins_up else paired.wins}
+        lead, other = ("higher", "lower") if counts["higher"] >= counts["lower"] else ("lower", "higher")
         text = f"{label} scores {lead} than {baseline} on {counts[lead]} of {_items(n)}"
         if counts[other]:
             text += f", {other} on {counts[other]}"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .calibration import figure_value
+from .judge_stats import figure_value
 from .judge_stats import CorrectedRate, corrected_pass_rate
 from .labelled import LabelError
 

@@ -34,10 +34,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CorrectedRate", "Estimate", "balanced_accuracy_estimate",
-           "check_confidence", "cohen_kappa", "cohen_kappa_estimate", "corrected_pass_rate", "spearman_estimate", "wilson"]
+           "check_confidence", "cohen_kappa", "cohen_kappa_estimate", "corrected_pass_rate", "figure_value", "length_bias", "output_length",
+           "spearman_estimate", "wilson"]
 
 #: How many bootstrap resamples an interval is computed from, and their seed (fixed: the same data
 #: gives the same interval).
@@ -264,3 +266,53 @@ def corrected_pass_rate(passed: int, n: int, tp: int, positives: int, tn: int, n
     half = _z(confidence) * math.sqrt(variance)
     ci = (min(1.0, max(0.0, raw - half)), min(1.0, max(0.0, raw + half)))
     return CorrectedRate(Estimate(theta, ci, confidence, METHOD), observed, tpr, tnr)
+
+
+def figure_value(value: Any) -> Any:
+    """A figure of a calibration's JSON as a number: the ``value`` of a ``{value, ci}`` object,
+    a plain number as it is (calibrations stored before intervals were added)."""
+    return value.get("value") if isinstance(value, Mapping) else value
+
+
+def length_bias(scores: Sequence[float], lengths: Sequence[int | None], labels: Sequence[Any] | None = None,
+                ) -> dict[str, Any]:
+    """Whether the score follows the output's length: Spearman's correlation between `scores`
+    and `lengths` (characters; None: unknown, left out) with its two-sided p-value (SciPy's
+    `spearmanr`), over all items (``spearman``, ``pValue``, ``n``) and, given `labels` (same
+    length), within each label (``byLabel``: label text → the same three keys), so a length
+    preference is told apart from long answers being the better ones. A correlation is None when
+    fewer than three items have a length or lengths or scores are constant."""
+    def one(pairs: list[tuple[float, int]]) -> dict[str, Any]:
+        from scipy.stats import spearmanr
+
+        if len(pairs) < 3 or len({p[0] for p in pairs}) < 2 or len({p[1] for p in pairs}) < 2:
+            return {"spearman": None, "pValue": None, "n": len(pairs)}
+        result = spearmanr([p[0] for p in pairs], [p[1] for p in pairs])
+        return {"spearman": _finite(result.statistic), "pValue": _finite(result.pvalue), "n": len(pairs)}
+
+    known = [(i, float(s), n) for i, (s, n) in enumerate(zip(scores, lengths)) if n is not None]
+    out = one([(s, n) for _, s, n in known])
+    if labels is not None:
+        groups: dict[str, list[tuple[float, int]]] = {}
+        for i, s, n in known:
+            groups.setdefault(str(labels[i]), []).append((s, n))
+        out["byLabel"] = {label: one(pairs) for label, pairs in sorted(groups.items())}
+    return out
+
+
+def output_length(item: Mapping[str, Any]) -> int | None:
+    """The length in characters of an item's output as the judge reads it (messages: the
+    assistant's text); None when it cannot be read."""
+    from ..core.messages import MessageError, assistant_text, is_messages, read_messages
+    from ..core.run_fields import as_text
+
+    value = item.get("output")
+    try:
+        return len(assistant_text(read_messages(value, "output")) if is_messages(value) else as_text(value))
+    except MessageError:
+        return None
+
+
+def _finite(value: float) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value

@@ -207,7 +207,7 @@ def calibrations_cmd(
     judges side by side."""
     from rich.table import Table
 
-    from ..analysis.calibration import figure_value
+    from ..analysis.judge_stats import figure_value
     from .output import err_console, fmt, out_console
 
     db = open_store(store)
