@@ -6,10 +6,12 @@ they do not, and end to end through the command line against a scripted judge.""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 from typer.testing import CliRunner
 
+import engine.cli.compare  # noqa: F401 - registers compare
 import engine.cli.eval  # noqa: F401 - registers the batch commands
 from engine import load_scorer
 from engine.analysis.calibration import calibrate
@@ -265,3 +267,47 @@ def test_calibrate_in_python_reports_intervals_at_the_level_asked(write_spec):
     assert report.true_positive_rate.ci == pytest.approx(wilson(45, 50, 0.8).ci)
     assert report.to_json_dict()["truePositiveRate"]["confidence"] == 0.8
     assert report.base_rate == 0.5 and report.cohen_kappa.value == pytest.approx(0.70)
+
+
+def test_difference_of_corrected_rates_adds_both_variances():
+    from engine.analysis.judge_stats import corrected_difference
+
+    a = corrected_pass_rate(120, 200, 45, 50, 40, 50)
+    b = corrected_pass_rate(140, 200, 45, 50, 40, 50)
+    diff = corrected_difference(a, b)
+    assert diff.value == pytest.approx(b.estimate.value - a.estimate.value)
+    half = 1.959963984540054 * (a.standard_error ** 2 + b.standard_error ** 2) ** 0.5
+    assert diff.ci == pytest.approx((diff.value - half, diff.value + half))
+    chance = corrected_pass_rate(50, 100, 25, 50, 25, 50)
+    assert corrected_difference(a, chance).value is None
+
+
+def test_compare_reports_the_difference_of_corrected_pass_rates(fake_server, tmp_path, write_spec, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_spec("grounded", YES_NO_SPEC, {"grounded/judge.j2": YES_NO_PROMPT})
+    draft = tmp_path / "draft" / "grounded.yaml"
+    draft.parent.mkdir()
+    draft.write_text(textwrap.dedent(YES_NO_SPEC).lstrip().replace("grounded/judge.j2", "grounded/draft.j2"))
+    (tmp_path / "prompts" / "grounded" / "draft.j2").write_text("Be careful. " + textwrap.dedent(YES_NO_PROMPT))
+    fake_server.reply = _reply
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps(r) + "\n" for r in _labelled_rows()))
+    files = []
+    for version in ("grounded", f"grounded@draft={draft}"):
+        result = _cli(fake_server, ["calibrate", version, "--data", str(labelled), "--positive", "good", "--json"],
+                      tmp_path)
+        assert result.exit_code == 0, result.stderr
+        files.append(tmp_path / f"cal{len(files)}.json")
+        files[-1].write_text(result.stdout)
+    production = tmp_path / "production.jsonl"
+    production.write_text("".join(json.dumps({"id": f"p{i}", "output": ("yes " if i < 120 else "no ") + str(i)})
+                                  + "\n" for i in range(200)))
+    result = _cli(fake_server, ["compare", "grounded", f"grounded@draft={draft}", "--data", str(production),
+                                "--calibration", str(files[0]), "--calibration", str(files[1]), "--json"], tmp_path)
+    assert result.exit_code == 0, result.stderr
+    corrected = json.loads(result.stdout)["corrected"]
+    assert corrected["rates"]["grounded"]["value"] == pytest.approx(0.4 / 0.7)
+    assert corrected["rates"]["grounded@draft"]["value"] == pytest.approx(0.4 / 0.7)
+    diff = corrected["differences"]["grounded@draft"]
+    assert diff["value"] == pytest.approx(0.0, abs=1e-12) and diff["ci"][0] < 0 < diff["ci"][1]
+    assert "grounded@draft − grounded: +0.0000" in result.stderr

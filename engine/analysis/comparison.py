@@ -277,6 +277,7 @@ class Comparison:
     seconds: float = 0.0
     judge_calls: int = 0
     stopped: str | None = None  # why a --max-cost budget stopped the run before its last item
+    corrected: dict[str, Any] | None = None  # corrected pass rates (`engine.analysis.corrected.compare_corrections`)
 
     @property
     def failed(self) -> int:
@@ -293,8 +294,7 @@ class Comparison:
         return {label: v.summary() for label, v in self.versions.items()}
 
     def worse(self, delta: float) -> list[str]:
-        """Labels of the versions worse than the baseline by more than `delta` (see
-        `VersionComparison.worse_by_more_than`)."""
+        """Labels of the versions worse than the baseline by more than `delta` (`worse_by_more_than`)."""
         return [c.label for c in self.comparisons if c.worse_by_more_than(delta)]
 
     def exit_code(self, fail_if_worse: float | None = None) -> int:
@@ -316,7 +316,7 @@ class Comparison:
                 "common": self.common, "runIds": list(self.run_ids), "datasetProblems": self.dataset_problems,
                 "problems": list(self.problems), "notes": list(self.notes), "seed": self.seed,
                 "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls, "failed": self.failed,
-                "stopped": self.stopped}
+                "stopped": self.stopped, **({"corrected": self.corrected} if self.corrected is not None else {})}
 
 
 # --- building one -----------------------------------------------------------------------------

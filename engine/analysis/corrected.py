@@ -15,6 +15,7 @@ with a warning: the calibration measured another version of the judge.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .judge_stats import figure_value
-from .judge_stats import CorrectedRate, corrected_pass_rate
+from .judge_stats import CorrectedRate, corrected_difference, corrected_pass_rate
 from .labelled import LabelError
 
-__all__ = ["CalibrationError", "CalibrationRecord", "Correction", "apply_corrections", "corrected_rates",
-           "load_calibration", "parse_gates"]
+__all__ = ["CalibrationError", "CalibrationRecord", "Correction", "apply_corrections", "compare_corrections",
+           "corrected_rates", "load_calibration", "parse_gates"]
 
 
 class CalibrationError(LabelError):
@@ -180,3 +181,36 @@ def parse_gates(pairs: Iterable[str]) -> dict[str, float]:
                                    "(e.g. faithfulness=0.8)")
         out[label.strip()] = least
     return out
+
+
+def _scores_of(run_id: str | None, store: Any, label: str) -> dict[str, float]:
+    from ..run.resume import stored_results
+
+    if run_id is None:
+        return {}
+    lines = stored_results(run_id, out=None, store=store, label=label)
+    return {key: float(line["score"]) for key, line in lines.items()
+            if line.get("status") == "scored" and line.get("score") is not None}
+
+
+def compare_corrections(comparison: Any, calibrations: Mapping[str, CalibrationRecord], store: Any,
+                        confidence: float = 0.95) -> dict[str, Any]:
+    """For a `engine.analysis.comparison.Comparison` whose versions have calibrations
+    (`calibrations`: version label → its calibration), each version's corrected pass rate over the
+    items every calibrated version scored, and each version's difference from the baseline
+    (`corrected_difference`) when both have one: ``{"rates": {label: …}, "differences": {label:
+    Estimate JSON}}``, also set as ``comparison.corrected``. The scores are read from the store."""
+    scores = {label: _scores_of(v.run_id, store, label) for label, v in comparison.versions.items()
+              if label in calibrations}
+    common = set.intersection(*(set(s) for s in scores.values())) if scores else set()
+    rates: dict[str, Correction] = {}
+    for label, by_item in scores.items():
+        version = comparison.versions[label]
+        rates.update(corrected_rates({label: [by_item[k] for k in common]}, {label: (version.scorer, version.spec_hash)},
+                                     [dataclasses.replace(calibrations[label], scorer=version.scorer)], confidence))
+    baseline = rates.get(comparison.baseline)
+    differences = {label: corrected_difference(baseline.rate, c.rate, confidence).to_json_dict()
+                   for label, c in rates.items() if baseline is not None and label != comparison.baseline}
+    comparison.corrected = {"rates": {label: c.to_json_dict() for label, c in rates.items()},
+                            "differences": differences}
+    return comparison.corrected

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CorrectedRate", "Estimate", "balanced_accuracy_estimate",
-           "check_confidence", "cohen_kappa", "cohen_kappa_estimate", "corrected_pass_rate", "figure_value", "length_bias", "output_length",
+           "check_confidence", "cohen_kappa", "cohen_kappa_estimate", "corrected_difference", "corrected_pass_rate", "figure_value", "length_bias", "output_length",
            "spearman_estimate", "wilson"]
 
 #: How many bootstrap resamples an interval is computed from, and their seed (fixed: the same data
@@ -218,6 +218,7 @@ class CorrectedRate:
     true_positive_rate: float | None
     true_negative_rate: float | None
     reason: str | None = None
+    standard_error: float | None = None  # the delta method's √Var, before clipping
 
     def to_json_dict(self) -> dict[str, Any]:
         out = self.estimate.to_json_dict()
@@ -265,7 +266,20 @@ def corrected_pass_rate(passed: int, n: int, tp: int, positives: int, tn: int, n
                 + (1 - raw) ** 2 * nj * (1 - nj) / negatives) / (youden * youden)
     half = _z(confidence) * math.sqrt(variance)
     ci = (min(1.0, max(0.0, raw - half)), min(1.0, max(0.0, raw + half)))
-    return CorrectedRate(Estimate(theta, ci, confidence, METHOD), observed, tpr, tnr)
+    return CorrectedRate(Estimate(theta, ci, confidence, METHOD), observed, tpr, tnr, None, math.sqrt(variance))
+
+
+def corrected_difference(baseline: CorrectedRate, version: CorrectedRate, confidence: float = 0.95) -> Estimate:
+    """The difference version − baseline of two corrected pass rates, in [-1, 1], with the delta
+    method's interval ± z·√(SE₁² + SE₂²). The two estimates are treated as independent; when both
+    versions judged the same items their observed rates are positively correlated and the interval
+    is conservative (too wide, never too narrow). Undefined when either rate is."""
+    method = "difference of Rogan-Gladen estimates, delta method (independent: conservative on shared items)"
+    a, b = baseline.estimate.value, version.estimate.value
+    if a is None or b is None or baseline.standard_error is None or version.standard_error is None:
+        return Estimate(None, None, confidence, method)
+    half = _z(confidence) * math.hypot(baseline.standard_error, version.standard_error)
+    return Estimate(b - a, (max(-1.0, b - a - half), min(1.0, b - a + half)), confidence, method)
 
 
 def figure_value(value: Any) -> Any:
