@@ -45,7 +45,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..core.scorer_like import ScorerLike
 from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
@@ -382,7 +381,7 @@ async def acalibrate(
     return report
 
 
-def _report(resolved: ScorerLike, run_label: str, direction: str, settings: CalibrationSettings, found: Labelled,
+def _report(resolved: Any, run_label: str, direction: str, settings: CalibrationSettings, found: Labelled,
             summary: Any, wanted_pos: set[str] | None) -> Calibration:
     """The calibration's counts and run facts, before its figures."""
     usage = summary.usage.get(resolved.id)
@@ -401,7 +400,7 @@ def _report(resolved: ScorerLike, run_label: str, direction: str, settings: Cali
     return report
 
 
-def _figures_into(report: Calibration, resolved: ScorerLike, settings: CalibrationSettings, found: Labelled,
+def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: Labelled,
                   results: Mapping[str, dict[str, Any]], summary: Any, wanted_pos: set[str] | None) -> None:
     """The agreement figures, notes and disagreements of the scored items, into `report`."""
     scale = float(resolved.options.get("scale", 1))
