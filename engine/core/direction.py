@@ -46,10 +46,10 @@ def sign(direction: str) -> int:
 
 
 def direction_of(scorer: Any) -> str:
-    """A scorer's direction (`scorer`: an `engine.core.scorer_like.ScorerLike`): its plan's
-    ``direction`` (a scorer object without a spec: the direction it names, else
-    ``higher_is_better``). Raises `ValueError` for an unknown direction."""
-    return check_direction(str(scorer.plan.direction))
+    """A scorer's direction: its plan's ``direction`` when it has one, else ``higher_is_better``."""
+    plan = getattr(scorer, "plan", None)
+    declared = getattr(plan, "direction", None) or getattr(scorer, "direction", None)
+    return check_direction(str(declared)) if declared else HIGHER_IS_BETTER
 
 
 def short(direction: str) -> str:
