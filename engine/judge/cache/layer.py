@@ -39,6 +39,7 @@ import time
 import warnings
 import weakref
 
+from ...core import environment
 from ...core.errors import ScorerRunError
 from ...core.result import Usage
 from ..call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
@@ -80,7 +81,7 @@ def open_cache(setting: CacheSetting) -> JudgeCache | None:
     if setting is None or setting is False:
         return None
     if setting is True:
-        url = os.environ.get(CACHE_URL_VARIABLE)
+        url = environment.value(CACHE_URL_VARIABLE)
         if url:
             try:
                 return _open_url(url)
