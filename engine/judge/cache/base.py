@@ -48,7 +48,6 @@ __all__ = [
     "CACHE_FILE_NAME",
     "EMBEDDED_PROVIDERS",
     "KEY_FORMAT",
-    "canonical_json",
     "CacheStats",
     "CachedAnswer",
     "CallIdentity",
