@@ -91,6 +91,16 @@ def test_a_judge_given_whole_is_kept_below_a_runs_parts_without_retries():
     assert GivenJudge(fake)(None) is fake  # nothing asked of it: the judge itself
 
 
+def test_a_stack_given_whole_is_composed_again_with_a_runs_cache_in_place_of_its_own(tmp_path):
+    built = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", cache=tmp_path / "a")
+    scorer = load_scorer("faithfulness", judge=built)
+    assert scorer.judge is built  # nothing added: the judge as given
+    other = scorer.with_parts(JudgeParts(cache=tmp_path / "b", rate_limit=100)).judge
+    assert kinds(other) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]
+    assert str(other.cache.path).endswith("b") and other.provider is built.provider
+    assert kinds(scorer.with_parts(JudgeParts(cache=False)).judge) == [RetryingJudge, InstructorJudge]
+
+
 def test_a_runs_cache_replaces_or_takes_off_the_scorers_and_none_keeps_it(tmp_path):
     scorer = bind(load_spec("faithfulness"), JudgeSettings(model="openai/test-model", base_url="http://127.0.0.1:9/v1",
                                                            api_key="k", cache=tmp_path / "a"))

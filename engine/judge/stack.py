@@ -21,7 +21,7 @@ A new layer is one entry here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .cache.layer import CachedJudge, open_cache
@@ -31,7 +31,7 @@ from .rate_limit import RateLimitedJudge, RateLimiter
 from .retries import RetryingJudge, RetryPolicy
 from .settings import JudgeSettings
 
-__all__ = ["JudgeParts", "Layer", "LAYERS", "Wrap", "compose", "GivenJudge"]
+__all__ = ["Composition", "JudgeParts", "Layer", "LAYERS", "Wrap", "compose", "GivenJudge"]
 
 Wrap = Callable[[Judge], Judge]  # a layer put over a judge: inner → layer
 AnswerHook = Callable[[JudgeCall, JudgeAnswer | None], None]
@@ -43,7 +43,8 @@ class JudgeParts:
 
     - rate_limit: requests per second (> 0), or a limiter several judges share (any object with
       an async ``acquire()``: `engine.judge.rate_limit.RateLimiter`, the Ray executor's
-      cluster-wide limiter); put below the cache, beside the settings' own limit.
+      cluster-wide limiter), or a tuple of those (each one takes its token); put below the cache,
+      beside the settings' own limit.
     - cache: the run's judge-call cache in place of the settings' one (anything
       `engine.judge.cache.layer.open_cache` takes, or a `JudgeCache`; False: none; None: the
       settings' cache stays); refresh: with that cache, ask every call again.
@@ -59,18 +60,28 @@ class JudgeParts:
     on_answer: AnswerHook | None = None
 
     def __post_init__(self) -> None:
+        for limit in self.limits():
+            if not hasattr(limit, "acquire") and not (
+                    isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0):
+                raise ValueError(f"rate_limit must be requests per second > 0 or a shared limiter, not {limit!r}")
+
+    def limits(self) -> tuple[Any, ...]:
+        """The rate limits, innermost first (none, one, or the tuple given)."""
         limit = self.rate_limit
-        if limit is not None and not hasattr(limit, "acquire") and not (
-                isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0):
-            raise ValueError(f"rate_limit must be requests per second > 0 or a shared limiter, not {limit!r}")
+        return () if limit is None else tuple(limit) if isinstance(limit, tuple) else (limit,)
 
     def over(self, earlier: "JudgeParts") -> "JudgeParts":
-        """These parts laid over `earlier` ones: each part set here wins (a cache with its refresh
-        flag), the others are kept."""
-        changes = {f.name: getattr(self, f.name) for f in fields(self)
-                   if f.name != "refresh" and getattr(self, f.name) is not None}
+        """These parts laid over `earlier` ones: a rate limit is added to the earlier ones (each
+        takes its token), a cache (with its refresh flag) and a progress hook set here win, the
+        others are kept."""
+        changes: dict[str, Any] = {}
+        limits = earlier.limits() + self.limits()
+        if limits:
+            changes["rate_limit"] = limits[0] if len(limits) == 1 else limits
         if self.cache is not None:
-            changes["refresh"] = self.refresh
+            changes["cache"], changes["refresh"] = self.cache, self.refresh
+        if self.on_answer is not None:
+            changes["on_answer"] = self.on_answer
         return replace(earlier, **changes)
 
 
@@ -98,7 +109,8 @@ def _limit(rate_limit: Any) -> Wrap:
 
 
 def _rate_limit(settings: JudgeSettings, parts: JudgeParts, given: bool) -> tuple[Wrap, ...]:
-    return tuple(_limit(limit) for limit in (settings.rate_limit, parts.rate_limit) if limit is not None)
+    own = () if settings.rate_limit is None else (settings.rate_limit,)
+    return tuple(_limit(limit) for limit in (*own, *parts.limits()))
 
 
 def _cache(settings: JudgeSettings, parts: JudgeParts, given: bool) -> tuple[Wrap, ...]:
@@ -129,17 +141,40 @@ def compose(provider: Judge, settings: JudgeSettings | None = None, parts: Judge
     for layer in LAYERS:
         for wrap in layer.wraps(settings, parts, given):
             judge = wrap(judge)
+    if judge is not provider:  # a stack of ours: it remembers how it was composed (`GivenJudge`)
+        judge.composition = Composition(provider, settings, parts, given)  # type: ignore[attr-defined]
     return judge
+
+
+@dataclass(frozen=True)
+class Composition:
+    """How `compose` built a stack: its arguments, kept on the stack's outer layer, so a judge
+    given whole is composed again with more parts from them (never taken apart)."""
+
+    provider: Judge
+    settings: JudgeSettings
+    parts: JudgeParts
+    given: bool
 
 
 @dataclass(frozen=True)
 class GivenJudge:
     """The judge factory of a scorer given its judge whole: ``factory(model, parts)`` is `judge`
-    under the layers `settings` and `parts` ask for but the retries (`compose` with
-    ``given=True``); the model string is the judge's own."""
+    under the layers `settings` (a rate limit, a cache) and `parts` ask for. A stack `compose`
+    built (`make_judge`'s judges) is composed again from its `Composition` with those parts laid
+    over its own — so a run's cache replaces its cache —; any other judge is kept whole below
+    them, without retries (``given=True``). The model string is the judge's own."""
 
     judge: Judge
     settings: JudgeSettings = JudgeSettings()
 
     def __call__(self, model: str | None, parts: JudgeParts | None = None) -> Judge:
-        return compose(self.judge, self.settings, parts, given=True)
+        cache = self.settings.cache
+        mine = JudgeParts(rate_limit=self.settings.rate_limit, cache=cache, refresh=self.settings.refresh)
+        added = (parts or JudgeParts()).over(mine)
+        if added == JudgeParts():
+            return self.judge  # nothing to add: the judge as it was given
+        built = getattr(self.judge, "composition", None)
+        if not isinstance(built, Composition):
+            return compose(self.judge, None, added, given=True)
+        return compose(built.provider, built.settings, added.over(built.parts), given=built.given)
