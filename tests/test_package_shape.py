@@ -11,18 +11,10 @@ from pathlib import Path
 from test_imports import ENGINE, engine_modules, module_name, packages
 
 # Names that modules list in `__all__`, or that importers take from them, without the module
-# defining them, known when this test was written (these packages are being reworked by their
-# owners). This list must shrink to empty: remove a name when its shim goes, never add one.
+# defining them, known when this test was written. This list must shrink to empty: remove a name
+# when its shim goes, never add one.
 KNOWN_REEXPORTS: dict[str, set[str]] = {
-    "engine.bind.stack": {"JudgeSettings", "Judge", "JudgeCall", "JudgeAnswer", "JudgeLayer", "AnswerContract",
-                          "AnswerInvalid", "TransportFailure", "RetryPolicy", "RetryingJudge", "RateLimiter",
-                          "RateLimitedJudge", "ModelError", "resolve_model", "DEFAULT_MODEL", "LOCAL_PREFIXES",
-                          "InstructorJudge", "parse_mode", "CachedJudge", "open_cache"},
-    "engine.embedded.files": {"cache_dir"},
-    "engine.embedded.llama": {"INSTRUCTOR_MODE", "LOCAL_MODELS", "PIP_HINT", "LocalJudgeError", "LocalModelInfo",
-                              "cache_dir", "join_parts", "read_gguf_metadata", "resolve_model_path"},
-    "engine.judge.cache.base": {"canonical_json"},
-    "engine.judge.clients": {"UnreadableResponse"},
+    "engine.embedded.llama": {"INSTRUCTOR_MODE"},
     # the typer app with every command registered on it (importing engine.cli.main registers them)
     "engine.cli.main": {"app"},
 }

@@ -16,7 +16,8 @@ import pytest
 from conftest import ROOT
 
 from engine import load_scorer, run_evals
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.fake_replies import Fault
 
