@@ -63,10 +63,16 @@ class _Filtered(BaseException):
 
 class ContractContext(Mapping[str, Any]):
     """instructor's validation context for one call: an empty mapping (so instructor renders no
-    message as a template) carrying the call's `contract`."""
+    message as a template) carrying the call's `contract`, and the `completion` being parsed
+    (set by the ``completion:response`` hook, `saw`), whose text the answer is read from."""
 
     def __init__(self, contract: AnswerContract):
         self.contract = contract
+        self.completion: Any = None
+
+    def saw(self, completion: Any = None, *args: Any, **kwargs: Any) -> None:
+        """The ``completion:response`` hook: `completion` is the one instructor parses next."""
+        self.completion = completion
 
     def __getitem__(self, key: str) -> Any:
         raise KeyError(key)
@@ -87,6 +93,7 @@ def response_model(schema_json: str, title: str) -> type:
 
     schema = json.loads(schema_json)
     schema.setdefault("title", title)
+    tool = schema["title"]  # the function a tools-mode answer calls (instructor names it so)
 
     # Subclassing instructor's schema base lets instructor use the class as is: no wrapper
     # model is created per call, and its tool schema is generated once per answer schema.
@@ -99,7 +106,19 @@ def response_model(schema_json: str, title: str) -> type:
             contract = getattr(info.context, "contract", None)
             if contract is None:  # a parse path that lost the context: never accept unchecked
                 raise RuntimeError("the answer reached validation without its contract")
-            return {"payload": contract.validate(data)}  # AnswerInvalid is a ValueError: re-asked
+            if isinstance(data, WrittenAnswer):  # AnswerInvalid is a ValueError: re-asked
+                if data.problem is not None:
+                    raise AnswerInvalid(data.problem)
+                return {"payload": contract.validate_text(data.text)}
+            return {"payload": contract.validate(data)}
+
+        @classmethod
+        def model_validate_json(cls, json_data: Any, *, strict: bool | None = None, context: Any = None,
+                                **kwargs: Any) -> Any:
+            # every mode's answer text comes here (tool-call arguments, content, a fence's inside):
+            # it is read by the contract from the completion's own text, in one way for all modes
+            written = written_answer(getattr(context, "completion", None), json_data, tool)
+            return cls.model_validate(written, strict=strict, context=context)
 
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -202,9 +221,11 @@ class InstructorJudge:
             else:
                 self.window.check(call.stage, call.messages, call.max_tokens)
         calls = [0]
+        context = ContractContext(call.contract)
         hooks = Hooks()
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
         hooks.on("completion:response", _stop_if_filtered)
+        hooks.on("completion:response", context.saw)
         extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
         if self.sample_seeds and call.sample_index:
             extra["seed"] = call.sample_index
@@ -222,7 +243,7 @@ class InstructorJudge:
                 response_model=response_model(compiled.json_text, call.stage),
                 messages=[dict(m) for m in call.messages],
                 max_retries=call.max_reasks,
-                context=ContractContext(call.contract),
+                context=context,
                 hooks=hooks,
                 temperature=call.temperature,
                 max_tokens=call.max_tokens,
@@ -295,6 +316,48 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
+
+
+class WrittenAnswer:
+    """An answer as the judge wrote it: its `text` (a tool call's arguments, or the message's
+    whole content, a Markdown fence and words around the JSON included), and the `problem` that
+    refuses it before it is read (None when there is none)."""
+
+    __slots__ = ("text", "problem")
+
+    def __init__(self, text: str, problem: str | None = None):
+        self.text = text
+        self.problem = problem
+
+    def __repr__(self) -> str:  # pydantic's error text shows the input as this
+        return repr(self.text)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def written_answer(completion: Any, given: Any, tool: str | None) -> WrittenAnswer:
+    """The answer of an OpenAI-style `completion` as written: the arguments of its one call of the
+    function `tool` (another function's name, or more than one call, is a problem: the judge is
+    asked again), else its message's whole content; `given` (the text instructor took out of it)
+    when the completion has neither (another provider's)."""
+    text = given.decode("utf-8", errors="replace") if isinstance(given, (bytes, bytearray)) else _text(given) or ""
+    try:
+        message = _field(_field(completion, "choices")[0], "message")
+    except (TypeError, IndexError, KeyError):
+        return WrittenAnswer(text)
+    calls = _field(message, "tool_calls") or []
+    if calls:
+        names = [_field(_field(call, "function"), "name") for call in calls]
+        if len(calls) > 1:
+            return WrittenAnswer(text, f"the answer made {len(calls)} tool calls ({', '.join(map(repr, names))}): "
+                                 f"answer with exactly one call of the function {tool!r}")
+        if tool is not None and names[0] != tool:
+            return WrittenAnswer(text, f"the answer called the function {names[0]!r}: answer by calling {tool!r}")
+        return WrittenAnswer(text)
+    content = _field(message, "content")
+    return WrittenAnswer(content if isinstance(content, str) else text)
 
 
 def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
@@ -433,8 +496,19 @@ def _raw(completion: Any) -> str | None:
             return getattr(block, "text", None)
         return None
     if getattr(message, "tool_calls", None):
-        return message.tool_calls[0].function.arguments
-    return message.content
+        return _text(message.tool_calls[0].function.arguments)
+    return _text(message.content)
+
+
+def _text(value: Any) -> str | None:
+    """An answer's raw text: a string as it is; any other value a provider sent where text goes
+    (an object as the message content) as its JSON text; None for none."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 _WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")
@@ -449,4 +523,4 @@ def _short(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
     return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
 
 
-__all__ = ["InstructorJudge", "ContractContext", "response_model", "RETRYABLE_STATUS"]
+__all__ = ["InstructorJudge", "ContractContext", "WrittenAnswer", "response_model", "written_answer", "RETRYABLE_STATUS"]
