@@ -643,6 +643,21 @@ def test_extending_a_name_too_long_for_a_file_is_a_spec_error_at_extends(tmp_pat
     assert "longer than a file name can be (305 bytes; at most 255)" in problem.message
 
 
+def test_a_built_in_broken_by_a_childs_change_is_reported_in_the_childs_spec(tmp_path):
+    """The child removes the vars faithfulness's reasons use: the built-in is valid alone, so
+    every problem is placed in the file the user can edit, the built-in's place in the message."""
+    (tmp_path / "scorer_specs").mkdir()
+    path = tmp_path / "scorer_specs" / "strict_faith.yaml"
+    path.write_text("format: 1\nid: strict_faith\nextends: faithfulness\nvars: null\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        compile_file(path)
+    problems = info.value.problems
+    assert problems and {(p.file, p.line, p.key_path) for p in problems} == {(str(path), 4, "vars")}
+    assert all("— in the built-in scorer_specs/faithfulness.yaml:" in p.message
+               or "— in the built-in prompts/faithfulness/" in p.message for p in problems)
+    assert all(p.message.endswith("which fails with this spec's 'vars'") for p in problems)
+
+
 # --- packaging ---------------------------------------------------------------------------------------
 
 
