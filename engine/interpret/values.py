@@ -32,7 +32,8 @@ def evaluate(expression: Any, ns: dict[str, Any], where: str, *, overflow: Error
     except ScorerRunError:
         raise
     except Exception as exc:
-        raise ScorerRunError(overflow if isinstance(exc, OverflowError) else "expression", f"{where}: {expression.source!r} raised {type(exc).__name__}: {exc}",
+        kind: ErrorKind = overflow if isinstance(exc, OverflowError) else "expression"
+        raise ScorerRunError(kind, f"{where}: {expression.source!r} raised {type(exc).__name__}: {exc}",
                              stage=where.split(".")[0] if where.split(".")[0] in ns else None) from None
 
 

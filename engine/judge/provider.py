@@ -523,4 +523,5 @@ def _short(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
     return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
 
 
-__all__ = ["InstructorJudge", "ContractContext", "WrittenAnswer", "response_model", "written_answer", "RETRYABLE_STATUS"]
+__all__ = ["InstructorJudge", "ContractContext", "WrittenAnswer", "response_model", "written_answer",
+           "RETRYABLE_STATUS"]

@@ -87,7 +87,8 @@ def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
         path = Path(text)
         if not is_file(path):
             why = too_long(text)
-            raise FileNotFoundError(f"spec file not found: {shown_name(text)}" + (f" (the name is {why})" if why else ""))
+            said = f" (the name is {why})" if why else ""
+            raise FileNotFoundError(f"spec file not found: {shown_name(text)}{said}")
         return path
     if too_long(f"{text}.yaml"):
         raise FileNotFoundError(f"no scorer named {shown_name(text)!r}: a scorer's id names its file "

@@ -413,7 +413,8 @@ def in_the_users_spec(problems: list[Problem], doc: Document) -> list[Problem]:
     what fails there fails because of what this spec changed, and this spec is the file to edit.
     It is placed at the key of this spec that writes the section the problem is in (``stages``,
     ``reason``, …), else for a name not defined there at its ``vars`` when it writes them, else at
-    its ``extends:``; the message names the built-in's file, line and key path. Problems of a built-in loaded by itself, and of other files, are as found."""
+    its ``extends:``; the message names the built-in's file, line and key path. Problems of a
+    built-in loaded by itself, and of other files, are as found."""
     if len(doc.chain) < 2 or not doc.sources:
         return problems
     root = builtin_root().resolve()

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import Problem, SpecError
-from .catalog import builtin_prompts_dir, builtin_specs_dir, is_file, is_path, prompt_dirs, resolve_spec, shown_name, too_long
+from .catalog import (
+    builtin_prompts_dir,
+    builtin_specs_dir,
+    is_file,
+    is_path,
+    prompt_dirs,
+    resolve_spec,
+    shown_name,
+    too_long,
+)
 from .document import Document, Position, read_document
 
 KEYED_LISTS = {"stages": True, "checks": False, "reason": False}
