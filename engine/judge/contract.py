@@ -8,6 +8,9 @@ accepts). When the re-asks run out, the judge ends the call with `no_valid_answe
 from the last `AnswerInvalid` whether the item fails with kind ``check`` (the last answer matched
 the schema and a check still failed) or ``judge`` (the schema's error named).
 
+`written_answer` takes an answer out of an OpenAI-style completion as the judge wrote it (one
+tool call of the answer's function, or the message's whole content), for `AnswerContract.read`.
+
 A stage may keep the first items of a list its judge makes too long (`AnswerContract.keep_first`,
 the spec's ``keep_first:``): such a list past its schema's ``maxItems`` is no reason to ask again.
 The schema and the checks judge the answer with the list cut to its first ``maxItems`` (`kept`);
@@ -204,6 +207,59 @@ def json_objects(text: str) -> list[Any] | None:
     return found or None
 
 
+class WrittenAnswer:
+    """An answer as the judge wrote it: its `text` (a tool call's arguments, or the message's
+    whole content, a Markdown fence and words around the JSON included), and the `problem` that
+    refuses it before it is read (None when there is none)."""
+
+    __slots__ = ("text", "problem")
+
+    def __init__(self, text: str, problem: str | None = None):
+        self.text = text
+        self.problem = problem
+
+    def __repr__(self) -> str:  # pydantic's error text shows the input as this
+        return repr(self.text)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def written_answer(completion: Any, given: Any, tool: str | None) -> WrittenAnswer:
+    """The answer of an OpenAI-style `completion` as written: the arguments of its one call of the
+    function `tool` (another function's name, or more than one call, is a problem: the judge is
+    asked again), else its message's whole content; `given` (the text instructor took out of it)
+    when the completion has neither (another provider's)."""
+    text = given.decode("utf-8", errors="replace") if isinstance(given, (bytes, bytearray)) else as_text(given) or ""
+    try:
+        message = _field(_field(completion, "choices")[0], "message")
+    except (TypeError, IndexError, KeyError):
+        return WrittenAnswer(text)
+    calls = _field(message, "tool_calls") or []
+    if calls:
+        names = [_field(_field(call, "function"), "name") for call in calls]
+        if len(calls) > 1:
+            return WrittenAnswer(text, f"the answer made {len(calls)} tool calls ({', '.join(map(repr, names))}): "
+                                 f"answer with exactly one call of the function {tool!r}")
+        if tool is not None and names[0] != tool:
+            return WrittenAnswer(text, f"the answer called the function {names[0]!r}: answer by calling {tool!r}")
+        return WrittenAnswer(text)
+    content = _field(message, "content")
+    return WrittenAnswer(content if isinstance(content, str) else text)
+
+
+def as_text(value: Any) -> str | None:
+    """An answer's raw text: a string as it is; any other value a provider sent where text goes
+    (an object as the message content) as its JSON text; None for none."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def no_valid_answer(stage: str, attempts: int, last_error: str, last_invalid: AnswerInvalid | None, *,
                     raw_answer: str | None = None, usage: Any = None) -> ScorerRunError:
     """The failure of a call whose answers were all refused: kind ``check`` when the last answer
@@ -263,5 +319,5 @@ def schema_message(errors: list[Any]) -> str:
     return "the answer does not match the required JSON schema: " + "; ".join(parts)
 
 
-__all__ = ["AnswerContract", "AnswerInvalid", "FailedCheck", "json_objects", "no_valid_answer", "normalize_answer",
-           "answer_validator", "schema_message"]
+__all__ = ["AnswerContract", "AnswerInvalid", "FailedCheck", "WrittenAnswer", "as_text", "json_objects",
+           "no_valid_answer", "normalize_answer", "answer_validator", "schema_message", "written_answer"]

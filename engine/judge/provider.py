@@ -35,7 +35,7 @@ from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
 from ..core.errors import ScorerRunError
 from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
-from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .contract import AnswerContract, AnswerInvalid, WrittenAnswer, as_text, no_valid_answer, written_answer
 from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
@@ -318,48 +318,6 @@ class InstructorJudge:
         return exc
 
 
-class WrittenAnswer:
-    """An answer as the judge wrote it: its `text` (a tool call's arguments, or the message's
-    whole content, a Markdown fence and words around the JSON included), and the `problem` that
-    refuses it before it is read (None when there is none)."""
-
-    __slots__ = ("text", "problem")
-
-    def __init__(self, text: str, problem: str | None = None):
-        self.text = text
-        self.problem = problem
-
-    def __repr__(self) -> str:  # pydantic's error text shows the input as this
-        return repr(self.text)
-
-
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def written_answer(completion: Any, given: Any, tool: str | None) -> WrittenAnswer:
-    """The answer of an OpenAI-style `completion` as written: the arguments of its one call of the
-    function `tool` (another function's name, or more than one call, is a problem: the judge is
-    asked again), else its message's whole content; `given` (the text instructor took out of it)
-    when the completion has neither (another provider's)."""
-    text = given.decode("utf-8", errors="replace") if isinstance(given, (bytes, bytearray)) else _text(given) or ""
-    try:
-        message = _field(_field(completion, "choices")[0], "message")
-    except (TypeError, IndexError, KeyError):
-        return WrittenAnswer(text)
-    calls = _field(message, "tool_calls") or []
-    if calls:
-        names = [_field(_field(call, "function"), "name") for call in calls]
-        if len(calls) > 1:
-            return WrittenAnswer(text, f"the answer made {len(calls)} tool calls ({', '.join(map(repr, names))}): "
-                                 f"answer with exactly one call of the function {tool!r}")
-        if tool is not None and names[0] != tool:
-            return WrittenAnswer(text, f"the answer called the function {names[0]!r}: answer by calling {tool!r}")
-        return WrittenAnswer(text)
-    content = _field(message, "content")
-    return WrittenAnswer(content if isinstance(content, str) else text)
-
-
 def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
     """An asynchronous generator, started and left suspended, that closes `judge`'s clients of
     `loop` when the loop finalises it: ``loop.shutdown_asyncgens()``, which `asyncio.run` calls as
@@ -496,19 +454,8 @@ def _raw(completion: Any) -> str | None:
             return getattr(block, "text", None)
         return None
     if getattr(message, "tool_calls", None):
-        return _text(message.tool_calls[0].function.arguments)
-    return _text(message.content)
-
-
-def _text(value: Any) -> str | None:
-    """An answer's raw text: a string as it is; any other value a provider sent where text goes
-    (an object as the message content) as its JSON text; None for none."""
-    if value is None or isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+        return as_text(message.tool_calls[0].function.arguments)
+    return as_text(message.content)
 
 
 _WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")
@@ -523,5 +470,4 @@ def _short(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
     return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
 
 
-__all__ = ["InstructorJudge", "ContractContext", "WrittenAnswer", "response_model", "written_answer",
-           "RETRYABLE_STATUS"]
+__all__ = ["InstructorJudge", "ContractContext", "response_model", "RETRYABLE_STATUS"]
