@@ -5,6 +5,7 @@ beside ``language="en"`` (given: nothing to settle), in one process, one run.
 
     python tests/bench/bench_language.py            # about a minute on 2 cores
     python tests/bench/bench_language.py --quick    # a smoke run (figures mean nothing)
+    SCORESPEC_BENCH_REPO=../old python tests/bench/bench_language.py   # another checkout's engine
 
 Rows (each a median of ``--rounds`` rounds, the two settings alternating within a round):
 
@@ -30,7 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+import os
+
+# the checkout measured: this one, or another (``SCORESPEC_BENCH_REPO``, e.g. an older commit's
+# worktree, to measure before and after in one run)
+REPO = Path(os.environ.get("SCORESPEC_BENCH_REPO") or Path(__file__).resolve().parents[2])
 for path in (str(REPO), str(Path(__file__).resolve().parent)):
     if path not in sys.path:
         sys.path.insert(0, path)
@@ -101,7 +106,7 @@ def first_item() -> dict:
 def fresh_first_item(runs: int) -> dict:
     """`first_item` in `runs` fresh processes: the median milliseconds, and whether any loaded
     the detector."""
-    found = [json.loads(subprocess.run([sys.executable, __file__, "--first-item"], check=True,
+    found = [json.loads(subprocess.run([sys.executable, __file__, "--first-item"], check=True, env=os.environ,
                                        capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1])
              for _ in range(runs)]
     return {"first_item_ms": statistics.median(f["first_item_ms"] for f in found),
