@@ -36,10 +36,10 @@ import os
 # the checkout measured: this one, or another (``SCORESPEC_BENCH_REPO``, e.g. an older commit's
 # worktree, to measure before and after in one run)
 REPO = Path(os.environ.get("SCORESPEC_BENCH_REPO") or Path(__file__).resolve().parents[2])
-for path in (str(REPO), str(Path(__file__).resolve().parent)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))
 
+import engine  # noqa: E402,F401  (imported first: bench_textual's own path would otherwise pick this checkout's)
 from bench_textual import Mulberry32, make_pairs  # noqa: E402
 
 FRENCH = ("le chat dort sur la table pendant que les enfants jouent dans le jardin avec leurs amis "
