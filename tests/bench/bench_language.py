@@ -12,9 +12,9 @@ Rows (each a median of ``--rounds`` rounds, the two settings alternating within 
 - English pairs (the suite's random word pairs, `bench_textual.make_pairs`): items/s with
   ``auto`` and with ``en``, and the share of an ``auto`` item's time spent settling its language
   (1 − en/auto time per item);
-- French pairs (the same generator over French words, each text distinct): the same figures
-  when the detector must decide, and again with every item's text repeated (the detector's answer
-  for a sample is remembered);
+- French pairs (the same generator over French words, each text distinct, in every round): the
+  same figures when the detector must decide, and again with one text repeated (the detector's
+  answer for a sample is remembered);
 - the first item in a fresh process (``auto``, English): its milliseconds and whether the
   detector (py3langid) was loaded.
 
@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import os
@@ -46,12 +47,13 @@ FRENCH = ("le chat dort sur la table pendant que les enfants jouent dans le jard
           "et une voisine regarde depuis sa fenêtre").split(" ")
 
 
-def french_pairs(n: int, chars: int, seed: int) -> list[tuple[str, str]]:
+def french_pairs(n: int, chars: int, seed: int, first: int = 0) -> list[tuple[str, str]]:
     """`n` distinct French word pairs of about `chars` characters: a random text and a copy
-    with about 10 % of its words replaced (each text starts with its number, so none repeats)."""
+    with about 10 % of its words replaced (each text starts with its number, from `first`, so
+    none repeats)."""
     rng = Mulberry32(seed)
     pairs = []
-    for index in range(n):
+    for index in range(first, first + n):
         words, total = [str(index)], 0
         while total < chars:
             word = FRENCH[int(rng.rand() * len(FRENCH))]
@@ -72,19 +74,20 @@ def items_per_s(scorer, pairs: list[tuple[str, str]]) -> float:
     return len(pairs) / (time.perf_counter() - t0)
 
 
-def side_by_side(pairs: list[tuple[str, str]], rounds: int) -> dict:
-    """Median items/s with ``auto`` and with ``en`` over `pairs`, alternating per round, and
-    the share of an ``auto`` item's time spent settling its language."""
+def side_by_side(pairs_for: Callable[[int], list[tuple[str, str]]], rounds: int) -> dict:
+    """Median items/s with ``auto`` and with ``en``, alternating per round, each (round, setting)
+    over its own pairs, ``pairs_for(i)`` (so the detector's memory of earlier texts counts only
+    where the pairs repeat), and the share of an ``auto`` item's time spent settling its language."""
     from engine import load_scorer
 
     scorers = {"auto": load_scorer("textual_difference"),
                "en": load_scorer("textual_difference").with_language("en")}
     for scorer in scorers.values():
-        items_per_s(scorer, pairs[:20])  # warm up (the detector loaded, if needed)
+        items_per_s(scorer, pairs_for(0)[:20])  # warm up (the detector loaded, if needed)
     rates: dict[str, list[float]] = {"auto": [], "en": []}
-    for _ in range(rounds):
-        for name, scorer in scorers.items():
-            rates[name].append(items_per_s(scorer, pairs))
+    for index in range(rounds):
+        for offset, (name, scorer) in enumerate(scorers.items()):
+            rates[name].append(items_per_s(scorer, pairs_for(1 + 2 * index + offset)))
     auto, given = statistics.median(rates["auto"]), statistics.median(rates["en"])
     return {"auto_items_per_s": round(auto), "en_items_per_s": round(given),
             "language_share": round(max(0.0, 1 - auto / given), 3)}
@@ -115,14 +118,12 @@ def fresh_first_item(runs: int) -> dict:
 
 def measure(quick: bool) -> dict:
     n, rounds, runs = (100, 1, 1) if quick else (2000, 5, 5)
-    english = make_pairs(n, 500, 42)
-    french = french_pairs(n, 500, 42)
-    repeated = [french[0]] * n
+    french_one = french_pairs(1, 500, 42)
     return {"items": n, "rounds": rounds,
             "first": fresh_first_item(runs),
-            "english": side_by_side(english, rounds),
-            "french_distinct": side_by_side(french, rounds),
-            "french_repeated": side_by_side(repeated, rounds)}
+            "english": side_by_side(lambda i: make_pairs(n, 500, 42 + i), rounds),
+            "french_distinct": side_by_side(lambda i: french_pairs(n, 500, 42 + i, first=i * n), rounds),
+            "french_repeated": side_by_side(lambda i: french_one * n, rounds)}
 
 
 def markdown(figures: dict) -> str:
