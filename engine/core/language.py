@@ -43,7 +43,7 @@ CACHED_TEXTS = 4096
 _ENGLISH_WORDS = frozenset("""
 a about above across after again against all also among an and any are as at be because been
 before being below between both but by can could did do does down during each every few for from
-had has have he her here him his how i if in into is it its just may me might more most much must
+had has have he her here him his how i if in into is it its just many may me might more most much must
 my no not now of off on once only or other our out over own same she should so some such than
 that the their them then there these they this those through to too under until up upon us very
 was we were what when where which while who whom why will with within without would yet you your
@@ -63,7 +63,7 @@ _ENGLISH_SAMPLE_CHARS = 300
 #: The fewest words a text needs before its function words say anything.
 _MIN_WORDS = 8
 #: The least share of English function words among a text's words (English prose: 40-55 %).
-_MIN_ENGLISH_SHARE = 0.25
+_MIN_ENGLISH_SHARE = 0.2
 
 _CODES = """
 aa Afar|ab Abkhazian|ae Avestan|af Afrikaans|ak Akan|am Amharic|an Aragonese|ar Arabic|as Assamese|av Avaric|
@@ -150,7 +150,7 @@ def _detector() -> Any:
 
 def obviously_english(text: str) -> bool:
     """Whether the first 300 characters of `text` are obviously English: plain ASCII,
-    at least 8 words, at least 25 % of them English function words (``the``, ``of``, ``and``,
+    at least 8 words, at least 20 % of them English function words (``the``, ``of``, ``and``,
     ...) and none a function word of another language written in ASCII (``der``, ``les``,
     ``que``, ...). A text that is not may still be English: the detector decides it."""
     sample = text[:_ENGLISH_SAMPLE_CHARS]

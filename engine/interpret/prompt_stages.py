@@ -260,7 +260,11 @@ class PromptRunner:
                 raws.append(last.raw)
                 record.attempts += last.attempts
                 record.usage.add(last.usage)
-                _check_past_bound(call.contract, last, pages.bounds, stage.id)
+                try:
+                    _check_past_bound(call.contract, last, pages.bounds, stage.id)
+                except ScorerRunError as exc:
+                    exc.message = f"page {pages.pages + 1}: {exc.message}"
+                    raise
                 pages.add(last.data)
         finally:
             if len(raws) > 1:
