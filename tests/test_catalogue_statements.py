@@ -127,7 +127,7 @@ def test_answer_relevancy_asks_about_one_statement_at_a_time_with_the_input():
 def test_answer_relevancy_partial_options_keep_the_other_defaults(options, expected):
     relevancy, _ = scorer("answer_relevancy", RELEVANCY, **options)
     assert relevancy.run(input="q?", output="a").score == expected
-    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, "maxStatements": 25, **options}
+    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, "maxStatements": None, **options}
 
 
 @pytest.mark.parametrize("output", ["", "   "])

@@ -21,7 +21,7 @@ from .. import functions
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from ..core.schemas import answer_keys, schema_error
-from .answer_fields import BOOL_WORDS, keep_first_of, probabilities_of
+from .answer_fields import BOOL_WORDS, keep_first_of, pages_of, probabilities_of
 from .catalog import builtin_root, prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
@@ -235,6 +235,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     shape = keys if stage.result is None and stage.for_each is None else None
     probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
     keep_first = keep_first_of(stage, key, c.doc)
+    pages = pages_of(stage, key, c.doc)
     if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
@@ -242,7 +243,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
-        sampling=sampling, probabilities=probabilities, keep_first=keep_first,
+        sampling=sampling, probabilities=probabilities, keep_first=keep_first, pages=pages,
         examples=checked_examples(stage, key, schema_exprs, c.doc),
     )
     return plan, shape
@@ -300,7 +301,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if isinstance(stage, PromptStage) and stage.probabilities is not False:
             with_probs.add(stage.id)
             scope = scope.with_names(answer_probs=frozenset(with_probs))
-        if isinstance(stage, PromptStage) and stage.keep_first:
+        if isinstance(stage, PromptStage) and (stage.keep_first or stage.pages):
             with_listed.add(stage.id)
             scope = scope.with_names(listed=frozenset(with_listed))
     return plans, scope
