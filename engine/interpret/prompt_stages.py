@@ -195,7 +195,8 @@ class PromptRunner:
             temperature = stage.sampling.temperature
         asked = stage.probabilities is not False and wants_probs(stage, ns)
         call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
-                         sample_index or 0, probabilities=asked)
+                         sample_index or 0, probabilities=asked, reasoning_effort=stage.reasoning_effort,
+                         reasoning_tokens=stage.reasoning_tokens, family=stage.family)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)

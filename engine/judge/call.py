@@ -30,7 +30,11 @@ class JudgeCall:
     often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens;
     `sample_index` which sample of a sampled stage's question this is (0 for the first, and for
     a stage asked once): the judge-call cache keys each sample apart; `probabilities`: also
-    report the answer's label probabilities (`JudgeAnswer.answer_probs`), when the judge can."""
+    report the answer's label probabilities (`JudgeAnswer.answer_probs`), when the judge can;
+    `reasoning_effort` (``minimal``/``low``/``medium``/``high``, or None), `reasoning_tokens` (the
+    reasoning budget added to `max_tokens` for a reasoning model, None: the judge's default) and
+    `family` (the spec's declared model family, None: the table's): how a reasoning model is asked
+    (`engine.judge.model_params`)."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -40,6 +44,9 @@ class JudgeCall:
     max_tokens: int = 1024
     sample_index: int = 0
     probabilities: bool = False
+    reasoning_effort: str | None = None
+    reasoning_tokens: int | None = None
+    family: str | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

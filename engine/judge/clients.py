@@ -12,6 +12,7 @@ from typing import Any
 
 from .call import MissingCredentials
 from .identity import provider_identity
+from .model_params import shape_for
 from .openai_path import UnreadableResponse, direct_create, http_client
 from .provider import InstructorJudge
 from .redaction import environment_keys
@@ -34,20 +35,24 @@ def parse_mode(mode: str) -> Any:
 
 
 def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
-                 timeout_s: float = 120.0, context_window: int | None = None) -> InstructorJudge:
+                 timeout_s: float = 120.0, context_window: int | None = None, family: str | None = None,
+                 reasoning_tokens: int | None = None) -> InstructorJudge:
     """The provider judge for a ``provider/model`` string (one try per call; no retries).
 
     mode (or ``SCORESPEC_MODE``): instructor's structured-output mode, default per provider
     (a call that wants label probabilities goes to ``openai``/``ollama`` in json_schema mode,
     with ``logprobs``; other providers report none).
-    timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. The judge
-    makes one client per event loop. Raises `ValueError` for a bad mode or window, ImportError
+    timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. family,
+    reasoning_tokens: what the model accepts and its reasoning budget (`engine.judge.model_params`:
+    the table's family unless `family` names one). The judge makes one client per event loop.
+    Raises `ValueError` for a bad mode, window, family or budget, ImportError
     when the provider's package is missing, `engine.judge.call.MissingCredentials` when the
     provider's client refuses to be built without an API key (or endpoint).
     """
     import instructor
 
     window = WindowCheck(resolve_window(model, context_window), model)
+    shape = shape_for(model, family, reasoning_tokens)
     provider, name = model.split("/", 1)
     mode = mode or os.environ.get("SCORESPEC_MODE")
     inst_mode = parse_mode(mode) if mode else None
@@ -58,7 +63,7 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
             base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
             api_key = api_key or "ollama"
         identity = provider_identity(model, base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                                     mode=inst_mode or instructor.Mode.TOOLS)
+                                     mode=inst_mode or instructor.Mode.TOOLS, shape=shape)
         key = api_key or os.environ.get("OPENAI_API_KEY") or (
             "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
 
@@ -74,13 +79,13 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
         return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
                                client_factory=build, window=window, identity=identity, logprobs=True,
-                               probs_client_factory=probs_build)
+                               probs_client_factory=probs_build, shape=shape)
     elif provider == "anthropic":
         import anthropic
 
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         identity = provider_identity(model, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                                     mode=inst_mode or instructor.Mode.TOOLS)
+                                     mode=inst_mode or instructor.Mode.TOOLS, shape=shape)
 
         def build() -> Any:
             client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
@@ -99,7 +104,7 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment_keys()), client_factory=build,
                                window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
     return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
-                           client_factory=build, window=window, identity=identity)
+                           client_factory=build, window=window, identity=identity, shape=shape)
 
 
 def _set_up(build: Any) -> Any:

@@ -24,6 +24,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import math
 import re
 import time
 import weakref
@@ -31,11 +32,12 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
+from ..core.answer_probs import probs_from_completion
 from ..core.errors import ScorerRunError
 from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .model_params import RequestShape
 from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
@@ -130,15 +132,17 @@ class InstructorJudge:
     parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
     are asked together (`engine.interpret.fan_out`; 1: one after another); lead_alone: ask such a
     stage's first element alone first, so a prompt cache reads the prefix the elements share
-    once. Raises `ScorerRunError` from `ask`.
+    once. shape: what the model accepts in a request (`engine.judge.model_params.RequestShape`;
+    None: a chat model's parameters). Raises `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
                  window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
                  logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None,
-                 parallel_calls: int = 1, lead_alone: bool = False):
+                 parallel_calls: int = 1, lead_alone: bool = False, shape: RequestShape | None = None):
         self.client = client
+        self.shape = shape or RequestShape()
         self.parallel_calls = parallel_calls
         self.lead_alone = lead_alone
         self.sample_seeds = sample_seeds
@@ -205,12 +209,15 @@ class InstructorJudge:
         hooks = Hooks()
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
         hooks.on("completion:response", _stop_if_filtered)
-        extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
+        probabilities = call.probabilities and self.logprobs and self.shape.gives_probabilities(call)
+        sent = self.shape.params(call, probabilities)  # what this model accepts (`engine.judge.model_params`)
+        # a chat request's parameters in the order they have always been sent
+        params: dict[str, Any] = {k: sent.pop(k) for k in ("temperature", "max_tokens") if k in sent}
+        if self.model_name:
+            params["model"] = self.model_name
         if self.sample_seeds and call.sample_index:
-            extra["seed"] = call.sample_index
-        probabilities = call.probabilities and self.logprobs
-        if probabilities:
-            extra.update(logprobs=True, top_logprobs=TOP_ALTERNATIVES)
+            params["seed"] = call.sample_index
+        params.update(sent)
         usage = Usage()
         compiled = call.contract.compiled  # the stage's schema, compiled once (`engine.core.answer_schema`)
         assert compiled is not None
@@ -224,9 +231,7 @@ class InstructorJudge:
                 max_retries=call.max_reasks,
                 context=ContractContext(call.contract),
                 hooks=hooks,
-                temperature=call.temperature,
-                max_tokens=call.max_tokens,
-                **extra,
+                **params,
             )
         except _Filtered as stopped:
             usage.seconds = time.perf_counter() - started
@@ -238,7 +243,8 @@ class InstructorJudge:
             raise self._failure(error, usage, reasks=n - 1) from None
         except (InstructorRetryException, IncompleteOutputException) as exc:
             usage.seconds = time.perf_counter() - started
-            _add_tokens(usage, getattr(exc, "total_usage", None))
+            _add_tokens(usage, _reported(getattr(exc, "last_completion", None), getattr(exc, "total_usage", None)),
+                        calls=max(calls[0], 1))
             n = max(calls[0], 1)
             error = self._classify_wrapped(exc, call, n)
             raise self._failure(error, usage, reasks=0 if error.kind in ("transport", "auth") else n - 1) from None
@@ -248,7 +254,7 @@ class InstructorJudge:
         usage.seconds = time.perf_counter() - started
         n = max(calls[0], 1)
         usage.calls, usage.reasks = n, n - 1
-        _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
+        _add_tokens(usage, _reported(completion, getattr(answer, "_total_usage", None)), calls=n)
         probs = probs_from_completion(completion, call.schema, fields=compiled.labels) if probabilities else None
         return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
                            answer_probs=probs or None)
@@ -413,11 +419,46 @@ def _describe(exc: BaseException, redact_text: Callable[[str], str | None]) -> s
     return f"{text}: {(redact_text(said) or '')[:300]}"
 
 
-def _add_tokens(usage: Usage, total: Any) -> None:
-    if total is None:
+def _add_tokens(usage: Usage, total: Any, calls: int = 1) -> None:
+    """Add the tokens a provider reported (`total`: OpenAI's ``usage`` with ``prompt_tokens``,
+    ``completion_tokens`` and ``completion_tokens_details.reasoning_tokens``, or Anthropic's with
+    ``input_tokens`` and ``output_tokens``) to `usage`. Reasoning tokens are output tokens (OpenAI
+    counts them in ``completion_tokens``) and are also counted apart. A usage that is missing or
+    holds no whole, finite, non-negative count (NaN, a string) adds nothing and counts the `calls`
+    as unreported: their tokens are unknown, never 0."""
+    tokens_in = _count(total, "prompt_tokens", "input_tokens")
+    tokens_out = _count(total, "completion_tokens", "output_tokens")
+    if tokens_in is None or tokens_out is None:
+        usage.unreported += calls
         return
-    usage.tokens_in += int(getattr(total, "prompt_tokens", None) or getattr(total, "input_tokens", 0) or 0)
-    usage.tokens_out += int(getattr(total, "completion_tokens", None) or getattr(total, "output_tokens", 0) or 0)
+    usage.tokens_in += tokens_in
+    usage.tokens_out += tokens_out
+    usage.reasoning_tokens += _count(getattr(total, "completion_tokens_details", None), "reasoning_tokens") or 0
+
+
+def _reported(completion: Any, total: Any) -> Any:
+    """The usage to count for a call whose last answer was `completion` and whose answers'
+    usage instructor summed in `total`: None when that answer carried none (the server reports
+    no usage: unknown, not 0), else `total` (or the answer's own)."""
+    own = getattr(completion, "usage", None) if completion is not None else None
+    if completion is not None and own is None:
+        return None
+    return total if total is not None else own
+
+
+def _count(usage: Any, *names: str) -> int | None:
+    """The first of `names` that `usage` holds as a whole count >= 0; None when none does."""
+    if usage is None:
+        return None
+    for name in names:
+        value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int) and value >= 0:
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+            return int(value)
+    return None
 
 
 def _raw(completion: Any) -> str | None:

@@ -78,6 +78,8 @@ class PromptStagePlan:
     ``maxItems`` items are kept when the judge lists more, instead of asking again
     (`engine.judge.contract.AnswerContract.kept`); how many it listed is ``listed.STAGE``.
     examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
+    reasoning_effort, reasoning_tokens, family: how a reasoning model is asked (the stage's, else the
+    judge block's; `engine.judge.model_params`), None when not given.
     """
 
     id: str
@@ -96,6 +98,9 @@ class PromptStagePlan:
     keep_first: tuple[str, ...] = ()
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
     examples: tuple[Mapping[str, Any], ...] = ()
+    reasoning_effort: str | None = None
+    reasoning_tokens: int | None = None
+    family: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
