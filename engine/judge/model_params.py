@@ -184,6 +184,23 @@ class RequestShape:
         return {"temperature": sent.get("temperature", FIXED_TEMPERATURE), "max_tokens": sent[family.limit],
                 "probabilities": probabilities and family.logprobs, "request": {"family": family.name, **extra}}
 
+    def cut_off(self, call: JudgeCall, completion: Any = None) -> str:
+        """Why an answer stopped at its limit (``finish_reason: length``), with what to raise: the
+        answer's room for a chat model; for a reasoning model the limit sent, the reasoning tokens
+        spent (from `completion`'s usage, when reported) and the reasoning budget."""
+        family = self.family_for(call)
+        if not family.reasoning:
+            return (f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); not parsed "
+                    "(raise judge.max_tokens or the stage's max_tokens)")
+        details = getattr(getattr(completion, "usage", None), "completion_tokens_details", None)
+        spent = getattr(details, "reasoning_tokens", None)
+        spent_text = f", {spent} of them spent reasoning" if isinstance(spent, int) else ""
+        budget = self.budget(call)
+        return (f"the answer was cut off at {family.limit}={call.max_tokens + budget} (finish_reason length"
+                f"{spent_text}): the stage's max_tokens={call.max_tokens} for the answer plus a reasoning budget "
+                f"of judge.reasoning_tokens={budget}; not parsed (raise judge.reasoning_tokens, or lower "
+                "judge.reasoning_effort)")
+
     def sampled_at(self, call: JudgeCall) -> float:
         """The temperature the model samples `call` at: the call's, or `FIXED_TEMPERATURE` for a
         family that takes no temperature."""

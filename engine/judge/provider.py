@@ -265,10 +265,9 @@ class InstructorJudge:
 
         cause = exc.__cause__ or exc
         if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
-            error = ScorerRunError(
-                "truncated", f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); "
-                "not parsed (raise judge.max_tokens or the stage's max_tokens)",
-                stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)), attempts=n)
+            error = ScorerRunError("truncated", self.shape.cut_off(call, getattr(cause, "last_completion", None)),
+                                   stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)),
+                                   attempts=n)
         elif _is_transport(cause) or isinstance(getattr(cause, "status_code", None), int):
             error = self._classify(cause, call.stage, n)  # the provider answered with an HTTP error
         else:
