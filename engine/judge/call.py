@@ -68,13 +68,16 @@ class JudgeAnswer:
     first items of, `AnswerContract.keep_first`, as long as the judge wrote it), `raw` (the text
     the model sent), `attempts` (calls made for it) and `usage`. `answer_probs`: for a call that asked for
     probabilities, each label field the judge reported them for → {value: probability}
-    (`engine.core.answer_probs`); None when it reported none (or was not asked)."""
+    (`engine.core.answer_probs`); None when it reported none (or was not asked). `sampled_at`: the
+    temperature the model sampled at when it takes only its own (a reasoning model: 1) and the
+    call asked for another; None otherwise."""
 
     data: Any
     raw: str
     attempts: int = 1
     usage: Usage = field(default_factory=Usage)
     answer_probs: dict[str, dict[str, float]] | None = None
+    sampled_at: float | None = None
 
 
 class Judge(Protocol):

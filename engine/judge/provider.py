@@ -197,6 +197,19 @@ class InstructorJudge:
         return redact(text, self._secrets)
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        """One try at `call`. A call that wants label probabilities from a model that refuses
+        ``logprobs`` (an HTTP 400 naming them) is asked again without, and this judge asks none
+        from then on: one refused request per judge, not one per item; the stage then counts the
+        hard labels (`JudgeAnswer.answer_probs` None)."""
+        try:
+            return await self._ask(call)
+        except ScorerRunError as exc:
+            if not (call.probabilities and self.logprobs and exc.kind == "judge" and _refuses_logprobs(exc.message)):
+                raise
+            self.logprobs = False  # learnt once: every later call of this judge asks for none
+            return await self._ask(call)
+
+    async def _ask(self, call: JudgeCall) -> JudgeAnswer:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
         from instructor.core.hooks import Hooks
 
@@ -256,8 +269,10 @@ class InstructorJudge:
         usage.calls, usage.reasks = n, n - 1
         _add_tokens(usage, _reported(completion, getattr(answer, "_total_usage", None)), calls=n)
         probs = probs_from_completion(completion, call.schema, fields=compiled.labels) if probabilities else None
+        sampled_at = self.shape.sampled_at(call)
         return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
-                           answer_probs=probs or None)
+                           answer_probs=probs or None,
+                           sampled_at=sampled_at if sampled_at != call.temperature else None)
 
     def _classify_wrapped(self, exc: BaseException, call: JudgeCall, n: int) -> ScorerRunError:
         """The failure instructor raised after its tries (`n` answers received)."""
@@ -290,6 +305,10 @@ class InstructorJudge:
             return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
                                   f"than the model's context window ({described}); shorten the item's text, or "
                                   "use a model with a larger window", stage=stage, attempts=attempts)
+        if getattr(exc, "status_code", None) == 404:
+            described += (" (HTTP 404: the server has no such path or model: check --base-url, which for an "
+                          "OpenAI-compatible server usually ends in /v1, and the model name; `scorespec doctor "
+                          f"--model {self.model}` checks both)")
         return ScorerRunError("judge", described, stage=stage, attempts=attempts)
 
     def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:
@@ -300,6 +319,11 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
+
+
+def _refuses_logprobs(message: str) -> bool:
+    """Whether a provider's refusal (HTTP 400) names the ``logprobs`` parameters."""
+    return "HTTP 400" in message and "logprobs" in message.lower()
 
 
 def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
@@ -465,9 +489,10 @@ def _raw(completion: Any) -> str | None:
     try:
         message = completion.choices[0].message
     except (AttributeError, IndexError, TypeError):
-        content = getattr(completion, "content", None)  # anthropic
+        content = getattr(completion, "content", None)  # anthropic: thinking blocks come before the answer
         if isinstance(content, list) and content:
-            block = content[0]
+            blocks = [b for b in content if getattr(b, "type", None) not in ("thinking", "redacted_thinking")]
+            block = blocks[0] if blocks else content[0]
             if hasattr(block, "input"):
                 return json.dumps(getattr(block, "input", None))
             return getattr(block, "text", None)
