@@ -7,6 +7,7 @@ layer retries and counts every one); other providers go through `instructor.from
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -84,6 +85,8 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         import anthropic
 
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not _takes_temperature(anthropic):  # the SDK from 1.x has no such parameter
+            shape = dataclasses.replace(shape, temperature_taken=False)
         identity = provider_identity(model, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
                                      mode=inst_mode or instructor.Mode.TOOLS, shape=shape)
 
@@ -105,6 +108,16 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
                                window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
     return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
                            client_factory=build, window=window, identity=identity, shape=shape)
+
+
+def _takes_temperature(anthropic: Any) -> bool:
+    """Whether the installed anthropic SDK's ``messages.create`` takes a ``temperature``."""
+    import inspect
+
+    try:
+        return "temperature" in inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
+    except (AttributeError, TypeError, ValueError):
+        return True
 
 
 def _set_up(build: Any) -> Any:

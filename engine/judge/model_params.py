@@ -126,11 +126,14 @@ class RequestShape:
     """How a judge's calls become request parameters: the model's family from the table
     (`table_family`) unless the judge's settings name one (`family`, which wins over a spec's),
     and the reasoning budget (`reasoning_tokens`, tokens > 0; None: a call's own, else
-    `DEFAULT_REASONING_TOKENS`)."""
+    `DEFAULT_REASONING_TOKENS`). `temperature_taken`: False for a client that takes no
+    ``temperature`` at all (the anthropic SDK from 1.x): none is sent and the model samples at its
+    default, 1."""
 
     table_family: str = "chat"
     family: str | None = None
     reasoning_tokens: int | None = None
+    temperature_taken: bool = True
 
     def family_for(self, call: JudgeCall) -> Family:
         """The family a call is sent as: the settings' family, else the call's (its spec's
@@ -153,7 +156,7 @@ class RequestShape:
 
         family = self.family_for(call)
         sent: dict[str, Any] = {}
-        if family.temperature:
+        if family.temperature and self.temperature_taken:
             sent["temperature"] = call.temperature
         limit = call.max_tokens + (self.budget(call) if family.reasoning else 0)
         sent[family.limit] = limit
@@ -177,7 +180,7 @@ class RequestShape:
         version)."""
         family = self.family_for(call)
         sent = self.params(call, probabilities)
-        if family.name == "chat":
+        if family.name == "chat" and self.temperature_taken:
             return {"temperature": call.temperature, "max_tokens": call.max_tokens,
                     "probabilities": probabilities, "request": None}
         extra = {k: v for k, v in sent.items() if k not in ("temperature", "logprobs", "top_logprobs")}
@@ -204,7 +207,8 @@ class RequestShape:
     def sampled_at(self, call: JudgeCall) -> float:
         """The temperature the model samples `call` at: the call's, or `FIXED_TEMPERATURE` for a
         family that takes no temperature."""
-        return call.temperature if self.family_for(call).temperature else FIXED_TEMPERATURE
+        taken = self.family_for(call).temperature and self.temperature_taken
+        return call.temperature if taken else FIXED_TEMPERATURE
 
 
 def shape_for(model: str, family: str | None = None, reasoning_tokens: int | None = None) -> RequestShape:
