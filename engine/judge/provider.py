@@ -24,7 +24,6 @@ import asyncio
 import email.utils
 import json
 import logging
-import math
 import re
 import time
 import weakref
@@ -38,6 +37,8 @@ from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, no_valid_answer
 from .model_params import RequestShape
+from .usage import add_tokens as _add_tokens
+from .usage import reported as _reported
 from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
@@ -440,48 +441,6 @@ def _describe(exc: BaseException, redact_text: Callable[[str], str | None]) -> s
     if type(exc).__name__ in ("APIConnectionError", "APITimeoutError") and cause is not None and str(cause):
         said += f" ({type(cause).__name__}: {cause})"  # the client says only "Connection error.": why
     return f"{text}: {(redact_text(said) or '')[:300]}"
-
-
-def _add_tokens(usage: Usage, total: Any, calls: int = 1) -> None:
-    """Add the tokens a provider reported (`total`: OpenAI's ``usage`` with ``prompt_tokens``,
-    ``completion_tokens`` and ``completion_tokens_details.reasoning_tokens``, or Anthropic's with
-    ``input_tokens`` and ``output_tokens``) to `usage`. Reasoning tokens are output tokens (OpenAI
-    counts them in ``completion_tokens``) and are also counted apart. A usage that is missing or
-    holds no whole, finite, non-negative count (NaN, a string) adds nothing and counts the `calls`
-    as unreported: their tokens are unknown, never 0."""
-    tokens_in = _count(total, "prompt_tokens", "input_tokens")
-    tokens_out = _count(total, "completion_tokens", "output_tokens")
-    if tokens_in is None or tokens_out is None:
-        usage.unreported += calls
-        return
-    usage.tokens_in += tokens_in
-    usage.tokens_out += tokens_out
-    usage.reasoning_tokens += _count(getattr(total, "completion_tokens_details", None), "reasoning_tokens") or 0
-
-
-def _reported(completion: Any, total: Any) -> Any:
-    """The usage to count for a call whose last answer was `completion` and whose answers'
-    usage instructor summed in `total`: None when that answer carried none (the server reports
-    no usage: unknown, not 0), else `total` (or the answer's own)."""
-    own = getattr(completion, "usage", None) if completion is not None else None
-    if completion is not None and own is None:
-        return None
-    return total if total is not None else own
-
-
-def _count(usage: Any, *names: str) -> int | None:
-    """The first of `names` that `usage` holds as a whole count >= 0; None when none does."""
-    if usage is None:
-        return None
-    for name in names:
-        value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
-        if isinstance(value, bool) or value is None:
-            continue
-        if isinstance(value, int) and value >= 0:
-            return value
-        if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
-            return int(value)
-    return None
 
 
 def _raw(completion: Any) -> str | None:
