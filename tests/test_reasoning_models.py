@@ -396,3 +396,44 @@ def test_eval_on_a_reasoning_server_scores_every_item_and_counts_reasoning_token
     assert usage.calls == asked
     assert usage.reasoning_tokens == 256 * asked
     assert usage.tokens_out >= usage.reasoning_tokens + asked  # each answer's own tokens on top
+
+
+def test_a_server_dripping_its_answer_is_cut_off_at_the_request_deadline():
+    import socket
+    import threading
+    import time
+
+    body = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"verdict": "yes"}'}}]})
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def drip():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                     .encode())
+        for byte in body.encode():  # one byte every 0.2 s: each read is quick, the whole is not
+            if stop.is_set():
+                break
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.2)
+        conn.close()
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    judge = make_judge("openai/gpt-4o-mini", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+                       api_key="test", timeout_s=1.0, retry=RetryPolicy(max_retries=0), mode="json")
+    try:
+        with pytest.raises(Exception) as failed:
+            ask(judge, call())
+    finally:
+        stop.set()
+        listener.close()
+    assert failed.value.kind == "transport"
+    assert "APITimeoutError" in failed.value.message
