@@ -437,3 +437,13 @@ def test_a_server_dripping_its_answer_is_cut_off_at_the_request_deadline():
         listener.close()
     assert failed.value.kind == "transport"
     assert "APITimeoutError" in failed.value.message
+
+
+def test_option_flag_sets_a_judge_setting_for_every_scorer():
+    from engine.cli.app import parse_options
+    from engine.spec.compile import load_spec
+
+    compiled = [load_spec("faithfulness"), load_spec("answer_relevancy")]
+    assert parse_options(["judge.reasoning_effort=low", "faithfulness.judge.reasoning_tokens=2000"], compiled) == {
+        "faithfulness": {"judge.reasoning_effort": "low", "judge.reasoning_tokens": 2000},
+        "answer_relevancy": {"judge.reasoning_effort": "low"}}
