@@ -311,3 +311,17 @@ def test_compare_reports_the_difference_of_corrected_pass_rates(fake_server, tmp
     diff = corrected["differences"]["grounded@draft"]
     assert diff["value"] == pytest.approx(0.0, abs=1e-12) and diff["ci"][0] < 0 < diff["ci"][1]
     assert "grounded@draft − grounded: +0.0000" in result.stderr
+
+
+def test_graded_calibration_gives_spearman_with_an_interval(write_spec):
+    path = write_spec("grounded", YES_NO_SPEC, {"grounded/judge.j2": YES_NO_PROMPT})
+    judge = FakeJudge({"judge": lambda call: _reply({"messages": call.messages})})
+    rows = [{"id": f"g{i}", "output": ("yes " if i % 3 else "no ") + str(i), "label": 1 + (i % 3) * 2}
+            for i in range(30)]
+    report = calibrate(load_scorer(str(path), judge=judge), rows, store=False)
+    assert report.kind == "graded" and report.spearman == pytest.approx(report.spearman_ci.value)
+    low, high = report.spearman_ci.ci
+    assert low <= report.spearman <= high
+    figures = report.to_json_dict()
+    assert figures["spearman"]["value"] == pytest.approx(report.spearman) and figures["spearman"]["ci"] == [low, high]
+    assert "spearmanCi" not in figures and figures["truePositiveRate"] is None

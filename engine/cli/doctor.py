@@ -36,8 +36,7 @@ def doctor_cmd(model: str = typer.Option(..., "--model", help="The judge to chec
     """Check what a judge model's server can do before a run: a handful of tiny requests (a few
     tokens each), then the mode and settings scorespec will use. Exit 0 when a scorer can run,
     1 when it cannot (the reason on the last line)."""
-    import os
-
+    from ..core import environment
     from ..judge.model import ModelError, check_model, is_local
 
     try:
@@ -53,7 +52,7 @@ def doctor_cmd(model: str = typer.Option(..., "--model", help="The judge to chec
         if provider not in ("openai", "ollama") and not base_url:
             fail(f"doctor probes OpenAI-compatible servers (openai/…, ollama/…, or any model with --base-url); "
                  f"{provider}/… is not one")
-        found = probe(model, base_url=base_url, mode=mode or os.environ.get("SCORESPEC_MODE"),
+        found = probe(model, base_url=base_url, mode=mode or environment.value("SCORESPEC_MODE"),
                       timeout_s=timeout_s).to_json_dict()
     if as_json:
         typer.echo(json.dumps(found, indent=2, ensure_ascii=False))

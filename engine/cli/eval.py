@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ..core import environment
 from .app import EXIT_INTERRUPTED, app, fail
 from .cache import command_cache
 from .ci_files import ITEM_CUTOFF_HELP, item_cutoffs_or_exit, write_reports_or_exit
@@ -193,7 +194,7 @@ def eval_cmd(
                            language=language)
     # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
-    model = model or os.environ.get("SCORESPEC_MODEL") or None
+    model = model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),

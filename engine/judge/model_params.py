@@ -30,10 +30,10 @@ this module builds (`RequestShape.identity_fields`), so what is keyed is what is
 from __future__ import annotations
 
 import fnmatch
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import environment
 from .call import JudgeCall
 
 __all__ = ["DEFAULT_REASONING_TOKENS", "EFFORTS", "FAMILIES", "FAMILY_ENV", "KNOWN", "Family", "RequestShape",
@@ -111,7 +111,7 @@ def family_of(model: str, declared: str | None = None) -> str:
     for a declared or environment family that is not one of `FAMILIES`."""
     if declared is not None:
         return check_family(declared)
-    env = os.environ.get(FAMILY_ENV)
+    env = environment.value(FAMILY_ENV)
     if env:
         return check_family(env.strip(), f"${FAMILY_ENV}")
     provider, _, name = model.partition("/")

@@ -80,16 +80,17 @@ def probe(model: str, *, base_url: str | None = None, api_key: str | None = None
     user chose (``tools``, ``json_schema``, ``json``/``json_object``, ``md_json``); None: the
     default, ``tools``. Never raises for what the server does; raises ImportError without the
     ``openai`` package."""
-    import os
-
     import openai
+
+    from ..core import environment
+    from .settings import OLLAMA_DEFAULT_URL
 
     provider, _, name = model.partition("/")
     if provider == "ollama":
-        base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
+        base_url = base_url or environment.value("OLLAMA_BASE_URL") or OLLAMA_DEFAULT_URL
         api_key = api_key or "ollama"
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-    key = api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+    base_url = base_url or environment.value("OPENAI_BASE_URL")
+    key = api_key or environment.value("OPENAI_API_KEY") or ("not-needed" if base_url else None)
     shape = shape_for(model, family, PROBE_REASONING_TOKENS)
     found = Findings(model, base_url, family=shape.family or shape.table_family)
     if key is None:
