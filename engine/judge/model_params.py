@@ -180,7 +180,7 @@ class RequestShape:
         version)."""
         family = self.family_for(call)
         sent = self.params(call, probabilities)
-        if family.name == "chat" and self.temperature_taken:
+        if family.name == "chat":  # also a client that takes no temperature: the keys of before
             return {"temperature": call.temperature, "max_tokens": call.max_tokens,
                     "probabilities": probabilities, "request": None}
         extra = {k: v for k, v in sent.items() if k not in ("temperature", "logprobs", "top_logprobs")}
