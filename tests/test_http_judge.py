@@ -11,7 +11,7 @@ from conftest import SPEC_FIXTURES, fast_judge, verdicts
 from engine.bind.load import load_scorer
 from engine.interpret.scorer import Scorer
 from engine.spec.compile import compile_file
-from engine.testing.fake_openai import Fault
+from engine.testing.fake_replies import Fault
 
 CLAIMS = {"claims": ["A", "B"]}
 REASON = {"reason": "Two claims, one supported."}
@@ -90,7 +90,8 @@ def test_faithfulness_verdict_schema_sent_per_claim(fake_server, faithfulness):
         assert sorted(params["required"]) == ["reason", "verdict"]
 
 
-def test_c02_verdict_case_over_http(fake_server, faithfulness):
+def test_verdict_case_never_changes_meaning_over_http(fake_server, faithfulness):
+    """Field case C02 (shared/cases/handed.md)."""
     fake_server.script(CLAIMS, *v("Yes", " no "), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
@@ -98,9 +99,9 @@ def test_c02_verdict_case_over_http(fake_server, faithfulness):
 
 
 @pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])
-def test_c07_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
+def test_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, text):
     """Nothing on the way (the engine's templates, instructor's message templating) renders
-    user text or the judge's answers as a template."""
+    user text or the judge's answers as a template. Field case C07 (shared/cases/handed.md)."""
     fake_server.script({"claims": [text]}, *v("yes"), REASON)
     result = faithfulness.run(output=text, context=[text])
     assert result.status == "scored", result.error
@@ -111,7 +112,8 @@ def test_c07_user_text_reaches_the_judge_verbatim(fake_server, faithfulness, tex
     assert "49" not in json.dumps(fake_server.requests)
 
 
-def test_c14_out_of_range_formula_over_http(fake_server, verdict_spec):
+def test_an_out_of_range_formula_fails_over_http(fake_server, verdict_spec):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(verdict_spec(formula="supported / (preprocess | length) + 0.3"))
     fake_server.script(CLAIMS, verdicts("yes", "yes"))
     result = Scorer(compiled, judge=fast_judge(fake_server)).run(output="A. B.")
@@ -121,7 +123,8 @@ def test_c14_out_of_range_formula_over_http(fake_server, verdict_spec):
     assert "score.formula 'supported / (preprocess | length) + 0.3' gave 1.3" in result.error.message
 
 
-def test_c19_rate_limited_twice_then_scored(fake_server, faithfulness):
+def test_rate_limited_twice_then_scored(fake_server, faithfulness):
+    """Field case C19 (shared/cases/handed.md)."""
     fake_server.script(Fault.status(429), Fault.status(429), CLAIMS, *v("yes", "no"), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.status == "scored"

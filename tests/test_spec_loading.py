@@ -17,6 +17,7 @@ import yaml
 from conftest import ROOT, SPEC_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jinja2 import TemplateSyntaxError
 from typer.testing import CliRunner
 
 import engine
@@ -25,7 +26,7 @@ from engine.core.errors import SpecError
 from engine.interpret.scorer import Scorer
 from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
 from engine.spec.compile import compile_file, compile_text, load_spec, validate_directory
-from engine.spec.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
+from engine.spec.expressions import Expression, Template, environment, prepare
 from engine.spec.models import spec_json_schema
 from engine.spec.yamlload import load_yaml
 from engine.testing import FakeJudge

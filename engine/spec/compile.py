@@ -494,5 +494,4 @@ def validate_directory(paths: list[Path]) -> list[Problem]:
     return [problem for problems in validate_specs(paths).values() for problem in problems]
 
 
-__all__ = ["ScorerPlan", "load_spec", "compile_document", "compile_file", "compile_text", "validate_directory",
-           "validate_specs"]
+__all__ = ["load_spec", "compile_document", "compile_file", "compile_text", "validate_directory", "validate_specs"]
