@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("anthropic")
 
 from engine.bind.load import load_scorer  # noqa: E402
-from engine.bind.stack import RetryPolicy, make_judge  # noqa: E402
+from engine.bind.stack import make_judge  # noqa: E402
+from engine.judge.retries import RetryPolicy  # noqa: E402
 from engine.testing.schema_answers import answer_for  # noqa: E402
 
 FAITHFUL = {"output": "Paris is in France.", "context": ["Paris is the capital of France."]}

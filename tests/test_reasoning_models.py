@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import engine.cli.doctor  # noqa: F401  (registers doctor)
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.bind.load import load_scorer
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
 from engine.cli.main import app
 from engine.core.answer_schema import AnswerSchema
 from engine.core.result import Usage
@@ -30,6 +30,7 @@ from engine.interpret.scorer import OptionError
 from engine.judge.call import JudgeCall
 from engine.judge.contract import AnswerContract
 from engine.judge.model_params import DEFAULT_REASONING_TOKENS, family_of
+from engine.judge.retries import RetryPolicy
 from engine.judge.settings import JudgeSettings
 from engine.run.budget import Budget
 from engine.run.prices import PriceTable, cost_of, load_prices
