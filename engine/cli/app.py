@@ -133,6 +133,10 @@ def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], id
         if key.startswith(name + ".") and len(key) > len(name) + 1:
             return [(name, key[len(name) + 1:])]
     head, dot, rest = key.partition(".")
+    from ..spec.judge_overrides import JUDGE_OPTIONS
+
+    if key in JUDGE_OPTIONS:  # a judge setting (``judge.reasoning_effort``): every scorer's judge
+        return [(name, key) for name in by_name]
     if dot and head in ids and rest:
         return [(name, rest) for name, c in by_name.items() if c.id == head]
     if len(ids) == 1 and (not dot or all(key in c.options.schemas for c in by_name.values())):

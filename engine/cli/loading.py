@@ -11,6 +11,28 @@ from .app import fail, parse_options
 __all__ = ["_load_scorers"]
 
 
+def _check_credentials(scorer: Any) -> None:
+    """Exit with one message, before any item, when `scorer`'s hosted judge has no API key (its
+    client refuses to be built: `engine.judge.call.MissingCredentials`), instead of failing every
+    item with kind ``auth``. An embedded judge is not built here (it loads a model)."""
+    from ..judge.call import MissingCredentials
+    from ..judge.model import is_local
+
+    model = getattr(scorer, "model", None)
+    if not getattr(getattr(scorer, "plan", None), "uses_judge", False) or not model or is_local(model):
+        return
+    try:
+        scorer.judge
+    except MissingCredentials as exc:
+        provider = model.split("/", 1)[0]
+        variable = {"anthropic": "ANTHROPIC_API_KEY"}.get(provider, "OPENAI_API_KEY")
+        fail(f"the judge {model} has no API key ({exc}): set {variable}, or give --base-url for an "
+             f"OpenAI-compatible server that needs none; no item was scored (check the judge with "
+             f"`scorespec doctor --model {model}`)")
+    except Exception:  # any other failure to build shows on each item, as before
+        return
+
+
 def _problems_text(failed: dict[str, list[Any]], count: int) -> str:
     """Why the scorers `failed` (name → its `Problem`s, or a message) of `count` cannot load, as
     `scorespec validate` prints it: a heading, each problem once (a shared parent's too) in file
@@ -70,6 +92,7 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
             scorers.append(bind(compiled, settings, options=by_label[label], label=label, samples=samples))
         except (OptionError, ModelError) as exc:
             fail(str(exc))
+        _check_credentials(scorers[-1])
         if samples is not None and samples > 1 and scorers[-1].unsampled:
             from .output import err_console
 

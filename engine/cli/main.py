@@ -461,6 +461,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
         import engine.cli.compare  # noqa: F401 - registers the commands on `app`
         import engine.cli.eval  # noqa: F401
+    if not args or args[0] == "doctor" or args[0].startswith("-"):
+        import engine.cli.doctor  # noqa: F401 - registers `doctor`
     try:
         app(args=args)
     except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")
