@@ -1,9 +1,17 @@
 """What every `scorespec` command shares: the typer `app` the commands register on, the exit
 codes, the rich consoles, `fail`, and the ``--option`` parser.
 
-`engine.cli.main` (single-item commands, the console script) and `engine.cli.eval` (batch commands)
-both import from here, neither from the other's commands. This module imports only typer at
-load time, so ``scorespec --help`` stays quick.
+`engine.cli.main` (single-item commands, the console script) and the batch commands' modules
+(`engine.cli.eval`, `calibrate`, `compare`, `align`, `runs`) all import from here, none from
+another's commands. This module imports only typer at load time, so ``scorespec --help`` stays
+quick.
+
+The command group (`Commands`) loads a command's module when the command is asked for: a module
+of this package that declares ``@app.command("NAME")`` is found by reading the package's sources
+(no list of commands is kept by hand), so ``scorespec run`` never imports the batch commands.
+It also handles errors once for every command (`engine.cli.errors`): a `UserError`
+(`engine.core.errors`) is printed as ``error: MESSAGE`` with exit 2, anything else as an
+internal error whose traceback is kept in a file.
 
 Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
 problem, bad input, an item that failed, a usage error); 3 a run stopped before the end of its
@@ -12,10 +20,14 @@ data because the next item would have passed its ``--max-cost`` budget (resume i
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is saved
@@ -24,7 +36,56 @@ EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is s
 MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "
               "'local?slots=1&threads=2' (the docs' guide to the embedded judges).")
 
+#: ``@app.command("NAME")`` in a module's source: the commands that module declares.
+_DECLARED = re.compile(r'^@app\.command\(\s*"([a-z][a-z-]*)"', re.M)
+
+
+def declared_commands() -> dict[str, str]:
+    """Command name → the module of this package that declares it, read from the sources (in
+    file-name order), e.g. ``{"eval": "engine.cli.eval", "show": "engine.cli.runs", …}``."""
+    found: dict[str, str] = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        for name in _DECLARED.findall(path.read_text(encoding="utf-8")):
+            found.setdefault(name, f"{__package__}.{path.stem}")
+    return found
+
+
+class Commands(TyperGroup):
+    """The ``scorespec`` group: the commands registered so far, and those declared in a module not
+    yet imported, loaded when asked for (their name, or ``--help``); errors handled once
+    (`engine.cli.errors.handled`)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(self.commands)
+        return names + [name for name in declared_commands() if name not in self.commands]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands:
+            module = declared_commands().get(cmd_name)
+            if module is None:
+                return None
+            importlib.import_module(module)
+            self._add_registered()
+        return self.commands.get(cmd_name)
+
+    def _add_registered(self) -> None:
+        """Add the commands registered on `app` since this group was built."""
+        from typer.main import get_command_from_info
+
+        for info in app.registered_commands:
+            if info.name and info.name not in self.commands:
+                self.commands[info.name] = get_command_from_info(
+                    info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
+
+    def invoke(self, ctx: Any) -> Any:
+        from .errors import handled
+
+        with handled():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
