@@ -9,9 +9,15 @@ quick.
 The command group (`Commands`) loads a command's module when the command is asked for: a module
 of this package that declares ``@app.command("NAME")`` is found by reading the package's sources
 (no list of commands is kept by hand), so ``scorespec run`` never imports the batch commands.
-It also handles errors once for every command (`engine.cli.errors`): a `UserError`
-(`engine.core.errors`) is printed as ``error: MESSAGE`` with exit 2, anything else as an
-internal error whose traceback is kept in a file.
+It also handles errors once for every command (`handled`):
+
+- a `engine.core.errors.UserError` (a spec, a data set, an option, a model string, a label, a price
+  table, a report, a language, Ray, Phoenix, OTLP, the store's version, a pattern): its message as
+  ``error: MESSAGE`` on stderr, exit 2;
+- typer's own exits and usage errors: as typer gives them;
+- anything else is a fault of scorespec: ``error: internal error (TYPE: MESSAGE); please report
+  it`` naming the file that keeps the traceback (`keep_traceback`), exit 2 (never 1, "below
+  threshold").
 
 Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
 problem, bad input, an item that failed, a usage error); 3 a run stopped before the end of its
@@ -23,8 +29,11 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -53,7 +62,7 @@ def declared_commands() -> dict[str, str]:
 class Commands(TyperGroup):
     """The ``scorespec`` group: the commands registered so far, and those declared in a module not
     yet imported, loaded when asked for (their name, or ``--help``); errors handled once
-    (`engine.cli.errors.handled`)."""
+    (`handled`)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = list(self.commands)
@@ -78,8 +87,6 @@ class Commands(TyperGroup):
                     info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
 
     def invoke(self, ctx: Any) -> Any:
-        from .errors import handled
-
         with handled():
             return super().invoke(ctx)
 
@@ -204,3 +211,48 @@ def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], id
     fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
          f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
     raise AssertionError  # fail exits
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """Run a command: a `UserError` becomes ``error: MESSAGE`` and exit 2, any other exception an
+    internal error (`internal_error`); typer's exits and usage errors pass through."""
+    from ..core.errors import UserError
+
+    try:
+        yield
+    except (typer.Exit, typer.Abort, typer.TyperException):
+        raise
+    except UserError as exc:
+        fail(str(exc))
+    except Exception as exc:
+        internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Say that scorespec failed (not the user), name the file keeping the traceback, exit 2."""
+    kept = keep_traceback(exc)
+    where = f"with the traceback kept in {kept}" if kept else "with the traceback above"
+    stderr_console().print(f"error: internal error ({type(exc).__name__}: {exc}); please report it, {where}",
+                           markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+def keep_traceback(exc: BaseException) -> str | None:
+    """Write the command line and `exc`'s traceback to a new file in the temporary folder
+    (``scorespec-traceback-*.txt``); its path, or None (the traceback printed on stderr instead)
+    when no file can be written."""
+    import tempfile
+    import traceback
+
+    from .. import __version__
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="scorespec-traceback-", suffix=".txt", delete=False,
+                                         encoding="utf-8") as file:
+            file.write(f"scorespec {__version__}: {' '.join(sys.argv)}\n\n{text}")
+            return file.name
+    except OSError:
+        sys.stderr.write(text)
+        return None
