@@ -23,7 +23,8 @@ from engine.bind.load import load_scorer
 from engine.bind.stack import RetryPolicy, make_judge
 from engine.cli.main import app
 from engine.judge.rate_limit import RateLimiter
-from engine.run.evals import Threshold, arun_evals, run_evals
+from engine import run_evals
+from engine.run.evals import Threshold, arun_evals
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer, Fault
 

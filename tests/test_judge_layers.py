@@ -34,7 +34,7 @@ from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no
 from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
 from engine.judge.provider import _retry_after
 from engine.judge.settings import JudgeSettings
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.expressions import Expression
 from engine.testing import FakeJudge

@@ -15,7 +15,7 @@ from engine.bind.stack import RetryPolicy, make_judge
 from engine.core.errors import SpecError
 from engine.interpret.reduce import agreeing_share, central, majority
 from engine.interpret.scorer import Scorer
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.sampling import DEFAULT_SAMPLE_TEMPERATURE
 from engine.testing import FakeJudge

@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 
 from engine.bind.load import load_scorer
 from engine.bind.stack import RetryPolicy, make_judge  # noqa: E402
-from engine.run.evals import run_evals  # noqa: E402
+from engine import run_evals  # noqa: E402
 from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.testing.faults import FaultInjector  # noqa: E402
 
