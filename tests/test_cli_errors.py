@@ -147,9 +147,7 @@ def _flags(command: str) -> set[str]:
 
 
 def _group_flags(*groups: type) -> set[str]:
-    import dataclasses
-
-    return {"--" + f.name.replace("_", "-") for group in groups for f in dataclasses.fields(group)}
+    return {"--" + name.replace("_", "-") for group in groups for name in group.names()}
 
 
 @pytest.mark.parametrize("command", ["eval", "calibrate", "compare", "align"])
@@ -176,3 +174,15 @@ def test_the_flags_become_the_run_and_judge_settings():
     assert (judge.model, judge.base_url, judge.cache) == ("openai/m", "http://127.0.0.1:9/v1", None)
     calibrate_run, _ = build_settings(JudgeFlags(no_cache=True), RunFlags(samples=2), OutFlags())
     assert (calibrate_run.samples, calibrate_run.executor, calibrate_run.run_id) == (2, None, None)
+
+
+def test_a_flag_group_keeps_its_order_defaults_and_values():
+    assert RayRunFlags.names()[:3] == ["field", "concurrency", "rate_limit"]
+    assert RayRunFlags.names()[-4:] == ["executor", "ray_address", "actors", "cpus_per_actor"]
+    first, second = JudgeFlags(), JudgeFlags()
+    first.option.append("scale=10")  # a list default is each group's own
+    assert second.option == [] and JudgeFlags(model="m").replace(base_url="u") == JudgeFlags(model="m", base_url="u")
+    with pytest.raises(AttributeError):
+        first.model = "other"
+    with pytest.raises(TypeError, match="unexpected flag"):
+        JudgeFlags(modle="m")

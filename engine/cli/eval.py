@@ -151,9 +151,9 @@ def eval_cmd(
 class EvalFlags:
     """The flag groups of ``eval`` as given, and its ``--threshold`` values."""
 
-    judge: JudgeFlags = JudgeFlags()
-    run: RayRunFlags = RayRunFlags()
-    stored: StoredRunFlags = StoredRunFlags()
+    judge: JudgeFlags
+    run: RayRunFlags
+    stored: StoredRunFlags
     thresholds: tuple[str, ...] = ()
 
 
@@ -170,8 +170,7 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         record = _stored_record(db, flags.stored)
         if record is not None:
             choice = _resumed_choice(record, choice)
-        judge = dataclasses.replace(flags.judge, model=choice.model, base_url=choice.base_url,
-                                    option=list(choice.options))
+        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options))
         settings, judge_settings = build_settings(judge, flags.run, flags.stored, thresholds=list(flags.thresholds))
         if record is not None:
             settings = _resumed_settings(record, settings)

@@ -1,7 +1,7 @@
 """The flag groups of the batch commands, each declared once, and the one function that turns
 them into a run's settings (`build_settings`: `RunSettings` and `JudgeSettings`).
 
-A group is a frozen dataclass whose fields are typer options (`engine.cli.options`): `JudgeFlags`
+A group is a class whose annotated attributes are typer options (`engine.cli.options`): `JudgeFlags`
 (which judge, the scorers' options, the judge-call cache), `RunFlags` (the run's fields,
 concurrency, rate limit, item limit, samples, language, prices, budget), `RayRunFlags`
 (``eval``: those and the executor with its Ray flags), `OutFlags` (``--out``, ``--resume``) and
@@ -20,12 +20,10 @@ module imports only typer and `engine.cli.options`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -68,26 +66,58 @@ RAY_FLAGS = {"address": "--ray-address", "actors": "--actors", "cpus_per_actor":
 
 
 class FlagGroup:
-    """A group of flags several commands share (a frozen dataclass of typer options)."""
+    """A group of flags several commands share: each annotated class attribute is a flag (its
+    annotation a typer option, its value the default), a subclass adding flags or changing one's
+    option in place. Instances are immutable; ``Group(name=value, …)`` sets some, the others keep
+    their defaults (a list default is copied). Plain classes rather than dataclasses: building a
+    dataclass costs more than the whole of this module, and `scorespec run` imports it."""
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(self.names()))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected flag(s): {', '.join(unknown)}")
+        for name in self.names():
+            default = getattr(type(self), name)
+            object.__setattr__(self, name, values[name] if name in values else
+                               list(default) if isinstance(default, list) else default)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: use replace()")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The group's flags by attribute name, in declaration order (a base's first)."""
+        found: dict[str, None] = {}
+        for klass in reversed(cls.__mro__):
+            found.update(dict.fromkeys(vars(klass).get("__annotations__", {})))
+        return list(found)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with `changes` laid over these values."""
+        return type(self)(**{**vars(self), **changes})
 
 
-@dataclass(frozen=True)
 class JudgeFlags(FlagGroup):
     """Which judge the scorers ask, their ``--option`` values, and the judge-call cache."""
 
     model: Model = None
     base_url: BaseUrl = None
-    option: Options = dataclasses.field(default_factory=list)
+    option: Options = []
     cache: Cache = None
     no_cache: NoCache = False
     refresh: Refresh = False
 
 
-@dataclass(frozen=True)
 class RunFlags(FlagGroup):
     """How a batch run runs, the same on every batch command (`RunSettings`' fields)."""
 
-    field: Fields = dataclasses.field(default_factory=list)
+    field: Fields = []
     concurrency: LocalConcurrency = None
     rate_limit: RateLimit = None
     limit: Limit = None
@@ -97,7 +127,6 @@ class RunFlags(FlagGroup):
     max_cost: MaxCost = None
 
 
-@dataclass(frozen=True)
 class RayRunFlags(RunFlags):
     """`RunFlags` with the executor: ``--executor local|ray`` and its Ray flags."""
 
@@ -114,7 +143,6 @@ class RayRunFlags(RunFlags):
         return {name: value for name, value in given.items() if value is not None}
 
 
-@dataclass(frozen=True)
 class OutFlags(FlagGroup):
     """The run's out file, and continuing the run it holds."""
 
@@ -122,7 +150,6 @@ class OutFlags(FlagGroup):
     resume: ResumeOut = False
 
 
-@dataclass(frozen=True)
 class StoredRunFlags(OutFlags):
     """`OutFlags` and ``--run-id``: a run resumed by its out file or by its id in the store."""
 
@@ -162,7 +189,7 @@ def build_settings(judge: JudgeFlags, run: RunFlags | None = None, out: OutFlags
 
 def with_flag_groups(command: Callable[..., Any]) -> Callable[..., Any]:
     """`command` as typer should see it: each parameter whose type is a `FlagGroup` replaced by
-    the group's flags (keyword parameters in the group's field order), the group built from them
+    the group's flags (keyword parameters in the group's order), the group built from them
     when typer calls it. Raises `TypeError` when two parameters or groups declare one name."""
     hints = typing.get_type_hints(command, include_extras=True)
     groups: dict[str, type[FlagGroup]] = {}
@@ -182,7 +209,7 @@ def with_flag_groups(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def typer_command(**values: Any) -> Any:
         for name, group in groups.items():
-            values[name] = group(**{f.name: values.pop(f.name) for f in dataclasses.fields(group)})
+            values[name] = group(**{flag: values.pop(flag) for flag in group.names()})
         return command(**values)
 
     typer_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -191,10 +218,7 @@ def with_flag_groups(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _flag_parameters(group: type[FlagGroup]) -> list[inspect.Parameter]:
-    """The group's fields as keyword parameters with their typer annotations and defaults."""
+    """The group's flags as keyword parameters with their typer annotations and defaults."""
     hints = typing.get_type_hints(group, include_extras=True)
-    out = []
-    for f in dataclasses.fields(group):  # type: ignore[arg-type]
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
-        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hints[f.name]))
-    return out
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(group, name),
+                              annotation=hints[name]) for name in group.names()]
