@@ -37,6 +37,7 @@ from .options import (
     Top,
 )
 from .runs import open_store
+from .stats_options import Confidence
 
 __all__ = ["calibrate_cmd", "calibrations_cmd"]
 
@@ -65,6 +66,7 @@ def calibrate_cmd(
     junit: LabelsJunit = None,
     summary_md: SummaryMd = None,
     report_file: Report = None,
+    confidence: Confidence = 0.95,
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -85,7 +87,7 @@ def calibrate_cmd(
         check_report_dependencies()
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
                                  negative=negative or None, threshold=cutoff, not_scorable_score=not_scorable_score,
-                                 top=top)
+                                 top=top, confidence=confidence)
     settings, judge_settings = build_settings(judge, run, out)
     choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": judge.option,
               "model": judge.model, "base_url": judge.base_url}
@@ -172,6 +174,7 @@ def calibrations_cmd(
     judges side by side."""
     from rich.table import Table
 
+    from ..analysis.judge_stats import figure_value
     from .output import err_console, fmt, out_console
 
     db = open_store(store)
@@ -190,6 +193,6 @@ def calibrations_cmd(
     for row in rows:
         f = row["figures"]
         table.add_row(row["created_at"][:19], row["run_id"], row["scorer"], (row["spec_hash"] or "—")[:12],
-                      row["model"] or "—", str(f.get("used")), fmt(f.get("balancedAccuracy")), fmt(f.get("rocAuc")),
-                      fmt(f.get("spearman")))
+                      row["model"] or "—", str(f.get("used")), fmt(figure_value(f.get("balancedAccuracy"))),
+                      fmt(f.get("rocAuc")), fmt(figure_value(f.get("spearman"))))
     out_console().print(table)

@@ -36,6 +36,13 @@ from .options import (
     StorePath,
     SummaryMd,
 )
+from .stats_options import (
+    CompareCalibrations,
+    Confidence,
+    compare_loaded_or_exit,
+    comparison_corrected_lines,
+    correct_comparison_or_exit,
+)
 
 __all__ = ["compare_cmd", "print_comparison", "usage_text"]
 
@@ -71,6 +78,8 @@ def compare_cmd(
     junit: LabelsJunit = None,
     summary_md: SummaryMd = None,
     report_file: Report = None,
+    calibration: CompareCalibrations = [],
+    confidence: Confidence = 0.95,
 ) -> None:
     """Compare versions of a scorer, the first the baseline: counts and means, the paired
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
@@ -91,8 +100,10 @@ def compare_cmd(
     db = open_store(store)
     try:
         call = _comparison_call(names, data, settings, (judge, run, stored), db, quiet)
+        calibrations = compare_loaded_or_exit(calibration, db)
         comparison = run_async(call, "interrupted: every completed result is saved; run the same command with "
                                      "--resume to continue")
+        correct_comparison_or_exit(comparison, calibrations, confidence, db)
         exit_code = _print_and_write(comparison, db, as_json, fail_if_worse, (junit, summary_md, report_file))
     finally:
         db.close()
@@ -201,6 +212,11 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
         _print_movers(console, c, comparison.baseline)
         if c.labels is not None:
             _print_labels(console, c, comparison.baseline)
+        elif p.n:
+            _say(console, "  no human labels: this says the scores differ, not which version agrees better with "
+                 "people (give the items human labels and --positive to compare agreement)", "yellow")
+    for line in comparison_corrected_lines(comparison):
+        _say(console, line)
     if fail_if_worse is not None:
         worse = comparison.worse(fail_if_worse)
         if worse:

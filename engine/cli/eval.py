@@ -53,6 +53,7 @@ from .options import (
     StorePath,
     SummaryMd,
 )
+from .stats_options import CalibrationRefs, Confidence, CorrectionFlags, ThresholdCorrected, apply_or_exit, loaded_or_exit
 from .telemetry import TraceFlags, export_or_exit, trace_data
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class EvalOutputs:
     item_cutoff: tuple[str, ...] = ()
     report_file: Optional[Path] = None
     traces: TraceFlags = TraceFlags()
+    correction: CorrectionFlags = CorrectionFlags()
 
 
 @app.command("eval")
@@ -134,6 +136,9 @@ def eval_cmd(
     summary_md: SummaryMd = None,
     item_cutoff: Annotated[list[str], typer.Option("--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP)] = [],
     report_file: Report = None,
+    calibration: CalibrationRefs = [],
+    threshold_corrected: ThresholdCorrected = [],
+    confidence: Confidence = 0.95,
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
@@ -143,7 +148,8 @@ def eval_cmd(
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
                           judge.base_url)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
-                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix))
+                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
+                          CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
     run_eval(choice, EvalFlags(judge, run, stored, tuple(threshold)), outputs, store)
 
 
@@ -175,6 +181,7 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         if record is not None:
             settings = _resumed_settings(record, settings)
         data = _checked_data(choice, settings)
+        corrections = loaded_or_exit(outputs.correction, db)
         scorers = load_scorers(list(choice.scorers), judge_settings, list(choice.options), settings.samples)
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
             settings.item_cutoffs or {})  # resumed: the run's own
@@ -184,6 +191,7 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
         documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
         notes = export_or_exit(db, summary.run_id, scorers, {**documented, **cutoffs}, outputs.traces)
+        apply_or_exit(summary, corrections, outputs.correction, db)
         _print_and_write(summary, scorers, cutoffs, outputs, db, notes)
     finally:
         db.close()

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from ..core.direction import worst_first_key
-from .ci import CIReport, ItemOutcome
+from .ci import CIReport, ItemOutcome, corrected_text
 
 CELL_CHARS = 300
 DEFAULT_TOP = 5
@@ -104,6 +104,10 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
     if report.headline:
         lines += [f"**{md_cell(report.headline, 1000)}**", ""]
     lines += _summary_table(report)
+    corrected = [(label, s.corrected_pass_rate) for label, s in report.summaries.items() if s.corrected_pass_rate]
+    if corrected:
+        lines += ["", "**Pass rates corrected for the judge's errors** (Rogan-Gladen)", ""]
+        lines += [f"- {md_cell(label)}: {md_cell(corrected_text(c))}" for label, c in corrected]
     lines += _checks(report)
     lines += _worst(report, top)
     footer = f"{len({o.item_id for o in report.outcomes})} item(s)"
