@@ -20,6 +20,7 @@ import os
 import re
 from pathlib import Path
 
+from ..core import environment
 from ..core.direction import worst_first_key
 from .ci import CIReport, ItemOutcome, corrected_text
 
@@ -121,7 +122,7 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
 
 def is_step_summary(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is the file ``$GITHUB_STEP_SUMMARY`` names (which is appended to)."""
-    env = os.environ.get("GITHUB_STEP_SUMMARY")
+    env = environment.value("GITHUB_STEP_SUMMARY")
     return bool(env) and os.path.abspath(env) == os.path.abspath(path)
 
 
