@@ -13,7 +13,7 @@ import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..core.errors import ScorerRunError, did_you_mean
+from ..core.errors import ScorerRunError, UserError, did_you_mean
 from ..core.language import AUTO, check_language
 from ..core.result import ScoreResult
 from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
@@ -51,7 +51,7 @@ class _RenderStop(Exception):
     """`Scorer.render` reached a stage whose answer it was not given."""
 
 
-class OptionError(ValueError):
+class OptionError(UserError, ValueError):
     """An option a caller gave is unknown or fails its schema; the message names it."""
 
 

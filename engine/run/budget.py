@@ -20,13 +20,14 @@ import asyncio
 import math
 from collections.abc import Iterable, Mapping
 
+from ..core.errors import UserError
 from ..core.result import Usage
 from .prices import PriceTable, usd_text
 
 __all__ = ["Budget", "UnpricedModelError", "check_max_cost", "check_priced", "spent_before"]
 
 
-class UnpricedModelError(ValueError):
+class UnpricedModelError(UserError, ValueError):
     """A budget was asked for and a judge model of the run has no price (see `check_priced`)."""
 
 

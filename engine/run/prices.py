@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import environment
-from ..core.errors import Problem, did_you_mean
+from ..core.errors import Problem, UserError, did_you_mean
 from ..core.result import Usage
 
 PRICES_ENV = "SCORESPEC_PRICES"
@@ -45,7 +45,7 @@ __all__ = ["Cost", "Price", "PriceTable", "PriceTableError", "PRICES_ENV", "SHIP
            "default_prices_path", "load_prices", "parse_prices", "usage_by_model", "usd_text"]
 
 
-class PriceTableError(ValueError):
+class PriceTableError(UserError, ValueError):
     """A price table cannot be used: an unreadable file or entries that are not prices. The
     message lists every problem as ``file:line:col: key: message``."""
 
