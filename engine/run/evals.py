@@ -44,7 +44,7 @@ from ..core.result import ScoreResult
 from ..core.sync import run_sync
 from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
-from .datasets import data_len
+from .datasets import check_mapping, data_len
 from .executor import Attempt, executor_of
 from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
@@ -170,7 +170,8 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file.
+    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file or a field mapping
+    found in no record (`engine.run.datasets.check_mapping`).
     """
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
@@ -187,6 +188,7 @@ async def arun_evals(
         labels = [label_of(s) for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
         limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list)
+        check_mapping(data, field_map, reporter.note)  # a mapping that finds nothing: before any judge call
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
