@@ -215,6 +215,35 @@ def text_of(value: Any, field: str) -> str | None:
     return None
 
 
+EARLIER_TURNS = "Earlier turns of the conversation:"
+LAST_REQUEST = "The last user message (the request answered):"
+
+
+def conversation_text(messages: Sequence[Message]) -> str:
+    """The input as a judge reads it: the last ``user`` message's text alone when no turn before
+    it has text or calls a tool (a single request: the same text as `last_user_text`); else the
+    earlier turns, numbered with their roles (system messages left out: prompts show them apart;
+    a tool message as ``tool result``, an assistant's calls as ``(calls NAME)``), under
+    `EARLIER_TURNS`, then a blank line, `LAST_REQUEST` and that message's text, so the judge knows
+    which request the output answers and what it means."""
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), None)
+    if last is None:
+        return ""
+    lines = []
+    for m in messages[:last]:
+        if m["role"] in SYSTEM_ROLES:
+            continue
+        calls = ", ".join(str(c.get("name")) for c in m.get("tool_calls") or ())
+        text = " ".join(m["text"].split())
+        if not text and not calls:
+            continue
+        role = "tool result" if m["role"] == "tool" else m["role"]
+        lines.append(f"[{len(lines) + 1}] {role}: {text}{' ' if text and calls else ''}{f'(calls {calls})' if calls else ''}")
+    if not lines:
+        return messages[last]["text"]
+    return "\n".join([EARLIER_TURNS, *lines, "", LAST_REQUEST, messages[last]["text"]])
+
+
 def last_user_text(messages: Sequence[Message]) -> str:
     """The text of the last ``user`` message ("" when there is none)."""
     return next((m["text"] for m in reversed(messages) if m["role"] == "user"), "")
@@ -309,6 +338,7 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "an object" if isinstance(value, Mapping) else type(value).__name__)
 
 
-__all__ = ["TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_message",
+__all__ = ["EARLIER_TURNS", "LAST_REQUEST", "TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text",
+           "content_text", "conversation_text", "is_message",
            "is_messages", "is_parts", "last_user_text", "read_messages", "read_tool_calls", "system_text", "text_of",
            "tool_calls_of"]

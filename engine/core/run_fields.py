@@ -16,7 +16,10 @@ Expressions read them as ``run.input`` … (as given: a list of messages stays a
 names derived from them: ``run.input_text`` (the last user message's text; a text input as it
 is), ``run.output_text`` (the assistant messages' texts joined by a blank line; a text output as
 it is), ``run.input_messages`` / ``run.output_messages`` (normalised messages: a text becomes
-one user / assistant message), and ``run.given`` (the fields the item has). ``run.system``
+one user / assistant message), ``run.input_conversation`` (what the judge reads as the input:
+the last user message, preceded, when the conversation has earlier turns, by those turns and a line
+marking the last message as the request answered: `engine.core.messages.conversation_text`; a
+text input as it is), and ``run.given`` (the fields the item has). ``run.system``
 falls back to the input's system messages, ``run.tool_calls`` to the calls in the output's
 messages; both count as given then (an output of messages that calls no tool gives ``[]``).
 
@@ -42,6 +45,7 @@ from .messages import (
     MessageError,
     assistant_text,
     content_text,
+    conversation_text,
     is_message,
     is_messages,
     is_parts,
@@ -64,13 +68,14 @@ LOOKED_FOR = "_looked_for"
 """An item's key holding, for a run field it does not give, where its reader looked (``{"output":
 "the trace's root span has no output.value …"}``): the text a missing required field's error
 gives instead of "the item has none" (`empty_reason`). Trace readers (`engine.traces`) set it."""
-DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages")
+DERIVED_NAMES: tuple[str, ...] = ("input_text", "output_text", "input_messages", "output_messages",
+                                   "input_conversation")
 LANGUAGE_KEYS: tuple[str, ...] = ("language", "language_name")
 """The item's language (an ISO 639-1 code) and its English name, keys of `run` the engine sets."""
 RUN_NAMES: frozenset[str] = frozenset(RUN_FIELDS) | frozenset(DERIVED_NAMES) | {"given"} | frozenset(LANGUAGE_KEYS)
 """The keys of `run` in expressions (plus the fields a spec declares: `run_keys`)."""
 FIELDS_READ: dict[str, tuple[str, ...]] = {
-    "input": ("input",), "input_text": ("input",), "input_messages": ("input",),
+    "input": ("input",), "input_text": ("input",), "input_messages": ("input",), "input_conversation": ("input",),
     "output": ("output",), "output_text": ("output",), "output_messages": ("output",),
     "ground_truth": ("ground_truth",), "context": ("context",),
     "system": ("system", "input"), "tool_calls": ("tool_calls", "output"), "given": (),
@@ -198,7 +203,7 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
 
     Raises `engine.core.messages.MessageError` for messages or tool calls that cannot be read (the
     message names the field and the place in it)."""
-    input_text, input_messages, _ = _side(values.get("input"), "input", "user")
+    input_text, input_messages, input_is_messages = _side(values.get("input"), "input", "user")
     output_text, output_messages, output_is_messages = _side(values.get("output"), "output", "assistant")
     run: dict[str, Any] = {name: "" if values.get(name) is None else values[name] for name in ITEM_FIELDS}
     run["ground_truth"] = ground_truth_text(values.get("ground_truth"))
@@ -221,7 +226,8 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
             given.add("tool_calls")
 
     run.update(input_text=input_text, output_text=output_text, input_messages=input_messages,
-               output_messages=output_messages)
+               output_messages=output_messages,
+               input_conversation=conversation_text(input_messages) if input_is_messages else input_text)
     run["language"], run["language_name"] = language
     for name, value in (declared or {}).items():
         run[name] = value
