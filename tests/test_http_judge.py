@@ -94,7 +94,7 @@ def test_c02_verdict_case_over_http(fake_server, faithfulness):
     fake_server.script(CLAIMS, *v("Yes", " no "), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
-    assert [x["verdict"] for x in result.analyze_step_result] == ["yes", "no"]
+    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no"]
 
 
 @pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])
