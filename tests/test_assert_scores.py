@@ -70,9 +70,9 @@ def test_a_case_out_of_bounds_fails_with_its_score_reason_and_stage_answers():
     assert message.startswith("1 of 2 case(s) of faithfulness (at_least=0.8) did not pass:\n\ncase mixed: "
                               "score 0.5 is below at_least=0.8\n  reason: ")
     assert '  stage preprocess: ["Paris is in France.", "Rome is its capital."]' in message
-    assert ('  stage analyze: [{"claim": "Paris is in France.", "verdict": "yes", "reason": "checked: Paris is in '
-            'France."}, {"claim": "Rome is its capital.", "verdict": "no", "reason": "checked: Rome is its capital."}]'
-            ) in message
+    assert ('  stage analyze: {"verdicts": [{"claim": "Paris is in France.", "verdict": "yes", "reason": "checked: '
+            'Paris is in France."}, {"claim": "Rome is its capital.", "verdict": "no", "reason": "checked: Rome is its '
+            'capital."}]}') in message
     assert "case paris" not in message
 
 
