@@ -149,6 +149,6 @@ def test_the_example_fails_naming_the_case_when_the_judge_misses_a_made_up_answe
     assert "FAILED" in run.stdout and "test_made_up_answers_are_caught" in run.stdout
     assert "case wrong-city: score 1 is above at_most=0.2" in run.stdout
     assert '  stage preprocess: ["The Eiffel Tower is in Rome."]' in run.stdout
-    assert ('  stage analyze: [{"claim": "The Eiffel Tower is in Rome.", "verdict": "yes", '
-            '"reason": "the context says Paris"}]') in run.stdout
+    assert ('  stage analyze: {"verdicts": [{"claim": "The Eiffel Tower is in Rome.", "verdict": "yes", '
+            '"reason": "the context says Paris"}]}') in run.stdout
     assert "  reason: " in run.stdout

@@ -50,7 +50,7 @@ def test_c01_share_of_supported_claims():
     assert result.status == "scored"
     assert result.score == 0.33
     assert result.reason == ('The score is 0.33 of 1: 1 of 3 claims supported. Supported by the context: "A". '
-                             'Contradicted by the context: "B". Not verifiable from the context: "C".')
+                             'Not supported by the context: "B" (r); "C" (r).')
     assert len(judge.calls) == 4  # one call per claim; the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
     # the seed's shape, {verdicts: [{verdict, reason}]}, each verdict also naming its claim

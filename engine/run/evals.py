@@ -187,8 +187,7 @@ async def arun_evals(
         scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
         labels = [label_of(s) for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
-        limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list)
-        check_mapping(data, field_map, reporter.note)  # a mapping that finds nothing: before any judge call
+        limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list, data, reporter.note)
         stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
@@ -217,12 +216,15 @@ def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) 
     return Budget(max_cost, spent_before=usd, items_before=items_before)
 
 
-def _gates_and_fields(settings: RunSettings, scorer_list: list[Any]) -> tuple[
+def _gates_and_fields(settings: RunSettings, scorer_list: list[Any], data: Any, note: Callable[[str], None]) -> tuple[
         dict[str, Threshold], dict[str, float], dict[str, str]]:
-    """The run's thresholds and item cut-offs by label, and its field map (run field → item field)."""
+    """The run's thresholds and item cut-offs by label, and its field map (run field → item field),
+    checked against `data` before any judge call (`check_mapping`: a mapping found in no record
+    raises `DatasetError`, one missing in some goes to `note`)."""
     fields = settings.fields
     field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
+    check_mapping(data, field_map, note)
     return (_thresholds(settings.thresholds, scorer_list), _item_cutoffs(settings.item_cutoffs, scorer_list),
             field_map)
 
