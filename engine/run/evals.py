@@ -172,8 +172,7 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file or a field mapping
-    found in no record (`engine.run.datasets.check_mapping`).
+    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file or unfound mapping.
     """
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
