@@ -319,15 +319,26 @@ def test_no_tool_call_is_a_real_answer():
     assert (result.status, result.score) == ("scored", 0)
 
 
-def test_a_required_empty_ground_truth_is_not_scorable_instead_of_scoring_zero():
-    """A given ground truth counts even when blank (an empty text can be the expected answer, for
-    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with.
-    Field case C24 (shared/cases/handed.md)."""
+@pytest.mark.parametrize("scorer_id, ground_truth", [
+    ("answer_similarity", "  "), ("answer_similarity", [{"role": "assistant", "content": ""}]),
+    ("context_recall", ""), ("equals", "\n"),
+])
+def test_a_required_blank_ground_truth_is_an_input_error_before_any_judge_call(scorer_id, ground_truth):
+    """A required ground truth with no text fails the item as an input error naming the field, as
+    a required input or context does; it is never "not scorable" nor a score."""
     judge = FakeJudge()
-    result = load_scorer("answer_similarity", judge=judge).run(output="Paris.", ground_truth="  ")
-    assert (result.status, result.score) == ("not_scorable", None)
-    assert result.reason == "The ground truth is empty: there is nothing to compare the output with."
+    result = load_scorer(scorer_id, judge=judge).run(output="Paris.", ground_truth=ground_truth,
+                                                     context=["Paris is in France."])
+    assert (result.status, result.error.kind) == ("failed", "input")
+    assert "ground_truth" in result.error.message and "empty" in result.error.message
     assert judge.calls == []
+
+
+def test_a_blank_ground_truth_not_required_is_still_given():
+    """Where the ground truth is optional, a blank one is still the text compared with."""
+    result = load_scorer("textual_difference").run(output="", ground_truth="")
+    assert (result.status, result.score) == ("scored", 1)
+    assert result.reason.startswith("output vs ground_truth: ")
 
 
 # --- spec loading -------------------------------------------------------------------------------------

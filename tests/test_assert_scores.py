@@ -70,9 +70,9 @@ def test_a_case_out_of_bounds_fails_with_its_score_reason_and_stage_answers():
     assert message.startswith("1 of 2 case(s) of faithfulness (at_least=0.8) did not pass:\n\ncase mixed: "
                               "score 0.5 is below at_least=0.8\n  reason: ")
     assert '  stage preprocess: ["Paris is in France.", "Rome is its capital."]' in message
-    assert ('  stage analyze: [{"claim": "Paris is in France.", "verdict": "yes", "reason": "checked: Paris is in '
-            'France."}, {"claim": "Rome is its capital.", "verdict": "no", "reason": "checked: Rome is its capital."}]'
-            ) in message
+    assert ('  stage analyze: {"verdicts": [{"claim": "Paris is in France.", "verdict": "yes", "reason": "checked: '
+            'Paris is in France."}, {"claim": "Rome is its capital.", "verdict": "no", "reason": "checked: Rome is its '
+            'capital."}]}') in message
     assert "case paris" not in message
 
 
@@ -149,6 +149,6 @@ def test_the_example_fails_naming_the_case_when_the_judge_misses_a_made_up_answe
     assert "FAILED" in run.stdout and "test_made_up_answers_are_caught" in run.stdout
     assert "case wrong-city: score 1 is above at_most=0.2" in run.stdout
     assert '  stage preprocess: ["The Eiffel Tower is in Rome."]' in run.stdout
-    assert ('  stage analyze: [{"claim": "The Eiffel Tower is in Rome.", "verdict": "yes", '
-            '"reason": "the context says Paris"}]') in run.stdout
+    assert ('  stage analyze: {"verdicts": [{"claim": "The Eiffel Tower is in Rome.", "verdict": "yes", '
+            '"reason": "the context says Paris"}]}') in run.stdout
     assert "  reason: " in run.stdout

@@ -187,7 +187,7 @@ def test_hallucination_counts_contradicted_and_unsupported_claims_whatever_their
     assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 4
     assert result.reason == (
         'The score is 0.5 of 1 (lower is better): 2 of 4 claims in the output are hallucinated, 1 contradicted by '
-        'the context and 1 not found in it. Contradicted: "It opened in 1950.". Not in the context: '
+        'the context and 1 not found in it. Not supported: "It opened in 1950.". Not in the context: '
         '"It is the longest.". Supported: "The bridge opened in 1932."; "It is 400 m.".')
     assert "[1] The Riverside bridge opened in 1932.\n[2] The bridge is 400 m long." in judge.prompts("analyze")[0]
 
@@ -429,7 +429,7 @@ def test_context_recall_share_of_ground_truth_claims_in_the_context():
     assert "TEXT:\n<<<\nIt opened in May 1932 and is 400 m long.\n>>>" in judge.prompts("preprocess")[0]
     assert "Some answer." not in judge.prompts("preprocess")[0]
     assert result.reason == (
-        'The score is 0.67 of 1: 2 of 3 claims of the ground truth are supported by the context. Contradicted by '
+        'The score is 0.67 of 1: 2 of 3 claims of the ground truth are supported by the context. Not supported by '
         'the context: "It opened in May.". Supported: "The bridge opened in 1932."; "It is 400 m long.".')
 
 

@@ -243,3 +243,43 @@ def test_a_parquet_file_without_pyarrow_names_the_extra_to_install(tmp_path, mon
     with pytest.raises(DatasetError) as refused:
         list(iter_items(path))
     assert "reading Parquet needs pyarrow (pip install 'scorespec[parquet]')" in str(refused.value)
+
+
+# --- field mapping: paths, and mappings that find nothing ---------------------------------------------
+
+TRACES = [{"id": "a", "trace": {"messages": [{"role": "user", "content": "Capital of France?"},
+                                             {"role": "assistant", "content": "Paris."}]}},
+          {"id": "b", "trace": {"messages": [{"role": "user", "content": "Largest planet?"}]}}]
+
+
+def test_a_path_reads_list_items_by_index_from_either_end():
+    items = list(iter_items(TRACES, {"input": "trace.messages.0.content", "output": "trace.messages.-1.content"}))
+    assert [(i["input"], i["output"]) for i in items] == [("Capital of France?", "Paris."),
+                                                          ("Largest planet?", "Largest planet?")]
+    assert label_value({"labels": [0, 1]}, "labels.-1") == 1 and label_value({"labels": []}, "labels.0") is None
+
+
+def test_a_mapping_found_in_no_record_stops_the_run_before_any_judge_call(tmp_path):
+    from engine import run_evals
+    from engine.testing import FakeJudge
+
+    data = tmp_path / "traces.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in TRACES), encoding="utf-8")
+    judge = FakeJudge(default={"verdict": "yes", "reason": "ok"})
+    with pytest.raises(DatasetError) as caught:
+        run_evals(str(data), [load_scorer("answer_relevancy", judge=judge)], store=False,
+                  fields={"input": "trace.messages.-1.contnt", "output": "trace.messages.-1.content"})
+    assert str(caught.value).startswith(
+        "--field input=trace.messages.-1.contnt: found in none of the 2 records (the first: trace.messages.-1 "
+        "has no key 'contnt' (its keys: role, content))")
+    assert judge.calls == []
+
+
+def test_a_mapping_missing_in_some_records_is_a_warning_with_the_count():
+    from engine.run.datasets import check_mapping
+
+    notes: list[str] = []
+    check_mapping(TRACES, {"output": "trace.messages.1.content"}, notes.append)
+    assert notes == ["--field output=trace.messages.1.content: not found in 1 of 2 records; it has no output from it"]
+    with pytest.raises(DatasetError, match=r"trace.messages has no item 5 \(a list of 2"):
+        check_mapping(TRACES, {"output": "trace.messages.5"})

@@ -43,6 +43,11 @@ INVOCATION_PARTS = {"output": [  # stored messages: {format, parts} with a tool-
                                                         "result": {"temp": 18}}},
         {"type": "text", "text": ANSWER}]}}]}
 
+STORED = {"output": [  # the reference's stored message: {format, parts, toolInvocations}
+    {"role": "assistant", "content": {"format": 2, "parts": [{"type": "text", "text": ANSWER}], "toolInvocations": [
+        {"state": "result", "toolCallId": "c1", "toolName": "get_weather", "args": {"city": "Paris"},
+         "result": {"temp": 18}}]}}]}
+
 
 def faithfulness(**options):
     judge = FakeJudge({"preprocess": CLAIM, "analyze": YES})
@@ -88,11 +93,44 @@ def test_faithfulness_quick_without_context_judges_against_the_tool_results():
     assert '{"temp": 18}' in judge.prompts("analyze")[0]
 
 
-def test_hallucination_keeps_needing_a_context_as_the_reference_does():
-    judge = FakeJudge({"preprocess": CLAIM})
-    result = load_scorer("hallucination", judge=judge).run(input=QUESTION, output=ANSWER, **FLAT)
-    assert result.status == "not_scorable"
+@pytest.mark.parametrize("tools", [FLAT, OPENAI, CALL_AND_RESULT_PARTS, INVOCATION_PARTS, STORED],
+                         ids=["flat", "openai", "call_and_result_parts", "invocation_parts", "stored"])
+def test_hallucination_without_context_checks_claims_against_the_tool_results(tools):
+    judge = FakeJudge({"preprocess": {"statements": [ANSWER]}, "analyze": {"verdict": "yes", "reason": "18."}})
+    result = load_scorer("hallucination", judge=judge).run(**{"input": QUESTION, "output": ANSWER, **tools})
+    assert (result.status, result.score) == ("scored", 0)
+    assert result.reason == ("The score is 0 of 1 (lower is better): 0 of 1 claim in the output are hallucinated, "
+                             "0 contradicted by the context and 0 not found in it. No context was given: the "
+                             "results of the agent's tool calls served as the context. Supported: "
+                             '"It is 18 degrees in Paris.".')
+    (prompt,) = judge.prompts("analyze")
+    assert 'SOURCE:\n<<<\n[1] {"temp": 18}\n>>>' in prompt
+
+
+def test_hallucination_with_neither_context_nor_tool_results_is_not_scorable_without_a_call():
+    judge = FakeJudge()
+    result = load_scorer("hallucination", judge=judge).run(input=QUESTION, output=ANSWER, tool_calls=[])
+    assert result.status == "not_scorable" and result.reason.startswith("No context was given")
     assert judge.calls == []
+
+
+def test_faithfulness_reads_tool_calls_in_the_stored_message_shape():
+    scorer, judge = faithfulness()
+    result = scorer.run(input=QUESTION, **STORED)
+    assert (result.status, result.score, result.reason) == ("scored", 1.0, FROM_TOOLS)
+
+
+def test_a_stored_message_lists_each_tool_call_once():
+    """Stored messages may carry a call both as a tool-invocation part and in toolInvocations."""
+    message = STORED["output"][0]
+    both = {"role": "assistant", "content": {**message["content"], "parts": [
+        {"type": "tool-invocation", "toolInvocation": message["content"]["toolInvocations"][0]},
+        {"type": "text", "text": ANSWER}]}}
+    for output in (STORED["output"], [both]):
+        run = run_namespace({"output": output})
+        assert run["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1",
+                                      "result": {"temp": 18}}]
+        assert run["output_text"] == ANSWER
 
 
 def test_tool_calls_and_results_from_content_parts_are_read_with_their_ids():

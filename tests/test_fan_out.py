@@ -81,7 +81,7 @@ def test_elements_are_asked_as_many_at_once_as_the_judge_serves_and_kept_in_orde
     result = score(judge)
     assert judge.peak == 3
     assert judge.started == CLAIMS  # started in order
-    assert [v["verdict"] for v in result.analyze_step_result] == ["yes", "no", "unsure", "no", "yes"]
+    assert [v["verdict"] for v in result.analyze_step_result["verdicts"]] == ["yes", "no", "unsure", "no", "yes"]
     assert result.score == 0.4
     prompts = result.stages["analyze"].prompt
     assert [prompts.index(f"[{i}]\n") for i in range(5)] == sorted(prompts.index(f"[{i}]\n") for i in range(5))

@@ -95,7 +95,7 @@ def test_verdict_case_never_changes_meaning_over_http(fake_server, faithfulness)
     fake_server.script(CLAIMS, *v("Yes", " no "), REASON)
     result = faithfulness.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
-    assert [x["verdict"] for x in result.analyze_step_result] == ["yes", "no"]
+    assert [x["verdict"] for x in result.analyze_step_result["verdicts"]] == ["yes", "no"]
 
 
 @pytest.mark.parametrize("text", [JINJA_TEXT, "{{ 7*7 }}", "{% raw %}x{% endraw %} {{ validate }}"])

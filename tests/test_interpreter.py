@@ -53,11 +53,13 @@ def test_the_score_is_the_share_of_supported_claims():
     assert result.status == "scored"
     assert result.score == 0.33
     assert result.reason == ('The score is 0.33 of 1: 1 of 3 claims supported. Supported by the context: "A". '
-                             'Contradicted by the context: "B". Not verifiable from the context: "C".')
+                             'Not supported by the context: "B" (r); "C" (r).')
     assert len(judge.calls) == 4  # one call per claim; the reason is written from the verdicts
     assert result.preprocess_step_result == ["A", "B", "C"]
-    assert result.analyze_step_result == [{"claim": claim, **verdict}  # each verdict names its claim
-                                          for claim, verdict in zip("ABC", v("yes", "no", "unsure"))]
+    # the seed's shape, {verdicts: [{verdict, reason}]}, each verdict also naming its claim
+    assert result.analyze_step_result == {"verdicts": [{"claim": claim, **verdict}
+                                                       for claim, verdict in zip("ABC", v("yes", "no", "unsure"))]}
+    assert result.to_json_dict()["analyzeStepResult"]["verdicts"][1] == {"claim": "B", **v("no")[0]}
     assert stages_called(judge) == ["preprocess", "analyze", "analyze", "analyze"]
     assert [claim_of(p) for p in judge.prompts("analyze")] == ["A", "B", "C"]
     assert all("[1] A is true." in p for p in judge.prompts("analyze"))
@@ -74,8 +76,8 @@ def test_verdict_case_and_spaces_never_change_meaning(first, second):
                               "reason": REASON})
     result = scorer.run(output="A. B.", context=["ctx"])
     assert result.score == 0.5
-    assert result.analyze_step_result[0]["verdict"] == "yes"
-    assert result.analyze_step_result[1]["verdict"] in ("no", "unsure")
+    assert result.analyze_step_result["verdicts"][0]["verdict"] == "yes"
+    assert result.analyze_step_result["verdicts"][1]["verdict"] in ("no", "unsure")
     assert result.usage.reasks == 0
 
 
@@ -796,7 +798,7 @@ def test_result_json_is_camel_case():
                                   "cacheHits", "cacheMisses"}
     assert set(data["stages"]["analyze"]) == {"kind", "skipped", "result", "prompt", "rawAnswer", "attempts", "usage"}
     assert data["preprocessStepResult"] == ["A"]
-    assert data["analyzeStepResult"] == [{"claim": "A", "verdict": "yes", "reason": "r"}]
+    assert data["analyzeStepResult"] == {"verdicts": [{"claim": "A", "verdict": "yes", "reason": "r"}]}
     assert data["analyzePrompt"].startswith("[0]\n") and data["stages"]["analyze"]["attempts"] == 1
     assert data["generateReasonPrompt"] is None  # faithfulness explains from its verdicts, no reason prompt
     assert json.loads(json.dumps(data)) == data

@@ -155,7 +155,7 @@ def test_french_item_prompts_ask_for_french_while_labels_stay_yes_no():
         assert "exactly as the requested shape spells them" in system
     verdict = judge.calls[-1].schema["properties"]["verdict"]
     assert verdict["enum"] == ["yes", "no", "unsure"]  # the schema's own labels, in English
-    assert result.stages["analyze"].result[0]["verdict"] == "yes"
+    assert result.stages["analyze"].result["verdicts"][0]["verdict"] == "yes"
 
 
 def test_every_judge_scorer_carries_the_instruction_for_a_german_item():

@@ -150,14 +150,14 @@ def test_a_french_item_gets_faithfulness_reason_in_french_and_an_english_item_th
         output="Le chat dort. Le chat est noir.", context=["Le chat gris dort."], language="fr")
     assert french.score == 0.5 and french.reason_language is None and french.warnings is None
     assert french.reason == ('Le score est 0.5 sur 1 : 1 sur 2 affirmations est étayée. Étayées par le contexte : '
-                             '"Le chat dort.". Contredites par le contexte : "Le chat est noir.".')
+                             '"Le chat dort.". Non étayées par le contexte : "Le chat est noir." (gris).')
     english_script = {"preprocess": {"claims": ["The cat sleeps.", "The cat is black."]},
                       "analyze": [{"verdict": "yes", "reason": "said"}, {"verdict": "no", "reason": "grey"}]}
     english = load_scorer("faithfulness", judge=FakeJudge(english_script)).run(
         output="The cat sleeps. The cat is black.", context=["The grey cat sleeps."])
     assert english.language == "en" and english.reason_language is None
     assert english.reason == ('The score is 0.5 of 1: 1 of 2 claims supported. Supported by the context: '
-                              '"The cat sleeps.". Contradicted by the context: "The cat is black.".')
+                              '"The cat sleeps.". Not supported by the context: "The cat is black." (grey).')
 
 
 SHIPPED = sorted(builtin_specs_dir().glob("*.yaml"))

@@ -261,6 +261,7 @@ def test_a_pattern_past_its_size_limit_is_refused():
 # any code point, lone surrogates included (JSON input can carry them)
 TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=60)
 COMPARED = ["content_similarity", "keyword_coverage", "completeness", "similarity", "includes", "equals"]
+GROUND_TRUTH_REQUIRED = {"similarity", "includes", "equals"}  # when no option gives the expected text
 
 
 @pytest.mark.parametrize("scorer_id", COMPARED)
@@ -269,8 +270,14 @@ COMPARED = ["content_similarity", "keyword_coverage", "completeness", "similarit
 def test_compared_texts_score_within_the_scale_and_identical_ones_score_it(scorer_id, a, b):
     scorer = load_scorer(scorer_id, options={"scale": 7})
     same = scorer.run(output=a, ground_truth=a)
+    if scorer_id in GROUND_TRUTH_REQUIRED and not a.strip():  # a blank required ground truth: an input error
+        assert same.status == "failed" and same.error.kind == "input", same
+        return
     assert same.status == "scored" and same.score == 7, (same.reason, same.error)
     other = scorer.run(output=a, ground_truth=b)
+    if scorer_id in GROUND_TRUTH_REQUIRED and not b.strip():
+        assert other.status == "failed" and other.error.kind == "input", other
+        return
     assert other.status == "scored", other.error
     assert 0 <= other.score <= 7 and not math.isnan(other.score)
 
@@ -296,4 +303,7 @@ def test_matches_finds_any_text_as_its_own_escaped_pattern(text):
     import regex
 
     result = load_scorer("matches", options={"exact": True}).run(output=text, ground_truth=regex.escape(text))
+    if not regex.escape(text).strip():  # a blank pattern from a required ground truth: an input error
+        assert (result.status, result.error.kind) == ("failed", "input")
+        return
     assert (result.status, result.score) == ("scored", 1)

@@ -6,7 +6,9 @@ is an object ``{role, content}``; `content` is
 - a string;
 - a list of *parts*, each an object with a ``type``: a ``{"type": "text", "text": …}`` part is
   text; any other part (an image, audio, a file, …) is kept as given but not read as text;
-- an object with a ``parts`` list (the shape Mastra stores messages in), read as that list;
+- an object with a ``parts`` list (the shape Mastra stores messages in), read as that list,
+  and its ``toolInvocations`` list read as tool calls (an object with no parts: its ``content``
+  text);
 - null (an assistant message that only calls tools).
 
 A message without ``content`` may carry its parts in ``parts`` (the AI SDK's UI messages). A
@@ -23,6 +25,10 @@ an assistant's ``{"type": "tool-call", toolCallId, toolName, args | input}``, an
 is its value; a type starting with ``error``, or ``isError``, makes it the call's error), or one
 ``{"type": "tool-invocation", toolInvocation: {toolCallId, toolName, args, state, result}}``
 carrying both (its result only in state ``result``).
+
+A field may also give one message on its own (an object with a ``role``: `is_message`) or a
+list of content parts with no message around them (`is_parts`); `text_of` reads any of these
+shapes as text.
 
 Every reading function raises `MessageError` naming where the value is wrong
 (``input[2].content[0]``); nothing here guesses past a malformed value.
@@ -58,6 +64,18 @@ def is_messages(value: Any) -> bool:
     return not value or (isinstance(value[0], Mapping) and "role" in value[0])
 
 
+def is_parts(value: Any) -> bool:
+    """Whether `value` is a list of content parts on its own (no message around them): a
+    non-empty list (or tuple) whose first element is an object with a ``type`` and no ``role``."""
+    return (isinstance(value, (list, tuple)) and bool(value) and isinstance(value[0], Mapping)
+            and isinstance(value[0].get("type"), str) and "role" not in value[0])
+
+
+def is_message(value: Any) -> bool:
+    """Whether `value` is one chat message on its own: an object with a ``role``."""
+    return isinstance(value, Mapping) and "role" in value
+
+
 def content_text(content: Any, where: str) -> str:
     """The text of a message's content: a string as it is; the ``text`` parts joined by a
     newline (other parts skipped); "" for null. Raises `MessageError` for another shape."""
@@ -65,8 +83,10 @@ def content_text(content: Any, where: str) -> str:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, Mapping) and isinstance(content.get("parts"), (list, tuple)):
-        return content_text(content["parts"], f"{where}.parts")
+    if _is_stored(content):
+        if isinstance(content.get("parts"), (list, tuple)) and content["parts"]:
+            return content_text(content["parts"], f"{where}.parts")
+        return content["content"] if isinstance(content.get("content"), str) else ""
     if not isinstance(content, (list, tuple)):
         raise MessageError(f"{where}: content must be a text, a list of parts or null, not {_kind(content)}")
     texts = []
@@ -117,11 +137,28 @@ def read_messages(value: Any, field: str) -> list[Message]:
     return messages
 
 
+def _is_stored(content: Any) -> bool:
+    """Whether a message's content is an object in the shape Mastra stores messages in:
+    ``{parts: […], toolInvocations?: […], content?: "…"}``."""
+    return isinstance(content, Mapping) and (isinstance(content.get("parts"), (list, tuple))
+                                             or isinstance(content.get("toolInvocations"), (list, tuple)))
+
+
 def _tool_parts(content: Any, where: str) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The tool calls (normalised) and the results (``{id?, result | error}``) that the parts of
-    a message's content carry (`TOOL_PARTS`; the content is already read by `content_text`)."""
-    if isinstance(content, Mapping) and isinstance(content.get("parts"), (list, tuple)):
-        content, where = content["parts"], f"{where}.parts"
+    a message's content carry (`TOOL_PARTS`; the content is already read by `content_text`), and
+    in the stored shape its ``toolInvocations`` (each a call, its result in state ``result``; one
+    whose ``toolCallId`` a part already gave is not read twice)."""
+    if _is_stored(content):
+        calls, results = _tool_parts(content.get("parts") or [], f"{where}.parts")
+        seen = {call.get("id") for call in calls if call.get("id") is not None}
+        for i, invocation in enumerate(content.get("toolInvocations") or ()):
+            if not isinstance(invocation, Mapping):
+                raise MessageError(f"{where}.toolInvocations[{i}]: a tool invocation must be an object "
+                                   f"{{toolCallId, toolName, args, state, result?}}, not {_kind(invocation)}")
+            if invocation.get("toolCallId") is None or invocation["toolCallId"] not in seen:
+                calls.append(_invocation_call(invocation, f"{where}.toolInvocations[{i}]"))
+        return calls, results
     if not isinstance(content, (list, tuple)):
         return [], []
     calls: list[ToolCall] = []
@@ -129,16 +166,21 @@ def _tool_parts(content: Any, where: str) -> tuple[list[ToolCall], list[dict[str
     for i, part in enumerate(content):
         kind = part["type"]
         if kind == "tool-invocation" and isinstance(part.get("toolInvocation"), Mapping):
-            invocation = part["toolInvocation"]
-            call = _part_call(invocation, f"{where}[{i}].toolInvocation")
-            if invocation.get("state") == "result" and "result" in invocation:
-                call["result"] = invocation["result"]
-            calls.append(call)
+            calls.append(_invocation_call(part["toolInvocation"], f"{where}[{i}].toolInvocation"))
         elif kind == "tool-call":
             calls.append(_part_call(part, f"{where}[{i}]"))
         elif kind == "tool-result":
             results.append(_part_outcome(part))
     return calls, results
+
+
+def _invocation_call(invocation: Mapping[str, Any], where: str) -> ToolCall:
+    """A tool invocation ``{toolCallId, toolName, args, state, result?}`` as a call, with its
+    result only in state ``result``."""
+    call = _part_call(invocation, where)
+    if invocation.get("state") == "result" and "result" in invocation:
+        call["result"] = invocation["result"]
+    return call
 
 
 def _part_call(part: Mapping[str, Any], where: str) -> ToolCall:
@@ -159,6 +201,49 @@ def _part_outcome(part: Mapping[str, Any]) -> dict[str, Any]:
         value = output
     found["error" if failed else "result"] = value
     return found
+
+
+def text_of(value: Any, field: str) -> str | None:
+    """The text of a value given as messages (their texts, system messages aside, joined by a
+    blank line), as one message, or as content parts (`content_text`); None for any other value
+    (a text, a number, an object that is not a message). Raises `MessageError` naming `field`."""
+    if is_message(value):
+        value = [value]
+    if is_messages(value):
+        messages = read_messages(value, field)
+        return "\n\n".join(m["text"] for m in messages if m["role"] not in SYSTEM_ROLES and m["text"])
+    if is_parts(value):
+        return content_text(value, field)
+    return None
+
+
+EARLIER_TURNS = "Earlier turns of the conversation:"
+LAST_REQUEST = "The last user message (the request answered):"
+
+
+def conversation_text(messages: Sequence[Message]) -> str:
+    """The input as a judge reads it: the last ``user`` message's text alone when no turn before
+    it has text or calls a tool (a single request: the same text as `last_user_text`); else the
+    earlier turns, numbered with their roles (system messages left out: prompts show them apart;
+    a tool message as ``tool result``, an assistant's calls as ``(calls NAME)``), under
+    `EARLIER_TURNS`, then a blank line, `LAST_REQUEST` and that message's text, so the judge knows
+    which request the output answers and what it means."""
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), None)
+    if last is None:
+        return ""
+    lines = []
+    for m in messages[:last]:
+        if m["role"] in SYSTEM_ROLES:
+            continue
+        calls = ", ".join(str(c.get("name")) for c in m.get("tool_calls") or ())
+        text = " ".join(m["text"].split())
+        if not text and not calls:
+            continue
+        role = "tool result" if m["role"] == "tool" else m["role"]
+        lines.append(f"[{len(lines) + 1}] {role}: {text}{' ' if text and calls else ''}{f'(calls {calls})' if calls else ''}")
+    if not lines:
+        return messages[last]["text"]
+    return "\n".join([EARLIER_TURNS, *lines, "", LAST_REQUEST, messages[last]["text"]])
 
 
 def last_user_text(messages: Sequence[Message]) -> str:
@@ -255,5 +340,7 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "an object" if isinstance(value, Mapping) else type(value).__name__)
 
 
-__all__ = ["TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text", "content_text", "is_messages",
-           "last_user_text", "read_messages", "read_tool_calls", "system_text", "tool_calls_of"]
+__all__ = ["EARLIER_TURNS", "LAST_REQUEST", "TOOL_PARTS", "Message", "MessageError", "ToolCall", "assistant_text",
+           "content_text", "conversation_text", "is_message",
+           "is_messages", "is_parts", "last_user_text", "read_messages", "read_tool_calls", "system_text", "text_of",
+           "tool_calls_of"]

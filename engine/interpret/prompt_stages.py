@@ -78,7 +78,8 @@ class PromptRunner:
 
     def stage(self, stage: PromptStagePlan, ns: dict[str, Any], work: StageWork) -> Steps:
         """The stage's result for this item (its `result` expression over ``answer``, else the
-        answer; with ``for_each`` a list, one per element); raises `ScorerRunError`."""
+        answer; with ``for_each`` a list, one per element, or what its `collect` expression makes of
+        that list); raises `ScorerRunError`."""
         if stage.for_each is not None:
             return (yield from self._each(stage, ns, work))
         answer = yield from self._sampled(stage, stage.answer_for(ns), ns, work)
@@ -134,6 +135,8 @@ class PromptRunner:
             work.listed = [part.listed for part in parts]
             left_out = [part.record.listed for part in parts]
             record.listed = left_out if any(n is not None for n in left_out) else None
+        if stage.collect is not None:
+            return evaluate(stage.collect, {**ns, "results": results}, f"{stage.id}.collect")
         return results
 
     def _element(self, stage: PromptStagePlan, scope: dict[str, Any], part: StageWork) -> Steps:

@@ -11,7 +11,8 @@ message``) and skipped.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from ..traces.source import TraceSource, is_phoenix
 from .items import (
     TOO_DEEP,
     DatasetError,
+    counting_mapped,
+    path_stop,
     DatasetProblem,
     Item,
     OnProblem,
@@ -28,7 +31,7 @@ from .items import (
     too_deep,
     unique_items,
 )
-from .readers import count_records, read_file, read_traces
+from .readers import count_records, detect_format, read_file, read_traces
 
 
 def iter_items(data: Any, fields: Mapping[str, str] | None = None,
@@ -52,6 +55,46 @@ def iter_items(data: Any, fields: Mapping[str, str] | None = None,
     else:
         records = data
     return unique_items(_from_records(records, fields or {}, report), "<data>", report)
+
+
+def check_mapping(data: Any, fields: Mapping[str, str] | None, note: Callable[[str], None] | None = None) -> None:
+    """Check a field mapping against every record of `data` before a run: a mapping found in no
+    record raises `DatasetError` naming it and where its path stops in the first record
+    (``--field input=trace.messages.-5.content: found in none of the 3 records (the first: trace.messages
+    has no item -5 (a list of 2; …)))``); one found in some records only is a warning to `note`
+    with the count. Reads the data once more (a file is parsed twice); records that cannot be read
+    are left to the run to report. Nothing is checked for traces (their mapping reads span
+    attributes, `engine.traces`), for data that can be read only once (an iterator), or with no
+    mapping."""
+    if not fields or is_phoenix(data) or isinstance(data, TraceSource) or isinstance(data, Iterator):
+        return
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        if not path.is_file() or detect_format(path) == "otlp":
+            return
+    total, first = 0, {}
+    with counting_mapped() as found:
+        for item in iter_items(data, fields, lambda problem: None):
+            first = first if total else item
+            total += 1
+    if not total:
+        return
+    unmapped = [name for name in fields if found[name] == 0]
+    if unmapped:
+        record = {k: v for k, v in first.items() if v is not None}
+        lost = "; ".join(f"--field {name}={fields[name]}: found in none of the {total} record"
+                         f"{'s' if total != 1 else ''} (the first: {path_stop(record, fields[name])})"
+                         for name in unmapped)
+        raise DatasetError(f"{lost}. A path's parts are keys of objects or indices of lists (0, 1, …; -1 the last)")
+    for name in fields:
+        if found[name] < total:
+            missing = total - found[name]
+            (note or _stderr)(f"--field {name}={fields[name]}: not found in {missing} of {total} record"
+                 f"{'s' if total != 1 else ''}; {'it has' if missing == 1 else 'they have'} no {name} from it")
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def data_len(data: Any) -> int | None:
@@ -92,4 +135,4 @@ def _dataframe_records(frame: Any) -> Iterator[dict[str, Any]]:
         yield {c: plain_value(v) for c, v in zip(columns, row)}
 
 
-__all__ = ["data_len", "iter_items"]
+__all__ = ["check_mapping", "data_len", "iter_items"]

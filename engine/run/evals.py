@@ -45,7 +45,7 @@ from ..core.direction import direction_of
 from ..core.result import ScoreResult
 from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
-from .datasets import data_len
+from .datasets import check_mapping, data_len
 from .attempt import Attempt, Destinations, ItemSource, RunContext
 from .executor import executor_of
 from .items import DatasetProblem, Item, parse_fields
@@ -173,7 +173,7 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file.
+    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file or unfound mapping.
     """
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
@@ -189,7 +189,7 @@ async def arun_evals(
         scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
         labels = [s.label for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
-        limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list)
+        limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list, data, reporter.note)
         stats = {s.label: ScorerStats(s.label, s.id, s.plan.hash, direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
@@ -219,12 +219,15 @@ def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) 
     return Budget(max_cost, spent_before=usd, items_before=items_before)
 
 
-def _gates_and_fields(settings: RunSettings, scorer_list: list[Any]) -> tuple[
+def _gates_and_fields(settings: RunSettings, scorer_list: list[Any], data: Any, note: Callable[[str], None]) -> tuple[
         dict[str, Threshold], dict[str, float], dict[str, str]]:
-    """The run's thresholds and item cut-offs by label, and its field map (run field → item field)."""
+    """The run's thresholds and item cut-offs by label, and its field map (run field → item field),
+    checked against `data` before any judge call (`check_mapping`: a mapping found in no record
+    raises `DatasetError`, one missing in some goes to `note`)."""
     fields = settings.fields
     field_map = parse_fields(fields, declared_names(scorer_list)) if fields is not None and not isinstance(
         fields, Mapping) else dict(fields or {})
+    check_mapping(data, field_map, note)
     return (_thresholds(settings.thresholds, scorer_list), _item_cutoffs(settings.item_cutoffs, scorer_list),
             field_map)
 

@@ -12,8 +12,10 @@ An *item* is a plain dict with the run fields a scorer reads::
 - ``language``: the item's own language (an ISO 639-1 code), kept only when the record gives it.
 - Field mapping: ``{"output": "answer", "context": "passages"}`` (from ``--field
   output=answer``) reads a run field — or a field a scorer declares (``rubric=criteria``) —
-  from another column; a dotted name (``meta.passages``) reads a nested key. Every other column
-  is kept under its own name.
+  from another column; a dotted name (``meta.passages``) reads a nested key, and a part that is a
+  number an item of a list (``trace.messages.-1.content``: the last message's content;
+  `lookup_path`). Every other column is kept under its own name. A mapping that finds nothing in
+  any record is an error before any judge call (`engine.run.datasets.check_mapping`).
 
 A record nested deeper than `MAX_DEPTH` levels (JSON arrays and objects inside each other) is a
 `DatasetProblem` and skipped: no run field needs more, and deeper values would exhaust the
@@ -25,7 +27,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,16 +91,66 @@ def parse_fields(pairs: Iterable[str], declared: Iterable[str] = ()) -> dict[str
 # --- one record → one item ----------------------------------------------------------------------
 
 
-def _lookup(record: Mapping[str, Any], column: str) -> tuple[bool, Any]:
+def _step(value: Any, part: str) -> tuple[bool, Any]:
+    """One step of a path: a key of an object, or an index of a list (``0`` the first, ``-1`` the
+    last)."""
+    if isinstance(value, Mapping):
+        return (True, value[part]) if part in value else (False, None)
+    if isinstance(value, (list, tuple)):
+        try:
+            index = int(part)
+        except ValueError:
+            return False, None
+        return (True, value[index]) if -len(value) <= index < len(value) else (False, None)
+    return False, None
+
+
+def lookup_path(record: Mapping[str, Any], column: str) -> tuple[bool, Any]:
+    """(found, value) of `column` in `record`: a key of its own, else a dotted path whose parts are
+    keys of objects or indices of lists (``trace.messages.-1.content``: the last message's
+    content; ``passages.0``: the first passage)."""
     if column in record:
         return True, record[column]
     value: Any = record
     for part in column.split("."):
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        else:
+        found, value = _step(value, part)
+        if not found:
             return False, None
     return True, value
+
+
+def path_stop(record: Mapping[str, Any], column: str) -> str:
+    """Where the dotted path `column` stops in `record`, for an error: ``"trace.messages has no
+    item -3 (a list of 2)"``, ``"the record has no key 'trace' (its keys: id, answer)"``."""
+    value: Any = record
+    parts = column.split(".")
+    for i, part in enumerate(parts):
+        found, child = _step(value, part)
+        if not found:
+            where = ".".join(parts[:i]) or "the record"
+            if isinstance(value, Mapping):
+                keys = ", ".join(str(k) for k in list(value)[:12]) or "none"
+                return f"{where} has no key {part!r} (its keys: {keys})"
+            if isinstance(value, (list, tuple)):
+                return f"{where} has no item {part} (a list of {len(value)}; an index is 0, 1, … or -1, -2, …)"
+            return f"{where} is {json_type(value)}, not an object or a list"
+        value = child
+    return f"{column} is found"
+
+
+_FOUND: ContextVar[Counter[str] | None] = ContextVar("scorespec_mapping_found", default=None)
+
+
+@contextmanager
+def counting_mapped() -> Iterator[Counter[str]]:
+    """Count, while the block runs, the records in which each mapped field (`to_item`'s `fields`)
+    was found: name → records. Used by `engine.run.datasets.check_mapping`."""
+    tally: Counter[str] = Counter()
+    token = _FOUND.set(tally)
+    try:
+        yield tally
+    finally:
+        _FOUND.reset(token)
 
 
 def _missing(value: Any) -> bool:
@@ -127,9 +182,12 @@ def to_item(record: Mapping[str, Any], number: int, fields: Mapping[str, str] | 
     for name in MAPPABLE + tuple(name for name in fields if name not in MAPPABLE):
         column = fields.get(name)
         if column is not None:
-            found, value = _lookup(record, column)
+            found, value = lookup_path(record, column)
             if found:
                 used.add(column)
+                tally = _FOUND.get()
+                if tally is not None:
+                    tally[name] += 1
         else:
             found, value = (True, record[name]) if name in record else (False, None)
             if found:
@@ -204,15 +262,12 @@ def plain_value(value: Any, depth: int = 0) -> Any:
 
 
 def label_value(item: Mapping[str, Any], label_field: str) -> Any:
-    """The item's value at `label_field` (dots reach into nested objects: ``meta.label``), or
-    None when it has none there (a missing key, or a value on the way that is not an object):
+    """The item's value at `label_field` (dots reach into nested objects and lists: ``meta.label``,
+    ``labels.-1``: `lookup_path`), or None when it has none there (a missing key or index, or a
+    value on the way that is neither an object nor a list):
     where calibrate, compare and the HTML report read an item's human label."""
-    value: Any = item
-    for part in label_field.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
+    found, value = lookup_path(item, label_field)
+    return value if found else None
 
 
 def item_key(item_id: Any) -> str:
@@ -239,5 +294,5 @@ def unique_items(numbered: Iterator[tuple[int, Item]], name: str, report: OnProb
 
 
 __all__ = ["ALIASES", "DatasetError", "DatasetProblem", "Item", "MAPPABLE", "MAX_DEPTH", "OnProblem", "TOO_DEEP",
-           "item_key", "json_type", "label_value", "parse_fields", "plain_value", "print_problem", "to_item",
-           "too_deep", "unique_items"]
+           "counting_mapped", "item_key", "json_type", "label_value", "lookup_path", "parse_fields", "path_stop",
+           "plain_value", "print_problem", "to_item", "too_deep", "unique_items"]

@@ -232,6 +232,10 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         keys = None
         answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
+    collect = c.expr(stage.collect, f"{key}.collect", outer.with_names(results=None)) if stage.collect else None
+    if stage.collect and not stage.for_each:
+        c.doc.add("invalid-value", f"{key}.collect", "collect gathers the results of a for_each stage, and this "
+                  "stage has no for_each", "remove collect, or ask once per element with for_each")
     shape = keys if stage.result is None and stage.for_each is None else None
     probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
     keep_first = keep_first_of(stage, key, c.doc)
@@ -242,7 +246,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         id=stage.id, template=template, schema=schema,
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
-        when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
+        when=when, for_each=for_each, collect=collect, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
         sampling=sampling, probabilities=probabilities, keep_first=keep_first, pages=pages,
         examples=checked_examples(stage, key, schema_exprs, c.doc),
         reasoning_effort=stage.reasoning_effort or judge.reasoning_effort,

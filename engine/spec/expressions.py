@@ -73,20 +73,36 @@ def _count(values: Any, attribute: str, equal_to: Any) -> int:
     return sum(1 for item in values or () if _lower_trim(_get(item, attribute)) == want)
 
 
-def _average_precision(values: Any, attribute: str, equal_to: Any) -> float:
+def _average_precision(values: Any, attribute: str, equal_to: Any, rank: str | None = None) -> float:
     """Average precision of a ranked list (its first item ranked first): the items whose
     `attribute` equals `equal_to` (case and surrounding spaces ignored, as `count`) are the
     relevant ones; the mean, over the relevant positions i (1-based), of the relevant items
     among the first i divided by i. In [0, 1]: 1 when every relevant item comes before every
     other, 0.0 when none is relevant (an empty list included). E.g. relevant, not, relevant,
-    not → (1/1 + 2/3) / 2 = 0.8333."""
+    not → (1/1 + 2/3) / 2 = 0.8333. With `rank`, each item's position is its `rank` attribute
+    (1-based, increasing) rather than its place in the list, so ranks left out of the list (blank
+    passages, from `ranked_passages`) count as not relevant: positions 2 and 4 of 4, only 2
+    relevant → 1/2 = 0.5."""
     want = _lower_trim(equal_to)
     found, total = 0, 0.0
     for position, item in enumerate(values or (), start=1):
         if _lower_trim(_get(item, attribute)) == want:
             found += 1
-            total += found / position
+            total += found / (position if rank is None else _get(item, rank))
     return total / found if found else 0.0
+
+
+def _ranked_passages(values: Any) -> list[dict[str, Any]]:
+    """The passages of a ranked list that have text, each ``{position, passage}``: its 1-based
+    rank in the whole list and its text trimmed. A blank passage (or a missing one) is left out
+    but keeps its rank: ``["", " Paris ", "  ", "Lyon"]`` → ``[{position: 2, passage: "Paris"},
+    {position: 4, passage: "Lyon"}]``."""
+    ranked = []
+    for position, value in enumerate(values or (), start=1):
+        text = value.strip() if isinstance(value, str) else ""
+        if text:
+            ranked.append({"position": position, "passage": text})
+    return ranked
 
 
 def _folded(value: Any) -> Any:
@@ -239,6 +255,7 @@ def environment(prompt: bool = False) -> ImmutableSandboxedEnvironment:
         env.filters[name] = bounded(name, env.filters[name])
     env.filters["count"] = _count
     env.filters["average_precision"] = _average_precision
+    env.filters["ranked_passages"] = _ranked_passages
     env.filters["num"] = _num
     env.filters["distinct"] = _distinct
     env.filters["copied"] = _copied

@@ -110,6 +110,10 @@ class PromptStage(_Model):
         "schema, checks and result see as `each` (its 0-based position: `each_index`); the stage's result "
         "is the list of the per-element results. One focused question at a time suits small judges.",
     )
+    collect: str | None = Field(
+        None, description="With for_each: an expression over `results` (the per-element results, in order) giving "
+        "the stage's result, e.g. `{'verdicts': results}` for the reference's result shape; default: the list.",
+    )
     checks: list[Check] = Field(default_factory=list, description="Re-ask conditions.")
     keep_first: list[str] = Field(
         default_factory=list,

@@ -64,7 +64,9 @@ class PromptStagePlan:
     it holds a placeholder and `schema_exprs` gives (JSON pointer as a tuple, expression) to
     compute per item (`schema_for`). temperature and max_tokens are resolved (the stage's, else
     the judge block's); max_reasks bounds re-asks after an invalid answer or a failed check.
-    for_each: an expression giving a list (one call per element), or None. sampling: how the
+    for_each: an expression giving a list (one call per element), or None; collect: with it, an
+    expression over ``results`` (the per-element results) giving the stage's result, or None (the
+    list). sampling: how the
     stage is sampled (`SamplingPlan`; n = 1 when it is asked once), or None when its answer has
     nothing a default reduction can use and the spec gives no `reduce` (it is then always asked
     once, whatever a run's ``samples``). probabilities: whether to ask for the answer's label
@@ -93,6 +95,7 @@ class PromptStagePlan:
     max_reasks: int
     when: Expression | None = None
     for_each: Expression | None = None
+    collect: Expression | None = None
     schema_exprs: tuple[tuple[tuple[Any, ...], Expression], ...] = ()
     checks: tuple[CheckPlan, ...] = ()
     result: Expression | None = None
