@@ -12,7 +12,7 @@ from typing import Any
 from ..core.errors import SpecError
 from ..spec.compile import load_spec
 from ..spec.plans import PromptStagePlan
-from .candidates import answer_values, child_spec, instructions_of, with_instructions, worked_examples
+from .candidates import answer_values, child_spec, instructions_of, pasted_item, with_instructions, worked_examples
 from .optimizer import Disagreement, optimizer_spec, proposal_items
 from .result import Candidate
 from .runs import Budget, figures_of, score_items, scored_pairs, unscored_words
@@ -62,7 +62,7 @@ class Proposer:
         out: list[tuple[Candidate, Any]] = []
         rows = self._rows(items, train, truth, results)
         if n_instructions:
-            out += await self._instructions(rows, n_instructions, say)
+            out += await self._instructions(rows, n_instructions, say, [items[k] for k in train])
             if self.stopped:
                 return out
         for strategy in fixed:
@@ -104,7 +104,8 @@ class Proposer:
         return [(items[k], truth[k], abs(min(max(scores[k] / scale, 0.0), 1.0) - targets[k]), results[k])
                 for k in scores]
 
-    async def _instructions(self, rows: list[Any], count: int, say: Callable[[str], None]) -> list[tuple[Candidate, Any]]:
+    async def _instructions(self, rows: list[Any], count: int, say: Callable[[str], None],
+                            train_items: Sequence[Mapping[str, Any]]) -> list[tuple[Candidate, Any]]:
         cut = self.cutoff(self.parent)
         wrong = [r for r in rows if (r[2] >= 0.5 if cut is None else
                                      (float(r[3]["score"]) >= cut) != bool(r[1]))]
@@ -125,6 +126,12 @@ class Proposer:
             cand = Candidate(f"{self.work.name}_i{k}", "instructions", "the stage's instructions rewritten")
             if not text:
                 cand.dropped = "the optimiser gave no proposal"
+                out.append((cand, None))
+                continue
+            pasted = pasted_item(text, train_items)
+            if pasted:
+                cand.dropped = (f"the proposal pastes {pasted} from the train split: instructions must state a rule, "
+                                "not copy an item")
                 out.append((cand, None))
                 continue
             try:

@@ -3,8 +3,10 @@ that holds up on a held-out test split, and write it as an ``extends:`` child sp
 (`engine.alignment`).
 
 Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit
-codes: 0 (also when no candidate beat the scorer on dev: nothing written); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
-interrupted.
+codes: 0 (also when no candidate beat the scorer on dev: nothing written); 1 when the chosen
+candidate is not adopted (its win on dev within noise, or worse on test: written under
+``OUT/rejected/``); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume``
+continues); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import EXIT_BUDGET, EXIT_INTERRUPTED, app, fail
+from .app import EXIT_BUDGET, EXIT_INTERRUPTED, EXIT_THRESHOLD, app, fail
 from .cache import command_cache
 from .html import check_report_dependencies
 from .options import (
@@ -96,7 +98,9 @@ def align_cmd(
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
     extends the parent (only a candidate that beats the parent on dev is chosen: when none does,
-    nothing is written). Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
+    nothing is written; one whose dev win is within noise, or that is worse on test, is written under
+    OUT/rejected/ instead). Exit 0, 1 when the chosen candidate is not adopted, 2 on errors, 3 when the
+    --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
     from ..run.settings import RunSettings
     from .loading import _load_scorers
@@ -126,7 +130,8 @@ def align_cmd(
 
         write_align_report(report_file, result)
     ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
-    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child or ran else 2)
+    raise typer.Exit(EXIT_BUDGET if result.stopped else EXIT_THRESHOLD if result.rejected else
+                     0 if result.child or ran else 2)
 
 
 def _note_nothing_to_resume(out_dir: Path, name: str) -> None:

@@ -50,6 +50,7 @@ from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
+from .run_lock import lock_run
 from .runner import declared_names, label_of, uses_judge
 from .settings import RunSettings
 from .store import Store
@@ -170,7 +171,8 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file.
+    and `resume` is False, `engine.run.run_lock.RunInUse` (a `FileExistsError`) when another process
+    is scoring the same run now, `engine.run.items.DatasetError` for an unreadable file.
     """
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
@@ -178,7 +180,9 @@ async def arun_evals(
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store = _open_store(store)
     out_path = Path(settings.out).resolve() if settings.out is not None else None
+    lock = None
     try:
+        lock = lock_run(out_path, settings.run_id, db)  # one process at a time per run
         prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
         settings, config, stored_labels = resumed_settings(db, prior.run_id if prior.resuming else None,
                                                            settings, config)
@@ -203,6 +207,8 @@ async def arun_evals(
         return await _attempt(attempt, state, db, reporter, out_path, prior, (limits, cutoffs), price_table,
                               scorer_list, budget)
     finally:
+        if lock is not None:
+            lock.release()
         if own_store and db is not None:
             db.close()
 
