@@ -97,9 +97,8 @@ def align_cmd(
     """Align a scorer with human labels: propose candidate child specs from a train split (rewritten
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
-    extends the parent (only a candidate that beats the parent on dev is chosen: when none does,
-    nothing is written; one whose dev win is within noise, or that is worse on test, is written under
-    OUT/rejected/ instead). Exit 0, 1 when the chosen candidate is not adopted, 2 on errors, 3 when the
+    extends the parent (only a candidate that beats the parent on dev by more than noise, and is not
+    worse on test, is adopted: else it goes to OUT/rejected/, exit 1). Exit 2 on errors, 3 when the
     --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
     from ..run.settings import RunSettings
@@ -129,9 +128,17 @@ def align_cmd(
         from ..report.align_section import write_align_report
 
         write_align_report(report_file, result)
-    ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
-    raise typer.Exit(EXIT_BUDGET if result.stopped else EXIT_THRESHOLD if result.rejected else
-                     0 if result.child or ran else 2)
+    raise typer.Exit(_exit_code(result))
+
+
+def _exit_code(result: Any) -> int:
+    """3: stopped by the budget; 1: the chosen candidate not adopted; 0: adopted, or none better
+    than the parent on dev; 2: no candidate could be run."""
+    if result.stopped:
+        return EXIT_BUDGET
+    if result.rejected:
+        return EXIT_THRESHOLD
+    return 0 if result.child or any(c.dev is not None for c in result.candidates) else 2
 
 
 def _note_nothing_to_resume(out_dir: Path, name: str) -> None:

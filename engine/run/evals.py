@@ -50,7 +50,7 @@ from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
-from .run_lock import lock_run
+from .run_lock import RunLock, lock_run
 from .runner import declared_names, label_of, uses_judge
 from .settings import RunSettings
 from .store import Store
@@ -178,11 +178,8 @@ async def arun_evals(
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
-    db, own_store = _open_store(store)
-    out_path = Path(settings.out).resolve() if settings.out is not None else None
-    lock = None
+    db, own_store, out_path, lock = _open_run(store, settings)
     try:
-        lock = lock_run(out_path, settings.run_id, db)  # one process at a time per run
         prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
         settings, config, stored_labels = resumed_settings(db, prior.run_id if prior.resuming else None,
                                                            settings, config)
@@ -207,8 +204,7 @@ async def arun_evals(
         return await _attempt(attempt, state, db, reporter, out_path, prior, (limits, cutoffs), price_table,
                               scorer_list, budget)
     finally:
-        if lock is not None:
-            lock.release()
+        lock.release()
         if own_store and db is not None:
             db.close()
 
@@ -338,6 +334,20 @@ def _record_specs(db: Store, scorers: list[Any]) -> None:
 def _spec_hash(scorer: Any) -> str | None:
     plan = getattr(scorer, "plan", None)
     return getattr(plan, "hash", None)
+
+
+def _open_run(store: Store | str | os.PathLike[str] | bool | None,
+              settings: RunSettings) -> tuple[Store | None, bool, Path | None, RunLock]:
+    """The run's store (and whether this run opened it), its out file (absolute) and its lock
+    (`engine.run.run_lock`: one process at a time per run; `RunInUse` when another holds it)."""
+    db, own_store = _open_store(store)
+    out_path = Path(settings.out).resolve() if settings.out is not None else None
+    try:
+        return db, own_store, out_path, lock_run(out_path, settings.run_id, db)
+    except BaseException:
+        if own_store and db is not None:
+            db.close()
+        raise
 
 
 def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[Store | None, bool]:
