@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -91,10 +92,10 @@ class Calibration:
     positives: int | None = None
     negatives: int | None = None
     positive_labels: list[Any] | None = None
-    threshold: float | None = None
+    cutoff: float | None = None  # the score cut-off the figures are at (``threshold`` before: deprecated)
     accuracy: float | None = None
     balanced_accuracy: float | None = None
-    best_threshold: float | None = None
+    best_cutoff: float | None = None
     best_balanced_accuracy: float | None = None
     best_accuracy: float | None = None
     roc_auc: float | None = None
@@ -118,8 +119,21 @@ class Calibration:
     stopped: str | None = None  # why the --max-cost budget stopped the run before its last item
     label_field: str | None = None  # the items' key holding the human label
 
+    @property
+    def threshold(self) -> float | None:
+        """Deprecated: the old name of `cutoff`."""
+        warnings.warn("Calibration.threshold is deprecated: use .cutoff", DeprecationWarning, stacklevel=2)
+        return self.cutoff
+
+    @property
+    def best_threshold(self) -> float | None:
+        """Deprecated: the old name of `best_cutoff`."""
+        warnings.warn("Calibration.best_threshold is deprecated: use .best_cutoff", DeprecationWarning, stacklevel=2)
+        return self.best_cutoff
+
     def to_json_dict(self) -> dict[str, Any]:
-        """camelCase JSON form (``scorespec calibrate --json``)."""
+        """camelCase JSON form (``scorespec calibrate --json``): the cut-off as ``cutoff`` and
+        ``bestCutoff``, as specs and ``compare`` name it."""
         out: dict[str, Any] = {}
         for key, value in asdict(self).items():
             parts = key.split("_")
@@ -237,25 +251,36 @@ class CalibrationSettings:
     """What a calibration compares the scores with. label_field: the item's key holding the
     human label (dots reach into nested objects). positive / negative: label values (compared as
     text) of the two classes; with `negative`, items whose label is in neither are left out
-    (counted in `left_out`); without `positive`, labels are graded numbers. threshold: the score
+    (counted in `left_out`); without `positive`, labels are graded numbers. cutoff: the score
     cut-off on the scorer's scale (default: the spec's documented ``cutoff``, else scale / 2). not_scorable_score: the score given to not
     scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
+    threshold: deprecated, the old name of `cutoff` (read as it, with a `DeprecationWarning`; it
+    always equals `cutoff`).
 
     A single str, number or bool for `positive` / `negative` is one label value. Raises
-    `TypeError` for a label_field that is not a str, a threshold or not_scorable_score that is not
-    a number, a top that is not an int; `ValueError` for an empty label_field or a top < 0."""
+    `TypeError` for a label_field that is not a str, a cutoff or not_scorable_score that is not
+    a number, a top that is not an int; `ValueError` for an empty label_field, a top < 0, or a
+    cutoff and a different threshold given together."""
 
     label_field: str = "label"
     positive: tuple[Any, ...] | None = None
     negative: tuple[Any, ...] | None = None
-    threshold: float | None = None
+    cutoff: float | None = None
     not_scorable_score: float | None = None
     top: int = DEFAULT_TOP
+    threshold: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("positive", "negative"):
             object.__setattr__(self, name, label_values(name, getattr(self, name)))
-        check_label_settings(self, {"threshold": self.threshold, "not_scorable_score": self.not_scorable_score})
+        if self.threshold is not None and self.threshold != self.cutoff:
+            if self.cutoff is not None:
+                raise ValueError(f"threshold {self.threshold!r} is the old name of cutoff: give only cutoff")
+            warnings.warn("CalibrationSettings(threshold=…) is deprecated: use cutoff=…", DeprecationWarning,
+                          stacklevel=3)
+            object.__setattr__(self, "cutoff", self.threshold)
+        check_label_settings(self, {"cutoff": self.cutoff, "not_scorable_score": self.not_scorable_score})
+        object.__setattr__(self, "threshold", self.cutoff)
 
     @classmethod
     def build(cls, settings: CalibrationSettings | None = None, **changes: Any) -> CalibrationSettings:
@@ -362,14 +387,17 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    threshold = settings.threshold if settings.threshold is not None else getattr(resolved, "cutoff", None)
-    if threshold is not None and settings.threshold is None and wanted_pos is not None:
-        report.notes.append(f"cut-off {threshold:g}: the spec's documented cut-off")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale)
+    cutoff = settings.cutoff if settings.cutoff is not None else getattr(resolved, "cutoff", None)
+    if cutoff is not None and settings.cutoff is None and wanted_pos is not None:
+        report.notes.append(f"cut-off {cutoff:g}: the spec's documented cut-off")
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=cutoff, scale=scale)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
-        setattr(report, key, value)
+        setattr(report, _CUTOFF_NAMES.get(key, key), value)
     report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
+
+
+_CUTOFF_NAMES = {"threshold": "cutoff", "best_threshold": "best_cutoff"}  # agreement()'s keys → the report's
 
 
 def _usage_into(report: Calibration, summary: Any, label: str) -> None:

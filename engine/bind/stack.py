@@ -42,6 +42,7 @@ from ..judge.provider import InstructorJudge
 from ..judge.rate_limit import RateLimitedJudge, RateLimiter
 from ..judge.recipe import JudgeRecipe
 from ..judge.retries import RetryingJudge, RetryPolicy
+from ..judge.secret import reveal
 from ..judge.settings import JudgeSettings
 from ..judge.window import configured_window
 from ..spec.plans import ScorerPlan
@@ -162,7 +163,7 @@ def make_judge(model: str, settings: JudgeSettings | None = None, **keywords: An
         provider: Judge = make_local_judge(model, mode=settings.mode, context_window=settings.context_window)
         retry = retry or LOCAL_RETRY
     else:
-        provider = hosted_judge(model, base_url=settings.base_url, api_key=settings.api_key, mode=settings.mode,
+        provider = hosted_judge(model, base_url=settings.base_url, api_key=reveal(settings.api_key), mode=settings.mode,
                                 timeout_s=settings.timeout_s, context_window=settings.context_window)
     try:
         provider.recipe = recipe  # how to build it again in another process (`engine.judge.recipe`)

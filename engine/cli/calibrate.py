@@ -107,7 +107,7 @@ def calibrate_cmd(
     if report_file is not None:
         check_report_dependencies()
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
-                                 negative=negative or None, threshold=cutoff, not_scorable_score=not_scorable_score,
+                                 negative=negative or None, cutoff=cutoff, not_scorable_score=not_scorable_score,
                                  top=top)
     run = RunSettings(concurrency=concurrency, fields=field or None, samples=samples, prices=prices,
                       max_cost=max_cost, limit=limit, out=out, resume=resume, language=language)

@@ -327,14 +327,14 @@ def calibration_table(report: Any) -> Any:
     table.add_row("used in the figures", str(report.used))
     if report.kind == "binary":
         table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
-        table.add_row(f"balanced accuracy (score ≥ {fmt(report.threshold)})", fmt(report.balanced_accuracy))
-        table.add_row(f"accuracy (score ≥ {fmt(report.threshold)})", fmt(report.accuracy))
+        table.add_row(f"balanced accuracy (score ≥ {fmt(report.cutoff)})", fmt(report.balanced_accuracy))
+        table.add_row(f"accuracy (score ≥ {fmt(report.cutoff)})", fmt(report.accuracy))
         c = report.confusion
         if c:
             table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
         table.add_row("ROC AUC", fmt(report.roc_auc))
-        if report.best_threshold is not None:
-            table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_threshold)}",
+        if report.best_cutoff is not None:
+            table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_cutoff)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
     else:
