@@ -309,7 +309,7 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
                       style="dim", markup=False)
     better = f" · {direction.replace('_', ' ')}" if direction else ""
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
+                  f"({result.spec_hash[:12]}){better}", style="dim", markup=False,  # no run id: nothing is stored
                   soft_wrap=True)
 
 
