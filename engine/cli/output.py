@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.result import ScoreResult
 from ..run.items import DatasetProblem, Item
-from ..run.reporting import EvalReporter, RunState, cached_text
+from ..run.reporting import EvalReporter, RunState, answers_text
 from ..run.summary import EvalSummary, ScorerSummary
 
 
@@ -121,7 +121,7 @@ class ConsoleReporter(EvalReporter):
         self._task = self._progress.add_task(self._means(run), total=run.total)
 
     def _means(self, run: RunState) -> str:
-        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}{cached_text(run)}"] if run.answers else []
+        parts = [answers_text(run, plural=True)] if run.answers or run.failed_calls else []
         for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
@@ -152,8 +152,8 @@ class ConsoleReporter(EvalReporter):
         last_done, last_answers, last_time = self._said
         due = at_end or done // self._every > last_done // self._every or \
             time.perf_counter() - last_time >= PLAIN_EVERY_S
-        if due and (done, run.answers) != (last_done, last_answers):
-            self._said = (done, run.answers, time.perf_counter())
+        if due and (done, run.answers + run.failed_calls) != (last_done, last_answers):
+            self._said = (done, run.answers + run.failed_calls, time.perf_counter())
             self._print(progress_line(run))
 
     def skipped(self, run: RunState, count: int) -> None:

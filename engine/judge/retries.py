@@ -68,8 +68,13 @@ class RetryingJudge(JudgeLayer):
         """Tries 2 and on, after the first try failed with `first`."""
         spent = _spent(first)  # the failed tries, summed
         tries = 1
+
+        async def sleep(seconds: float) -> None:  # a wait between tries is part of the call's time
+            spent.seconds += seconds
+            await self._sleep(seconds)
+
         retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1), wait=self.policy.wait,
-                                 retry=retry_if_exception_type(TransportFailure), sleep=self._sleep, reraise=True)
+                                 retry=retry_if_exception_type(TransportFailure), sleep=sleep, reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
