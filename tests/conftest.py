@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, settings
 from ray_local import LocalRay
 from redis_server import RedisServer, redis_server_executable
 
-from engine.bind.stack import RetryPolicy, make_judge
-from engine.embedded.llama import cache_dir
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
+from engine.core.paths import cache_dir
 from engine.testing.fake_openai import FakeOpenAIServer
 
 TESTS = Path(__file__).resolve().parent

@@ -16,7 +16,8 @@ import math
 import pytest
 
 from engine import load_scorer, run_evals
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.core.answer_probs import Token, answer_probs, label_fields, probs_from_completion, with_hard_labels
 from engine.core.errors import SpecError
 from engine.spec.compile import compile_file

@@ -136,7 +136,7 @@ def test_calibrate_over_a_scripted_judge(tmp_path):
     with Store(tmp_path / "s.sqlite") as db:
         (stored,) = db.calibrations("faithfulness")
     assert stored["run_id"] == report.run_id and stored["spec_hash"] == report.spec_hash
-    assert stored["figures"]["balancedAccuracy"] == pytest.approx(0.75)
+    assert stored["figures"]["balancedAccuracy"]["value"] == pytest.approx(0.75)
     assert stored["figures"]["confusion"] == report.confusion
 
 
@@ -196,7 +196,7 @@ def test_calibrate_command_end_to_end(fake_server, tmp_path):
                                 env={"OPENAI_API_KEY": "test", "COLUMNS": "200", "SCORESPEC_MODEL": None})
     assert result.exit_code == 0, result.stderr
     figures = json.loads(result.stdout)
-    assert figures["balancedAccuracy"] == pytest.approx(0.75)
+    assert figures["balancedAccuracy"]["value"] == pytest.approx(0.75)
     assert figures["rocAuc"] == pytest.approx(0.625)
     assert figures["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
     assert figures["model"] == "openai/x"

@@ -106,10 +106,10 @@ def test_a_child_that_halves_the_formula_loses_everywhere(half_spec):
     assert c.paired.p_value is not None and c.paired.p_value < 0.05
     assert c.paired.ci95 is not None and c.paired.ci95[1] < 0  # the interval excludes zero
     assert c.paired.verdict == "worse" and c.worse_by_more_than(0.1) and not c.worse_by_more_than(0.4)
-    assert c.words.startswith("half is worse than verdicts on 20 of 20 items; mean difference -0.375")
+    assert c.words.startswith("half scores lower than verdicts on 20 of 20 items; mean difference -0.375")
     assert "unlikely to be chance, p < 0.001" in c.words
     assert result.exit_code(0.1) == 1 and result.exit_code(0.4) == 0 and result.exit_code() == 0
-    assert result.headline == f"half is worse than verdicts: -0.375 (95% CI {c.paired.ci95[0]:g}..{c.paired.ci95[1]:g}, " \
+    assert result.headline == f"half scores lower than verdicts: -0.375 (95% CI {c.paired.ci95[0]:g}..{c.paired.ci95[1]:g}, " \
                               "p < 0.001, 20 pairs)"
     assert {label: (s.scored, s.mean, s.min, s.max, s.direction) for label, s in result.summaries().items()} == {
         "verdicts": (20, 0.75, 0.5, 1.0, "higher_is_better"), "half": (20, 0.375, 0.25, 0.5, "higher_is_better")}
@@ -141,7 +141,9 @@ def test_compare_command_fails_if_worse_through_the_fake_server(half_spec, fake_
     # a looser gate passes
     again = invoke("compare", parent, f"half@draft={child}", *common, "--fail-if-worse", "0.5")
     assert again.exit_code == 0, again.output
-    assert "half@draft is worse than verdicts on 20 of 20 items" in again.stdout
+    assert "half@draft scores lower than verdicts on 20 of 20 items" in again.stdout
+    # without labels it says the scores differ, not that a version agrees better with people
+    assert "no human labels: this says the scores differ, not which version agrees better" in again.stdout
 
 
 def test_the_bootstrap_interval_is_seeded(half_spec):
@@ -224,7 +226,7 @@ def test_lower_is_better_counts_falling_scores_as_wins(write_spec, tmp_path):
     (c,) = result.comparisons
     assert (c.paired.wins, c.paired.ties, c.paired.losses) == (5, 1, 0)  # 0 halves to 0: a tie
     assert c.paired.mean_difference == -0.25 and c.paired.verdict == "better" and c.paired.worse_by == -0.25
-    assert c.words.startswith("risk_v2 is better than risk on 5 of 6 items, the same on 1")
+    assert c.words.startswith("risk_v2 scores lower than risk on 5 of 6 items, the same on 1")
     assert not c.worse_by_more_than(0) and result.exit_code(0) == 0
     # the other way round, the higher scores are worse for a lower-is-better scorer
     back = compare([str(lower), str(base)], rows, store=False).comparisons[0]

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval, runs, show)
 from engine.bind.load import load_scorer
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.cli.main import app
 from engine.judge.rate_limit import RateLimiter
 from engine.run.evals import Threshold, arun_evals, run_evals

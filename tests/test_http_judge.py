@@ -292,7 +292,8 @@ def test_refused_credentials_fail_as_auth_without_retries(fake_server, faithfuln
 
 def test_api_key_from_environment_is_redacted(fake_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.bind.stack import make_judge
+    from engine.judge.retries import RetryPolicy
 
     judge = make_judge("openai/test-model", base_url=fake_server.base_url, retry=RetryPolicy(0, 0.01))
     fake_server.script(Fault.status(400, body={"error": {"message": f"bad key {CANARY}"}}))

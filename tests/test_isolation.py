@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine import run_evals
 from engine.cli.main import app
-from engine.embedded import llama as local
+from engine.core.paths import cache_dir
 from engine.run.store import Store, default_store_path
 
 NUMERIC = str(SPEC_FIXTURES / "numeric.yaml")  # rule-only: score = the output read as a number
@@ -46,6 +46,6 @@ def test_store_home_and_model_cache_are_temporary(isolated_environment, tmp_path
     assert store.is_relative_to(base) and not store.exists()  # a store of this test's own, still empty
     assert home.is_relative_to(base) and Path.home() == home and Path("~").expanduser() == home
     assert os.environ["XDG_CACHE_HOME"] == str(home / ".cache")
-    assert local.cache_dir() != USER_MODEL_CACHE
-    assert local.cache_dir().name.startswith("scorespec-test-cache-")
+    assert cache_dir() != USER_MODEL_CACHE
+    assert cache_dir().name.startswith("scorespec-test-cache-")
     assert not store.is_relative_to(ROOT) and not home.is_relative_to(ROOT)

@@ -653,3 +653,38 @@ def test_a_warning_turned_into_an_error_still_never_raises(tmp_path, caplog):
         store.put("k", CachedAnswer(data=1, raw="1"))
     assert "not a database" in store.disabled_reason
     assert "not a database" in caplog.text
+
+
+# the keys of one call through judges built from a model string, as the code before the settings were
+# resolved in one place computed them (its cache must answer every call of the code after)
+KEPT_KEYS = [
+    ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "SCORESPEC_MODE": "json_schema"}, "openai/gpt-4o-mini", {},
+     "e4d29436c750d4ad44a4a953252ed0c26091dfa4ae3ff183d00732fa7ceac7c4"),
+    ({}, "openai/gpt-4o-mini", {"base_url": "http://127.0.0.1:9/v1"},
+     "a15e14e63bee18be7d8e577b89ed55a4ddeb366d110cf43ec510f67d49de0399"),
+    ({}, "openai/gpt-4o-mini", {}, "50a25a947a9152dbd8ba4854f73fcc8cf2c8c4c1ee9201b2e644f1682580331a"),
+    ({"OLLAMA_BASE_URL": "http://127.0.0.1:8/v1"}, "ollama/qwen2.5:7b", {},
+     "2b09d9f6194ed998dd3c739c1f562d2dc4c8c24110b2bf002e54e23a87aca1a4"),
+    ({}, "ollama/qwen2.5:7b", {}, "6109da17851123633f755d2a979f7ebbdc3aa3f6641210ff0ae03342c5098978"),
+    ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:7"}, "anthropic/claude-3-5-haiku-latest", {},
+     "18d125bc43e4cc4c380b2bf44d6b3b7f5d759e566ff547ed4372cdcb32643421"),
+]
+
+
+@pytest.mark.parametrize("environ, model, given, key", KEPT_KEYS)
+def test_a_judge_built_from_its_resolved_settings_keeps_the_keys_of_before(monkeypatch, environ, model, given, key):
+    from engine.bind.stack import make_judge
+    from engine.judge.call import JudgeCall
+    from engine.judge.contract import AnswerContract
+
+    for name in ("SCORESPEC_MODEL", "SCORESPEC_MODE", "OPENAI_BASE_URL", "OLLAMA_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    if model.startswith("anthropic/"):
+        pytest.importorskip("anthropic")
+    schema = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
+              "required": ["verdict"]}
+    call = JudgeCall("analyze", [{"role": "user", "content": "Is the sky blue?"}], AnswerContract(schema))
+    judge = make_judge(model, api_key="k", **given)
+    assert judge.provider.cache_identity.call_identity(call).key() == key

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import RateLimiter, RetryPolicy, make_judge, restack
+from engine.bind.stack import make_judge
+from engine.judge.rate_limit import RateLimiter
+from engine.judge.retries import RetryPolicy
+from engine.judge.stack import JudgeParts
 from engine.core.result import Usage
 from engine.judge.cache.base import CachedAnswer, JudgeCacheWarning
 from engine.judge.cache.layer import CachedJudge, open_cache
@@ -380,8 +383,9 @@ def test_the_rate_limit_sits_below_the_cache_so_a_hit_takes_no_token(tmp_path):
         built = make_judge("openai/test-model", base_url=server.base_url, api_key="test", rate_limit=100,
                            cache=tmp_path / "a.sqlite")
         assert isinstance(built, CachedJudge) and isinstance(built.inner, RateLimitedJudge)
-        # the batch runner puts its shared limiter on a judge already built: it goes below the cache
-        judge = restack(judge_for(server, tmp_path / "b.sqlite"), rate_limit=CountingLimiter(100))
+        # the batch runner hands its shared limiter to the judge before it is composed: below the cache
+        judge = make_judge("openai/test-model", base_url=server.base_url, api_key="test", cache=tmp_path / "b.sqlite",
+                           parts=JudgeParts(rate_limit=CountingLimiter(100)))
         assert isinstance(judge, CachedJudge) and isinstance(judge.inner, RateLimitedJudge)
         asyncio.run(judge.ask(call_for()))
         asyncio.run(judge.ask(call_for()))

@@ -11,7 +11,8 @@ import asyncio
 
 import pytest
 
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.core.errors import ScorerRunError
 from engine.judge.cache import lease as judge_cache_lease
 from engine.judge.cache.redis_backend import RedisJudgeCache

@@ -15,16 +15,7 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands on `app`
 from engine.bind.load import load_scorer
-from engine.bind.stack import (
-    InstructorJudge,
-    RateLimitedJudge,
-    RateLimiter,
-    RetryingJudge,
-    RetryPolicy,
-    make_judge,
-    restack,
-    stacked,
-)
+from engine.bind.stack import bind, make_judge
 from engine.cli.main import app
 from engine.core.errors import ScorerRunError
 from engine.core.result import Usage
@@ -32,8 +23,11 @@ from engine.interpret.scorer import Scorer
 from engine.judge.call import JudgeAnswer, JudgeCall, TransportFailure
 from engine.judge.contract import AnswerContract, AnswerInvalid, FailedCheck, no_valid_answer
 from engine.judge.model import PROVIDER_PACKAGES, ModelError, check_model
-from engine.judge.provider import _retry_after
+from engine.judge.provider import InstructorJudge, _retry_after
+from engine.judge.rate_limit import RateLimitedJudge, RateLimiter
+from engine.judge.retries import RetryingJudge, RetryPolicy
 from engine.judge.settings import JudgeSettings
+from engine.judge.stack import JudgeParts, compose
 from engine.run.evals import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.expressions import Expression
@@ -258,10 +252,10 @@ def test_make_judge_stacks_the_layers_over_one_provider(fake_server):
     assert (result.score, result.usage.transport_retries) == (1, 1)
 
 
-def test_stacked_wraps_any_provider_and_shares_a_limiter():
+def test_compose_wraps_any_provider_and_shares_a_limiter():
     limiter = RateLimiter(1000, burst=10)
-    first = stacked(FakeJudge({"analyze": {"verdict": "yes"}}), JudgeSettings(rate_limit=limiter))
-    second = restack(FakeJudge({"analyze": {"verdict": "no"}}), rate_limit=limiter)
+    first = compose(FakeJudge({"analyze": {"verdict": "yes"}}), JudgeSettings(rate_limit=limiter))
+    second = compose(FakeJudge({"analyze": {"verdict": "no"}}), parts=JudgeParts(rate_limit=limiter), given=True)
     assert first.limiter is second.limiter is limiter
     assert isinstance(first.inner, RetryingJudge) and isinstance(first.provider, FakeJudge)
     assert asyncio.run(first.ask(a_call())).data == {"verdict": "yes"}
@@ -271,7 +265,7 @@ def test_stacked_wraps_any_provider_and_shares_a_limiter():
 def test_the_run_rate_limits_a_twin_and_leaves_the_scorer_as_it_was():
     judge = FakeJudge({"preprocess": {"claims": ["a"]}})
     claims = load_scorer(str(SPEC_FIXTURES / "claims.yaml"), judge=judge)
-    limited = claims.with_judge(restack(claims.judge, rate_limit=100))
+    limited = claims.with_parts(JudgeParts(rate_limit=100))
     assert claims.judge is judge and limited.judge.inner is judge and limited.model == claims.model
     summary = run_evals([{"output": "x"}] * 3, [claims], rate_limit=100, store=False)
     assert summary.scorers[claims.id].scored == 3 and len(judge.calls) == 3
@@ -304,7 +298,7 @@ def test_a_provider_without_its_package_is_refused(monkeypatch):
     with pytest.raises(ModelError, match=r"model 'anthropic/claude-3-5-haiku-latest' needs the Python package "
                                          r"providing 'anthropic', which is not installed: pip install "
                                          r"'scorespec\[anthropic\]'"):
-        Scorer(compile_file(SPEC_FIXTURES / "claims.yaml"), model="anthropic/claude-3-5-haiku-latest")
+        bind(compile_file(SPEC_FIXTURES / "claims.yaml"), JudgeSettings(model="anthropic/claude-3-5-haiku-latest"))
 
 
 def test_models_that_can_work_pass_and_only_judge_scorers_are_checked(monkeypatch):

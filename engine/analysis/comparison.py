@@ -7,15 +7,13 @@
   median over the items *every* version scored (so the means are comparable);
 - per version other than the first, the baseline (`VersionComparison`): the paired difference
   over the items both scored (`engine.analysis.compare_stats.paired_difference`) said in words; the
-  items whose status changed (scored → failed, not scorable → scored, …), listed apart and never
-  in a mean (case C29); the items that moved most, each with both scores and reasons and the
-  first stage whose answer differed; and with human labels, both versions' agreement figures on
-  the same items (`engine.analysis.calibration.agreement`) and McNemar's test on their decisions at the
-  cut-off.
+  items whose status changed (scored → failed, …), apart and never in a mean; the items that moved
+  most, with both scores and reasons and the first stage whose answer differed; with human labels,
+  both versions' agreement on the same items (`engine.analysis.calibration.agreement`) and
+  McNemar's test on their decisions at the cut-off.
 
-"Better", wins and losses follow the scorer's direction (`engine.core.direction`).
+Wins and losses follow the direction (`engine.core.direction`); the words say higher, lower.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -28,9 +26,8 @@ from ..core.direction import HIGHER_IS_BETTER, Direction
 from ..run.summary import ScorerSummary
 from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
 
-__all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison",
-           "Comparison", "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison",
-           "as_label_set", "DEFAULT_TOP"]
+__all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison", "Comparison",
+           "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison", "as_label_set", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 5
 
@@ -232,14 +229,15 @@ class VersionComparison:
 
     @property
     def headline(self) -> str:
-        """One line: ``B is worse than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``."""
+        """``B scores lower than A: -0.12 (95% CI -0.2..-0.04, p 0.003, 50 pairs)``: never "better"."""
         p = self.paired
         if p.n == 0:
             return f"{self.label}: no item in common with the baseline"
-        verdict = {"better": "better than", "worse": "worse than"}.get(p.verdict, "not clearly different from")
+        low, high = p.ci95 if p.ci95 is not None else (0.0, 0.0)
+        verdict = "scores higher than" if low > 0 else "scores lower than" if high < 0 else "not clearly different from"
         ci = "" if p.ci95 is None else f"95% CI {_signed(p.ci95[0])}..{_signed(p.ci95[1])}, "
         test = p_text(p.p_value).replace(" = ", " ") if p.p_value is not None else "no test"
-        return f"{self.label} is {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
+        return f"{self.label} {verdict} {self.baseline}: {_signed(p.mean_difference)} ({ci}{test}, {p.n} pairs)"
 
     def worse_by_more_than(self, delta: float) -> bool:
         """Whether this version is worse than the baseline by more than `delta` (by direction)
@@ -279,6 +277,7 @@ class Comparison:
     seconds: float = 0.0
     judge_calls: int = 0
     stopped: str | None = None  # why a --max-cost budget stopped the run before its last item
+    corrected: dict[str, Any] | None = None  # corrected pass rates (`engine.analysis.corrected.compare_corrections`)
 
     @property
     def failed(self) -> int:
@@ -295,8 +294,7 @@ class Comparison:
         return {label: v.summary() for label, v in self.versions.items()}
 
     def worse(self, delta: float) -> list[str]:
-        """Labels of the versions worse than the baseline by more than `delta` (see
-        `VersionComparison.worse_by_more_than`)."""
+        """Labels of the versions worse than the baseline by more than `delta` (`worse_by_more_than`)."""
         return [c.label for c in self.comparisons if c.worse_by_more_than(delta)]
 
     def exit_code(self, fail_if_worse: float | None = None) -> int:
@@ -318,7 +316,7 @@ class Comparison:
                 "common": self.common, "runIds": list(self.run_ids), "datasetProblems": self.dataset_problems,
                 "problems": list(self.problems), "notes": list(self.notes), "seed": self.seed,
                 "seconds": round(self.seconds, 3), "judgeCalls": self.judge_calls, "failed": self.failed,
-                "stopped": self.stopped}
+                "stopped": self.stopped, **({"corrected": self.corrected} if self.corrected is not None else {})}
 
 
 # --- building one -----------------------------------------------------------------------------
@@ -437,17 +435,19 @@ def _signed(value: float | None) -> str:
 
 
 def _words(baseline: str, label: str, paired: PairedDifference) -> str:
-    """E.g. "B is better than A on 31 of 40 items, worse on 4, the same on 5; mean difference
-    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002"."""
+    """E.g. "B scores higher than A on 31 of 40 items, lower on 4, the same on 5; mean difference
+    +0.12 (95% CI +0.05 to +0.19); a difference this large is unlikely to be chance, p = 0.002":
+    higher and lower, never better and worse (scores moving is not agreeing better with people)."""
     n = paired.n
     if n == 0:
         return f"{label} and {baseline} scored no item in common: nothing to compare"
     if paired.ties == n:
         text = f"{label} scores the same as {baseline} on all {_items(n)}"
     else:
-        lead, other = ("better", "worse") if paired.wins >= paired.losses else ("worse", "better")
-        counts = {"better": paired.wins, "worse": paired.losses}
-        text = f"{label} is {lead} than {baseline} on {counts[lead]} of {_items(n)}"
+        wins_up = paired.direction == HIGHER_IS_BETTER
+        counts = {"higher": paired.wins if wins_up else paired.losses, "lower": paired.losses if wins_up else paired.wins}
+        lead, other = ("higher", "lower") if counts["higher"] >= counts["lower"] else ("lower", "higher")
+        text = f"{label} scores {lead} than {baseline} on {counts[lead]} of {_items(n)}"
         if counts[other]:
             text += f", {other} on {counts[other]}"
         if paired.ties:

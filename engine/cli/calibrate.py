@@ -48,6 +48,7 @@ from .options import (
     Top,
 )
 from .runs import open_store
+from .stats_options import Confidence
 
 __all__ = ["calibrate_cmd", "calibrations_cmd"]
 
@@ -87,6 +88,7 @@ def calibrate_cmd(
     prices: Prices = None,
     max_cost: MaxCost = None,
     report_file: Report = None,
+    confidence: Confidence = 0.95,
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
     confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
@@ -108,7 +110,7 @@ def calibrate_cmd(
         check_report_dependencies()
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
                                  negative=negative or None, cutoff=cutoff, not_scorable_score=not_scorable_score,
-                                 top=top)
+                                 top=top, confidence=confidence)
     run = RunSettings(concurrency=concurrency, fields=field or None, samples=samples, prices=prices,
                       max_cost=max_cost, limit=limit, out=out, resume=resume, language=language)
     choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": option,
@@ -205,6 +207,7 @@ def calibrations_cmd(
     judges side by side."""
     from rich.table import Table
 
+    from ..analysis.judge_stats import figure_value
     from .output import err_console, fmt, out_console
 
     db = open_store(store)
@@ -223,6 +226,6 @@ def calibrations_cmd(
     for row in rows:
         f = row["figures"]
         table.add_row(row["created_at"][:19], row["run_id"], row["scorer"], (row["spec_hash"] or "—")[:12],
-                      row["model"] or "—", str(f.get("used")), fmt(f.get("balancedAccuracy")), fmt(f.get("rocAuc")),
-                      fmt(f.get("spearman")))
+                      row["model"] or "—", str(f.get("used")), fmt(figure_value(f.get("balancedAccuracy"))),
+                      fmt(f.get("rocAuc")), fmt(figure_value(f.get("spearman"))))
     out_console().print(table)

@@ -50,6 +50,13 @@ from .options import (
     StorePath,
     SummaryMd,
 )
+from .stats_options import (
+    CompareCalibrations,
+    Confidence,
+    compare_loaded_or_exit,
+    comparison_corrected_lines,
+    correct_comparison_or_exit,
+)
 
 __all__ = ["compare_cmd", "print_comparison", "usage_text"]
 
@@ -97,6 +104,8 @@ def compare_cmd(
     language: Language = None,
     prices: Prices = None,
     max_cost: MaxCost = None,
+    calibration: CompareCalibrations = [],
+    confidence: Confidence = 0.95,
 ) -> None:
     """Compare versions of a scorer, the first the baseline: counts and means, the paired
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
@@ -122,7 +131,9 @@ def compare_cmd(
     try:
         call = _comparison_call(names, data, settings, run, db, quiet,
                                 (model, base_url, option, command_cache(cache, no_cache, refresh), refresh))
+        calibrations = compare_loaded_or_exit(calibration, db)
         comparison = _compared(call)
+        correct_comparison_or_exit(comparison, calibrations, confidence, db)
         exit_code = _print_and_write(comparison, db, as_json, fail_if_worse, (junit, summary_md, report_file))
     finally:
         db.close()
@@ -248,6 +259,11 @@ def print_comparison(comparison: Any, console: Any, fail_if_worse: float | None 
         _print_movers(console, c, comparison.baseline)
         if c.labels is not None:
             _print_labels(console, c, comparison.baseline)
+        elif p.n:
+            _say(console, "  no human labels: this says the scores differ, not which version agrees better with "
+                 "people (give the items human labels and --positive to compare agreement)", "yellow")
+    for line in comparison_corrected_lines(comparison):
+        _say(console, line)
     if fail_if_worse is not None:
         worse = comparison.worse(fail_if_worse)
         if worse:

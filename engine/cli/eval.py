@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ..core import environment
 from .app import EXIT_INTERRUPTED, app, fail
 from .cache import command_cache
 from .ci_files import ITEM_CUTOFF_HELP, item_cutoffs_or_exit, write_reports_or_exit
@@ -73,6 +74,7 @@ from .options import (
     SummaryMd,
 )
 from .telemetry import TraceFlags, export_or_exit, trace_data
+from .stats_options import CalibrationRefs, Confidence, CorrectionFlags, ThresholdCorrected, apply_or_exit, loaded_or_exit
 
 if TYPE_CHECKING:
     from ..run.settings import RunSettings
@@ -126,6 +128,7 @@ class EvalOutputs:
     item_cutoff: tuple[str, ...] = ()
     report_file: Optional[Path] = None
     traces: TraceFlags = TraceFlags()
+    correction: CorrectionFlags = CorrectionFlags()
 
 
 @app.command("eval")
@@ -175,6 +178,9 @@ def eval_cmd(
     actors: Annotated[Optional[int], typer.Option("--actors", min=1, help=ACTORS_HELP)] = None,
     cpus_per_actor: Annotated[Optional[float], typer.Option("--cpus-per-actor", min=0.01,
                                                             help=CPUS_PER_ACTOR_HELP)] = None,
+    calibration: CalibrationRefs = [],
+    threshold_corrected: ThresholdCorrected = [],
+    confidence: Confidence = 0.95,
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
@@ -188,10 +194,11 @@ def eval_cmd(
                            language=language)
     # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
-    model = model or os.environ.get("SCORESPEC_MODEL") or None
+    model = model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
-                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix))
+                          TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
+                          CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
     run_eval(choice, settings, outputs, store, (cache, no_cache, refresh))
 
 
@@ -208,6 +215,7 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
     try:
         choice, settings = _resumed(db, choice, settings)
         data = _checked_data(choice, settings)
+        corrections = loaded_or_exit(outputs.correction, db)
         scorers = _load_scorers(list(choice.scorers), choice.model, choice.base_url, list(choice.options),
                                 command_cache(*cache_flags), cache_flags[2], settings.samples)
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
@@ -219,6 +227,7 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
         # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
         documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
         notes = export_or_exit(db, summary.run_id, scorers, {**documented, **cutoffs}, outputs.traces)
+        apply_or_exit(summary, corrections, outputs.correction, db)
         _print_and_write(summary, scorers, cutoffs, outputs, db, notes)
     finally:
         db.close()

@@ -281,6 +281,11 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
     for line in usage_lines(summary):
         console.print(line, markup=False, highlight=False, soft_wrap=True,
                       style="yellow" if line.startswith("note:") else None)
+    from .stats_options import corrected_lines
+
+    for line in corrected_lines(summary):
+        console.print(line, markup=False, highlight=False, soft_wrap=True,
+                      style="yellow" if line.startswith("warning:") or "below" in line else None)
     if summary.stopped:
         console.print(f"stopped: {summary.stopped}; {summary.left} item(s) left: run it again with --resume and a "
                       "larger --max-cost to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
@@ -317,6 +322,25 @@ def left_out_text(report: Any) -> str:
     return f" · {report.left_out} left out: " + ", ".join(parts)
 
 
+def estimate_text(estimate: Any) -> str:
+    """An `engine.analysis.judge_stats.Estimate` for the terminal: ``0.9 [0.786, 0.957]`` (the
+    interval at the estimate's confidence), ``—`` when undefined."""
+    if estimate is None or estimate.value is None:
+        return "—"
+    if estimate.ci is None:
+        return fmt(estimate.value)
+    return f"{fmt(estimate.value)} [{estimate.ci[0]:.3f}, {estimate.ci[1]:.3f}]"
+
+
+def _length_bias_text(bias: Any) -> str | None:
+    if not bias or bias.get("spearman") is None:
+        return None
+    text = f"Spearman {fmt(bias['spearman'])} (p {bias['pValue']:.3g}, {bias['n']} items)"
+    within = [f"{label} {fmt(b['spearman'])}" for label, b in (bias.get("byLabel") or {}).items()
+              if b.get("spearman") is not None]
+    return text + (" · within each label: " + ", ".join(within) if within else "")
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.analysis.calibration.Calibration` as a rich table."""
     from rich.table import Table
@@ -327,8 +351,15 @@ def calibration_table(report: Any) -> Any:
     table.add_row("used in the figures", str(report.used))
     if report.kind == "binary":
         table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
-        table.add_row(f"balanced accuracy (score ≥ {fmt(report.cutoff)})", fmt(report.balanced_accuracy))
+        level = f"{report.confidence * 100:g} %"
+        table.add_row(f"balanced accuracy (score ≥ {fmt(report.cutoff)})",
+                      estimate_text(report.balanced_accuracy_ci) if report.balanced_accuracy_ci is not None
+                      else fmt(report.balanced_accuracy))
         table.add_row(f"accuracy (score ≥ {fmt(report.cutoff)})", fmt(report.accuracy))
+        table.add_row(f"true-positive rate [{level} Wilson]", estimate_text(report.true_positive_rate))
+        table.add_row(f"true-negative rate [{level} Wilson]", estimate_text(report.true_negative_rate))
+        table.add_row(f"Cohen's kappa [{level} bootstrap]", estimate_text(report.cohen_kappa))
+        table.add_row("base rate (share of positive labels)", fmt(report.base_rate))
         c = report.confusion
         if c:
             table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
@@ -338,6 +369,10 @@ def calibration_table(report: Any) -> Any:
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
     else:
-        table.add_row("Spearman", fmt(report.spearman))
+        table.add_row("Spearman", estimate_text(report.spearman_ci) if report.spearman_ci is not None
+                      else fmt(report.spearman))
         table.add_row("Pearson", fmt(report.pearson))
+    bias = _length_bias_text(report.length_bias)
+    if bias:
+        table.add_row("score against output length", bias)
     return table

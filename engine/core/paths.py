@@ -3,17 +3,18 @@ cache, the user's price table)."""
 
 from __future__ import annotations
 
-import os
 import pathlib
+
+from .environment import value
 
 
 def cache_dir() -> pathlib.Path:
     """Folder for joined model files: ``$SCORESPEC_CACHE``, else
     ``$XDG_CACHE_HOME/scorespec``, else ``~/.cache/scorespec`` (not created here)."""
-    env = os.environ.get("SCORESPEC_CACHE")
+    env = value("SCORESPEC_CACHE")
     if env:
         return pathlib.Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
+    xdg = value("XDG_CACHE_HOME")
     base = pathlib.Path(xdg).expanduser() if xdg else pathlib.Path.home() / ".cache"
     return base / "scorespec"
 

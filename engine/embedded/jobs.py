@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 from typing import IO
 
+from ..core import environment
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -32,7 +34,7 @@ __all__ = ["ThreadClaim", "claim_threads", "claims_dir", "default_threads", "thr
 def claims_dir() -> Path:
     """Where claims live: ``$SCORESPEC_LOCAL_JOBS``, else a folder of this user's in the system's
     temporary folder (shared by every process of the user, whatever its caches)."""
-    env = os.environ.get("SCORESPEC_LOCAL_JOBS")
+    env = environment.value("SCORESPEC_LOCAL_JOBS")
     if env:
         return Path(env)
     return Path(tempfile.gettempdir()) / f"scorespec-local-jobs-{os.getuid() if hasattr(os, 'getuid') else 0}"

@@ -52,24 +52,7 @@ from .gguf import read_gguf_metadata, special_token_text, trained_context
 from .jobs import claim_threads
 from .settings import LocalSettings, available_cpus, local_settings, split_options
 
-# LocalJudgeError, LOCAL_MODELS, LocalModelInfo, PIP_HINT, cache_dir, join_parts,
-# resolve_model_path and read_gguf_metadata are re-exported: users and tests import them from here.
-__all__ = [
-    "INSTRUCTOR_MODE",
-    "LOCAL_MODELS",
-    "PIP_HINT",
-    "LocalChatModel",
-    "LocalJudgeError",
-    "LocalModelInfo",
-    "cache_dir",
-    "check_binding",
-    "get_model",
-    "model_plan",
-    "instructor_client",
-    "join_parts",
-    "read_gguf_metadata",
-    "resolve_model_path",
-]
+__all__ = ["INSTRUCTOR_MODE", "LocalChatModel", "check_binding", "get_model", "model_plan", "instructor_client"]
 
 try:  # instructor is a core dependency of scorespec; keep this module importable without it.
     from instructor import Mode as _Mode

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from ..core import environment
 from ..core.errors import did_you_mean
 
 __all__ = ["LocalSettings", "DEFAULT_SLOTS", "DEFAULT_POLL", "ENV", "split_options", "local_settings",
@@ -97,10 +98,10 @@ def _integer(name: str, text: str, where: str) -> int:
 
 
 def local_settings(model: str, environ: Mapping[str, str] | None = None) -> LocalSettings:
-    """The settings for the embedded model string `model` (options, else the environment, else
-    the defaults; see the module). Raises ValueError naming the model or the variable for an
+    """The settings for the embedded model string `model` (options, else the environment —
+    `environ`, default this process's, read through `engine.core.environment` —, else the
+    defaults; see the module). Raises ValueError naming the model or the variable for an
     unknown option (with the nearest name), or a value that is not a whole number in range."""
-    env = os.environ if environ is None else environ
     _, options = split_options(model)
     for name in options:
         if name not in ENV:
@@ -111,7 +112,7 @@ def local_settings(model: str, environ: Mapping[str, str] | None = None) -> Loca
     for name, variable in ENV.items():
         if name in options:
             values[name] = _integer(name, options[name], f"model {model!r}")
-        elif env.get(variable, "").strip():
-            values[name] = _integer(name, env[variable], f"${variable}")
+        elif (found := environment.value(variable, environ)) is not None and found.strip():
+            values[name] = _integer(name, found, f"${variable}")
     return LocalSettings(slots=values.get("slots", DEFAULT_SLOTS), threads=values.get("threads"),
                          poll=values.get("poll", DEFAULT_POLL), context=values.get("context"))

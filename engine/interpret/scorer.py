@@ -20,7 +20,8 @@ from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.contract import normalize_answer
-from ..judge.model import check_model, resolve_model
+from ..judge.model import resolve_model
+from ..judge.stack import GivenJudge, JudgeParts
 from ..spec.field_reads import reads_language
 from ..spec.plans import ScorerPlan
 from ..spec.sampling import with_samples
@@ -41,7 +42,7 @@ def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
     return ScorerRunError("judge", f"{type(exc).__name__}: {exc}", stage=stage)
 
 
-def _no_judge(model: str) -> Judge:
+def _no_judge(model: str, parts: JudgeParts | None = None) -> Judge:
     """The judge factory of a scorer built without a judge or a factory: none can be built here."""
     raise LookupError(f"no judge is bound to this scorer (model {model!r}): load it with engine.load_scorer or "
                       "engine.bind.stack.bind, which give a scorer its judge")
@@ -64,10 +65,12 @@ class Scorer:
     its results there, so one run can hold two versions of a scorer under two labels. `samples`:
     ask every prompt stage that can be sampled this many times (`engine.spec.sampling.with_samples`;
     None: as the spec says); `unsampled` lists the stages it left as they are. Raises
-    `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) or samples,
-    and `engine.judge.model.ModelError` when the spec uses a judge, none is given, and the model
-    string cannot work here. `judge_factory`: model → judge, called on the judge's first use
-    (`engine.bind.stack.bind` gives one that builds the judge stack); without a judge or a
+    `OptionError` for a bad option, `ValueError` for a bad label (see `check_label`) or samples.
+    `model`: the judge model (None: `engine.judge.model.resolve_model`); it is checked where the
+    scorer is bound (`engine.bind.stack.bind`), not here. `judge_factory`: ``factory(model,
+    parts)`` → judge, called on the judge's first use with the `engine.judge.stack.JudgeParts` a
+    run added (`with_parts`; `engine.bind.stack.bind` gives one that builds the judge stack); a
+    `judge` given without a factory is asked as it is, under those parts; without a judge or a
     factory there is no judge, and an item that needs one fails with kind ``judge``. `language`:
     the items' language, ``"auto"`` (default: detected per item) or an ISO 639-1 code in any case
     (`engine.core.language`; an item's own ``language`` wins); `LanguageError` (a `ValueError`)
@@ -86,10 +89,9 @@ class Scorer:
         self.model = resolve_model(model, plan.model) if plan.uses_judge else None
         if judge is not None:
             self.model = getattr(judge, "model", self.model)
-        elif self.model is not None:
-            check_model(self.model)  # a model that cannot work fails here, not on every item
         self._judge = judge
-        self._judge_factory = judge_factory or _no_judge
+        self._judge_factory = judge_factory or (GivenJudge(judge) if judge is not None else _no_judge)
+        self._parts = JudgeParts()
         self._judge_lock = threading.Lock()
 
     # -- options -------------------------------------------------------------------------
@@ -115,16 +117,26 @@ class Scorer:
         if self._judge is None:
             with self._judge_lock:
                 if self._judge is None:
-                    self._judge = self._judge_factory(self.model)
+                    self._judge = self._judge_factory(self.model, self._parts)
         return self._judge
 
     def with_judge(self, judge: Judge) -> "Scorer":
-        """This scorer (same spec, options and model) asking `judge` instead; this one is
-        unchanged. E.g. its own judge under one more layer:
-        ``scorer.with_judge(engine.bind.stack.restack(scorer.judge, rate_limit=limiter))``
-        (`engine.bind.stack.rebind` does so for a run)."""
+        """This scorer (same spec, options and model) asking `judge` instead, as it is (a run's
+        parts go over it: `with_parts`); this one is unchanged."""
         twin = copy.copy(self)
         twin._judge = judge
+        twin._judge_factory = GivenJudge(judge)
+        twin._parts = JudgeParts()
+        twin._judge_lock = threading.Lock()
+        return twin
+
+    def with_parts(self, parts: JudgeParts) -> "Scorer":
+        """This scorer asking a judge its factory builds with `parts` laid over the ones it had
+        (`engine.judge.stack.JudgeParts.over`: a run's rate limiter, cache, progress hook), on
+        first use: the judge stack is composed once, with every part; this one is unchanged."""
+        twin = copy.copy(self)
+        twin._parts = parts.over(self._parts)
+        twin._judge = None
         twin._judge_lock = threading.Lock()
         return twin
 

@@ -3,7 +3,7 @@
 A judge answers a `JudgeCall` with a `JudgeAnswer` through ``async ask(call)``, or raises
 `ScorerRunError`. The judge `engine.bind.stack.make_judge` builds is a provider judge under layers
 with that same interface, each wrapping the next (`JudgeLayer`), in the order
-`engine.bind.stack.LAYERS` declares. A provider judge that cannot even be set up (no API key)
+`engine.judge.stack.LAYERS` declares. A provider judge that cannot even be set up (no API key)
 raises `MissingCredentials`; one that is set up raises `TransportFailure` for a try that may
 succeed when repeated (429, 5xx, timeouts, resets); the retry layer repeats it and counts the
 retries.
@@ -130,14 +130,6 @@ class JudgeLayer:
         while isinstance(judge, JudgeLayer):
             judge = judge.inner
         return judge
-
-    def over(self, inner: Judge) -> "JudgeLayer":
-        """This layer (same settings and state) over another judge; this one is unchanged. How a
-        judge's layers are put together again around new ones (`engine.bind.stack.compose`)."""
-        twin = copy.copy(self)
-        twin.inner = inner
-        twin.model = getattr(inner, "model", "")
-        return twin
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"

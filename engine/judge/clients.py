@@ -1,20 +1,23 @@
 """Provider clients: the instructor client behind a hosted model string, as a provider judge.
 
-`openai/…` (also any OpenAI-compatible server, through `base_url` or ``OPENAI_BASE_URL``),
-`ollama/…` and `anthropic/…` get a provider client whose own silent retries are off (the retry
-layer retries and counts every one); other providers go through `instructor.from_provider`.
+`openai/…` (also any OpenAI-compatible server, through `base_url`), `ollama/…` and
+`anthropic/…` get a provider client whose own silent retries are off (the retry layer retries and
+counts every one); other providers go through `instructor.from_provider`. The endpoint and mode
+come as the judge's settings resolved them (`engine.judge.settings.JudgeSettings.resolved`: the
+environment's ``OPENAI_BASE_URL``, ``SCORESPEC_MODE``… already applied); only the API key is read
+here when none is given, from the provider's key variable (`engine.core.environment`).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ..core import environment
 from .call import MissingCredentials
 from .identity import provider_identity
-from .openai_path import UnreadableResponse, direct_create, http_client
+from .openai_path import direct_create, http_client
 from .provider import InstructorJudge
-from .redaction import environment_keys
+from .settings import OLLAMA_DEFAULT_URL
 from .window import WindowCheck, resolve_window
 
 
@@ -37,7 +40,8 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
                  timeout_s: float = 120.0, context_window: int | None = None) -> InstructorJudge:
     """The provider judge for a ``provider/model`` string (one try per call; no retries).
 
-    mode (or ``SCORESPEC_MODE``): instructor's structured-output mode, default per provider
+    base_url: the endpoint (None: the provider's own API). mode: instructor's structured-output
+    mode (None: per provider; `engine.bind.stack.make_judge` gives the resolved one), default per provider
     (a call that wants label probabilities goes to ``openai``/``ollama`` in json_schema mode,
     with ``logprobs``; other providers report none).
     timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. The judge
@@ -49,18 +53,15 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
 
     window = WindowCheck(resolve_window(model, context_window), model)
     provider, name = model.split("/", 1)
-    mode = mode or os.environ.get("SCORESPEC_MODE")
     inst_mode = parse_mode(mode) if mode else None
     if provider in ("openai", "ollama"):
         import openai
 
         if provider == "ollama":
-            base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "http://localhost:11434/v1")
+            base_url = base_url or OLLAMA_DEFAULT_URL
             api_key = api_key or "ollama"
-        identity = provider_identity(model, base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                                     mode=inst_mode or instructor.Mode.TOOLS)
-        key = api_key or os.environ.get("OPENAI_API_KEY") or (
-            "not-needed" if base_url or os.environ.get("OPENAI_BASE_URL") else None)
+        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS)
+        key = api_key or environment.value("OPENAI_API_KEY") or ("not-needed" if base_url else None)
 
         def build(answer_mode: Any = inst_mode or instructor.Mode.TOOLS) -> Any:
             client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s,
@@ -72,18 +73,17 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         # arguments: a call that wants them is sent in json_schema mode unless the mode is one of those
         in_content = {instructor.Mode.JSON_SCHEMA, instructor.Mode.JSON, instructor.Mode.MD_JSON}
         probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
-        return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
+        return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
                                client_factory=build, window=window, identity=identity, logprobs=True,
                                probs_client_factory=probs_build)
     elif provider == "anthropic":
         import anthropic
 
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        identity = provider_identity(model, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-                                     mode=inst_mode or instructor.Mode.TOOLS)
+        key = api_key or environment.value("ANTHROPIC_API_KEY")
+        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS)
 
         def build() -> Any:
-            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+            client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
             return instructor.from_anthropic(client, mode=inst_mode or instructor.Mode.TOOLS)
     else:
         extra: dict[str, Any] = {"async_client": True}
@@ -96,9 +96,9 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
         # the model name is bound to the client by from_provider
-        return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment_keys()), client_factory=build,
+        return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment.api_key_values()), client_factory=build,
                                window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
-    return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment_keys()),
+    return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
                            client_factory=build, window=window, identity=identity)
 
 
@@ -130,4 +130,4 @@ def _is_missing_credentials(exc: BaseException) -> bool:
     return isinstance(exc, ConfigurationError)
 
 
-__all__ = ["hosted_judge", "parse_mode", "UnreadableResponse"]
+__all__ = ["hosted_judge", "parse_mode"]

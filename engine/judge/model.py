@@ -2,20 +2,23 @@
 
 A model is ``provider/model`` as instructor's `from_provider` takes it (``openai/gpt-4o-mini``,
 ``anthropic/claude-3-5-haiku-latest``, ``ollama/qwen2.5:7b``), or an embedded model: ``local``,
-``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.embedded.llama`), with options after ``?`` (``local?slots=2&threads=1``,
-`engine.embedded.settings`, checked by `engine.bind.stack.check_model`). Precedence: the explicit argument >
-``SCORESPEC_MODEL`` > the spec's ``judge.model`` > ``local``.
+``local-tiny`` or ``llamacpp/PATH.gguf`` (`engine.embedded.llama`), with options after ``?``
+(``local?slots=2&threads=1``, `engine.embedded.settings`). Precedence: the explicit argument >
+``SCORESPEC_MODEL`` (which stands for the caller's model) > the spec's ``judge.model`` > ``local``
+(`engine.judge.settings.JudgeSettings.resolved` decides it).
 
-`check_model` runs when a scorer that uses a judge is built, so a misspelled model or a missing
+`check_model` is the one rule set: the hosted forms here, the embedded models' checks registered
+by `engine.embedded.checks` (`register_model_check`, a prefix → check table). It runs once when a
+scorer that uses a judge is bound (`engine.bind.stack.bind`), so a misspelled model or a missing
 provider package is one clear error before the first item, not a failure on every item.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
-from pathlib import Path
+from collections.abc import Callable
 
+from ..core import environment
 from ..core.errors import did_you_mean
 
 DEFAULT_MODEL = "local"
@@ -60,8 +63,9 @@ class ModelError(ValueError):
 
 
 def resolve_model(explicit: str | None, spec_model: str | None) -> str:
-    """The model string to use: explicit > $SCORESPEC_MODEL > the spec's > `local`."""
-    return explicit or os.environ.get("SCORESPEC_MODEL") or spec_model or DEFAULT_MODEL
+    """The model string to use: explicit > ``$SCORESPEC_MODEL`` (it stands for the caller's
+    model) > the spec's > `local`."""
+    return explicit or environment.value("SCORESPEC_MODEL") or spec_model or DEFAULT_MODEL
 
 
 def is_local(model: str) -> bool:
@@ -71,27 +75,34 @@ def is_local(model: str) -> bool:
     return base in LOCAL_PREFIXES or base.startswith(LLAMACPP_PREFIX)
 
 
+#: Checks of the model strings that are not ``provider/model``, by prefix: a name ending in ``/``
+#: matches every model string that starts with it (``llamacpp/``), any other name the model
+#: string without its options after ``?`` (``local``). Registered by whoever builds those judges
+#: (`engine.embedded.checks` for the embedded models), so every model string has one rule set.
+MODEL_CHECKS: dict[str, Callable[[str], None]] = {}
+
+
+def register_model_check(prefix: str, check: Callable[[str], None]) -> None:
+    """Check the model strings `prefix` names (see `MODEL_CHECKS`) with ``check(model)``, which
+    raises `ModelError` for one that cannot work here; replaces an earlier check of `prefix`."""
+    MODEL_CHECKS[prefix] = check
+
+
 def check_model(model: str) -> None:
-    """Raise `ModelError` unless `model` names a judge this machine can build: a known embedded
-    model with its binding (``xllamacpp``, the ``local`` extra) installed, a ``llamacpp/`` path to
-    an existing file, or ``provider/model`` with a known provider whose package is importable.
-    Nothing is loaded or contacted. An embedded model's options after ``?`` are not read here:
-    `engine.bind.stack.check_model` checks them too, before this."""
+    """Raise `ModelError` unless `model` names a judge this machine can build: a model string a
+    registered check takes (`MODEL_CHECKS`: the embedded models, their options after ``?``
+    included), or ``provider/model`` with a known provider whose package is importable and no
+    options. Nothing is loaded or contacted."""
     if not isinstance(model, str) or not model.strip():
         raise ModelError(f"the judge model is empty; give {FORMS}")
-    if is_local(model):
-        base = model.partition("?")[0]
-        if base.startswith(LLAMACPP_PREFIX):
-            raw = base[len(LLAMACPP_PREFIX):]
-            if not raw.strip():
-                raise ModelError(f"model {model!r} needs a path: 'llamacpp/PATH.gguf'")
-            if not Path(raw).expanduser().is_file():
-                raise ModelError(f"model {model!r}: no file at {raw!r}; give 'llamacpp/PATH.gguf' with the path of "
-                                 "an existing GGUF file")
-        if not _importable("xllamacpp"):
-            raise ModelError(f"model {model!r} is an embedded model and needs the llama.cpp binding (xllamacpp), "
-                             "which is not installed: pip install 'scorespec[local]'")
-        return
+    base = model.partition("?")[0]
+    for prefix, check in MODEL_CHECKS.items():
+        if base == prefix or prefix.endswith("/") and base.startswith(prefix):
+            check(model)
+            return
+    if is_local(model):  # an embedded model string, and nothing registered to check it
+        raise ModelError(f"model {model!r} is an embedded model, and the embedded judges are not loaded "
+                         "(import engine.embedded)")
     if "?" in model:
         raise ModelError(f"model {model!r}: settings after '?' (slots, threads, poll, context) apply only to the "
                          f"embedded models ({', '.join(LOCAL_PREFIXES)}, llamacpp/PATH.gguf); a hosted model takes none")
@@ -109,7 +120,7 @@ def check_model(model: str) -> None:
                          + (f" ({hint})" if hint.startswith("did you mean") else
                             f"; known providers: {', '.join(sorted(PROVIDER_PACKAGES))}"))
     module, install = package
-    if not _importable(module):
+    if not importable(module):
         raise ModelError(f"model {model!r} needs the Python package providing {module!r}, which is not installed: "
                          f"{install}")
 
@@ -123,11 +134,12 @@ def _instructor_providers() -> list[str]:
     return list(supported_providers)
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package is missing, or a broken install
         return False
 
 
-__all__ = ["DEFAULT_MODEL", "LOCAL_PREFIXES", "ModelError", "check_model", "is_local", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "LOCAL_PREFIXES", "LLAMACPP_PREFIX", "MODEL_CHECKS", "ModelError", "PROVIDER_PACKAGES",
+           "check_model", "importable", "is_local", "register_model_check", "resolve_model"]

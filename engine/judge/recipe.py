@@ -2,10 +2,11 @@
 
 A Ray actor cannot be handed a live judge (its HTTP clients belong to one process and one event
 loop). `make_judge` records on every provider judge it builds a `JudgeRecipe` — the model string
-and its keywords, with the provider's endpoint taken from the environment where it was built —
-and ``make_judge(recipe.model, **recipe.keywords())`` makes the same judge again anywhere. API
-keys are never in a recipe: the process that builds the judge reads its own environment
-(``OPENAI_API_KEY``, …).
+and its settings as they were resolved where it was built (`engine.judge.settings.JudgeSettings.
+resolved`: the endpoint and mode the environment gave, made explicit) — and
+``make_judge(recipe.model, **recipe.keywords())`` makes the same judge again anywhere. API keys
+are never in a recipe: the process that builds the judge reads its own environment (the
+provider's key variable, ``OPENAI_API_KEY``, …).
 
 `judge_recipe` finds the recipe under a judge's layers; `cache_setting` says which judge-call
 cache its outer cache layer uses, as a value that names the same cache elsewhere: a Redis cache
@@ -15,17 +16,14 @@ or a SQLite file's path (that path on each machine).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from .cache.layer import CachedJudge
 from .retries import RetryPolicy
+from .settings import JudgeSettings
 
 __all__ = ["JudgeRecipe", "cache_setting", "judge_recipe"]
-
-# the environment variable each provider's client reads its endpoint from when none is given
-_ENDPOINT_VARIABLES = {"openai": "OPENAI_BASE_URL", "ollama": "OLLAMA_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 @dataclass(frozen=True)
@@ -43,16 +41,15 @@ class JudgeRecipe:
     context_window: int | None = None
 
     @classmethod
-    def of(cls, model: str, *, base_url: str | None, mode: str | None, timeout_s: float,
-           retry: RetryPolicy | None, context_window: int | None) -> "JudgeRecipe":
-        """The recipe of ``make_judge(model, …)`` called here: the endpoint and mode the
-        environment gives (``OPENAI_BASE_URL``, ``SCORESPEC_MODE``…) made explicit, so a judge
-        built again elsewhere asks the same server the same way."""
-        provider = model.split("/", 1)[0]
-        variable = _ENDPOINT_VARIABLES.get(provider)
-        endpoint = base_url or (os.environ.get(variable) if variable else None) or None
-        return cls(model, endpoint, mode or os.environ.get("SCORESPEC_MODE") or None, timeout_s, retry,
-                   context_window)
+    def of(cls, settings: JudgeSettings) -> "JudgeRecipe":
+        """The recipe of a judge built from `settings`, resolved (`JudgeSettings.resolved`: the
+        endpoint and mode the environment gave already made explicit), so a judge built again
+        elsewhere asks the same server the same way. Raises `ValueError` for settings without a
+        model."""
+        if not settings.model:
+            raise ValueError("a judge recipe needs the model its settings resolved")
+        return cls(settings.model, settings.base_url, settings.mode, settings.timeout_s, settings.retry,
+                   settings.context_window)
 
     def keywords(self) -> dict[str, Any]:
         """`make_judge`'s keyword arguments besides the model: ``make_judge(r.model,

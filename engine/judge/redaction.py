@@ -9,9 +9,10 @@ process is redacted as it is made, whichever logger makes it, once a key is regi
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from typing import Any
+
+from ..core import environment
 
 MIN_SECRET_LENGTH = 6  # shorter values ("x", "test") would blank out ordinary words
 
@@ -51,10 +52,11 @@ def register_secrets(secrets: tuple[str, ...]) -> None:
 
 
 def environment_keys() -> tuple[str, ...]:
-    """Values of the environment's ``*_API_KEY`` variables: providers reached through
-    instructor's `from_provider` read their own (``GROQ_API_KEY``, ``MISTRAL_API_KEY``…), so
-    every such key is redacted, not only the one a judge was given."""
-    return tuple(value for name, value in os.environ.items() if name.upper().endswith("_API_KEY") and value)
+    """Values of the environment's ``*_API_KEY`` variables (`engine.core.environment.
+    api_key_values`): providers reached through instructor's `from_provider` read their own
+    (``GROQ_API_KEY``, ``MISTRAL_API_KEY``…), so every such key is redacted, not only the one a
+    judge was given."""
+    return environment.api_key_values()
 
 
 def _redact_record(record: logging.LogRecord) -> None:

@@ -5,6 +5,12 @@ take about the judge: the model and how to reach it (provider layer), the transp
 rate limit and the judge-call cache. The API key is kept out of its ``repr`` and out of anything
 stored: a pickled copy (e.g. sent to another process) and `stored` leave it out, so the process
 that builds the judge there reads its own environment (``OPENAI_API_KEY``, …).
+
+`JudgeSettings.resolved` decides every choice once, with one precedence: what the caller gives
+(the CLI's flags, ``load_scorer``'s arguments) > the spec (its ``judge.model``) > the environment
+(`engine.core.environment`) > the default. ``$SCORESPEC_MODEL`` stands for the caller's model, so
+for the model it comes before the spec's. The resolved settings are what the judge is built from,
+what its recipe records (`engine.judge.recipe`) and what another process builds it again from.
 """
 
 from __future__ import annotations
@@ -13,14 +19,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import environment
+from ..core.environment import ENDPOINT_VARIABLES, KEY_VARIABLES
 from .cache.layer import CacheSetting
+from .model import is_local, resolve_model
 from .retries import RetryPolicy
 from .secret import Secret
+from .window import configured_window
 
-__all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings"]
+__all__ = ["DEFAULT_TIMEOUT_S", "OLLAMA_DEFAULT_URL", "JudgeSettings"]
 
 #: Seconds a judge request may take before it counts as a transport failure, by default.
 DEFAULT_TIMEOUT_S = 120.0
+#: The endpoint of ``ollama/…`` models when neither ``base_url`` nor ``$OLLAMA_BASE_URL`` gives one.
+OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,7 @@ class JudgeSettings:
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
             raise ValueError(f"timeout_s must be a number of seconds > 0, not {self.timeout_s!r}")
         url = self.base_url
-        if url is not None and not (isinstance(url, str) and url.strip().lower().startswith(("http://", "https://"))):
+        if url is not None and not _is_http(url):
             raise ValueError(f"base_url must be an http:// or https:// URL (such as http://localhost:8000/v1), "
                              f"not {url!r}")
         limit = self.rate_limit
@@ -86,6 +98,45 @@ class JudgeSettings:
                             f"{settings!r}"[:300])
         return settings
 
+    def resolved(self, spec_model: str | None = None) -> "JudgeSettings":
+        """These settings with every choice made (see the module for the precedence):
+
+        - model: this one > ``$SCORESPEC_MODEL`` > `spec_model` > ``local``;
+        - for a hosted model, mode: this one > ``$SCORESPEC_MODE`` > None (per provider), and
+          base_url: this one > the provider's endpoint variable (``OPENAI_BASE_URL``,
+          ``ANTHROPIC_BASE_URL``, ``OLLAMA_BASE_URL``; `engine.core.environment.ENDPOINT_VARIABLES`)
+          > for ``ollama/…`` `OLLAMA_DEFAULT_URL` > None (the provider's own API);
+        - context_window: this one > ``$SCORESPEC_CONTEXT_WINDOW`` > None (known per model).
+
+        The key stays as given (None: the provider's key variable, `key_variable`, read when the
+        client is built). Resolving resolved settings changes nothing. Raises `ValueError` for a
+        context window that is not a whole number ≥ 0 or an endpoint variable that is not an
+        http(s) URL, naming the variable it came from."""
+        model = resolve_model(self.model, spec_model)
+        mode, base_url = self.mode, self.base_url
+        if not is_local(model):
+            provider = model.split("/", 1)[0]
+            mode = mode or environment.value("SCORESPEC_MODE")
+            variable = ENDPOINT_VARIABLES.get(provider)
+            if base_url is None and variable is not None:
+                base_url = environment.value(variable)
+                if base_url is not None and not _is_http(base_url):
+                    raise ValueError(f"${variable}={base_url!r}: expected an http:// or https:// URL (such as "
+                                     "http://localhost:8000/v1)")
+            if base_url is None and provider == "ollama":
+                base_url = OLLAMA_DEFAULT_URL
+        return dataclasses.replace(self, model=model, mode=mode, base_url=base_url,
+                                   context_window=configured_window(self.context_window))
+
+    @property
+    def key_variable(self) -> str | None:
+        """The environment variable the API key is read from when none is given (``OPENAI_API_KEY``
+        for ``openai/…``; `engine.core.environment.KEY_VARIABLES`), None when scorespec reads none
+        (embedded models, ``ollama/…``, providers whose clients read their own)."""
+        if not self.model or is_local(self.model):
+            return None
+        return KEY_VARIABLES.get(self.model.split("/", 1)[0])
+
     def replace(self, **changes: Any) -> "JudgeSettings":
         """These settings with `changes` (field names as keywords). Raises `TypeError` for a
         name that is not a field, `ValueError` as the constructor does."""
@@ -102,3 +153,7 @@ class JudgeSettings:
 
 def _rebuilt(values: dict[str, Any]) -> JudgeSettings:
     return JudgeSettings(**values)
+
+
+def _is_http(url: Any) -> bool:
+    return isinstance(url, str) and url.strip().lower().startswith(("http://", "https://"))

@@ -30,10 +30,10 @@ fails the item as a judge error — still never a score.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
+from ..core import environment
 from ..core.errors import ScorerRunError
 
 ENV = "SCORESPEC_CONTEXT_WINDOW"
@@ -58,7 +58,7 @@ def configured_window(explicit: int | None = None) -> int | None:
     """The window set by the caller (`explicit`) or ``$SCORESPEC_CONTEXT_WINDOW``: a number of
     tokens, 0 for "no check", or None when neither is set. Raises `ValueError` for a negative
     or non-integer value, naming where it came from."""
-    source, value = ("context_window", explicit) if explicit is not None else (ENV, os.environ.get(ENV))
+    source, value = ("context_window", explicit) if explicit is not None else (ENV, environment.value(ENV))
     if value is None or value == "":
         return None
     try:

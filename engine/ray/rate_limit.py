@@ -2,7 +2,7 @@
 
 `start_bucket(rate)` starts the bucket as a Ray actor (no CPU reserved) holding one
 `engine.judge.rate_limit.RateLimiter`; `ClusterRateLimiter` is its client, an object with the
-async ``acquire()`` a rate-limit layer takes a token with (`engine.bind.stack.restack`), so
+async ``acquire()`` a rate-limit layer takes a token with (`engine.judge.stack.JudgeParts`), so
 judge requests start at most `rate` per second across all actors and nodes together (bursts
 up to max(1, rate)). Each token costs one round trip to the bucket; a cache hit takes none.
 """

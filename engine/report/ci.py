@@ -196,12 +196,35 @@ def threshold_gates(summaries: Mapping[str, ScorerSummary]) -> list[Gate]:
     return gates
 
 
+def corrected_text(corrected: Mapping[str, Any]) -> str:
+    """A corrected pass rate (`engine.analysis.corrected.Correction.to_json_dict`) in one line:
+    ``0.5714 (95 % CI 0.4334..0.7094; observed 0.6 of 200 at score ≥ 0.5)``, or why none is given."""
+    observed = corrected["observed"]
+    seen = f"observed {observed['value']:.4g} of {corrected['n']} at score ≥ {corrected['cutoff']:g}"
+    if corrected.get("value") is None:
+        return f"not given: {corrected.get('reason')}; {seen}"
+    low, high = corrected["ci"]
+    return f"{corrected['value']:.4f} ({corrected['confidence'] * 100:g} % CI {low:.4f}..{high:.4f}; {seen})"
+
+
+def corrected_gates(summaries: Mapping[str, ScorerSummary]) -> list[Gate]:
+    """A gate per scorer with a ``--threshold-corrected`` on its corrected pass rate."""
+    gates = []
+    for label, s in summaries.items():
+        gate = (s.corrected_pass_rate or {}).get("gate")
+        if gate is not None:
+            verb = "meets" if gate["met"] else "misses"
+            gates.append(Gate(f"corrected pass rate {label}", bool(gate["met"]),
+                              f"{corrected_text(s.corrected_pass_rate)} {verb} the least {gate['min']:g}"))
+    return gates
+
+
 def eval_report(summary: EvalSummary, lines: Iterable[Mapping[str, Any]], *,
                 cutoffs: Mapping[str, float] | None = None, directions: Mapping[str, str] | None = None,
                 command: str = "eval") -> CIReport:
     """The report of an eval: `summary` and the run's result lines (`engine.run.store.Store.results`
     or the out file), with item cut-offs and directions by label or scorer id."""
-    gates = threshold_gates(summary.scorers)
+    gates = threshold_gates(summary.scorers) + corrected_gates(summary.scorers)
     if summary.dataset_problems:
         gates.append(Gate("dataset", False, f"{summary.dataset_problems} record(s) of the dataset could not be read",
                           "\n".join(summary.problems), error=True))

@@ -69,6 +69,9 @@ class ReportRun:
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibrations: dict[str, dict[str, Any]] = field(default_factory=dict)
     declared_labels: list[str] = field(default_factory=list)
+    #: label → its pass rate corrected for the judge's errors (``eval --calibration``), as the
+    #: stored summary holds it (`engine.analysis.corrected.Correction.to_json_dict`)
+    corrected: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def labels(self) -> list[str]:
@@ -182,7 +185,10 @@ def run_from_store(db: Any, run: Mapping[str, Any]) -> ReportRun:
                      verdict=run.get("verdict"), created_at=run.get("created_at"), data=run.get("data"),
                      out=run.get("out"), store=str(db), config=dict(run.get("config") or {}),
                      items=dict(db.items(run_id)), calibrations=calibrations,
-                     declared_labels=list(run.get("scorers") or []))
+                     declared_labels=list(run.get("scorers") or []),
+                     corrected={label: s["correctedPassRate"] for label, s in
+                                ((run.get("summary") or {}).get("scorers") or {}).items()
+                                if isinstance(s, dict) and s.get("correctedPassRate")})
 
 
 def run_from_out_file(path: Path, db: Any | None = None) -> ReportRun:

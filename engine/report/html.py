@@ -184,6 +184,12 @@ def _svg_uri(svg: str) -> str:
 
 
 def _num(value: Any) -> str:
+    """A figure as text; a ``{value, ci}`` figure with its interval: ``0.9 [0.786, 0.957]``."""
+    if isinstance(value, dict) and "value" in value:
+        if value.get("value") is None:
+            return "—"
+        ci = value.get("ci")
+        return _num(value["value"]) + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
     if value is None:
         return "—"
     if isinstance(value, float):
@@ -227,8 +233,12 @@ def _scorer_view(run: ReportRun, label: str, spec: Any) -> dict[str, Any]:
     scale = run.label_config(label).get("scale")
     top = float(scale) if isinstance(scale, (int, float)) and scale > 0 else max([1.0, *scores])
     usage, _costs = usage_totals(line for line in run.lines if line["label"] == label)
+    from .ci import corrected_text
+
+    corrected = run.corrected.get(label)
     return {"label": label, "summary": summary, "spec": spec, "direction": _direction(run, label, summary),
             "spread": spread(scores), "usage": usage,
+            "corrected": corrected_text(corrected) if corrected else None,
             "histogram": _svg_uri(histogram_svg(scores, top, f"{label}: scores of {len(scores)} items")) if scores
             else None}
 
@@ -272,6 +282,8 @@ def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
                 charts.append({"src": _svg_uri(confusion_svg(figures["confusion"], figures.get("cutoff"), label)),
                                "alt": f"confusion matrix of {label}"})
             names = [("ROC AUC", "rocAuc"), ("accuracy", "accuracy"), ("balanced accuracy", "balancedAccuracy"),
+                     ("true-positive rate", "truePositiveRate"), ("true-negative rate", "trueNegativeRate"),
+                     ("Cohen's kappa", "cohenKappa"), ("base rate", "baseRate"),
                      ("cut-off", "cutoff"), ("best cut-off", "bestCutoff"),
                      ("balanced accuracy at best (optimistic)", "bestBalancedAccuracy"),
                      ("positives", "positives"), ("negatives", "negatives")]

@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
-from .ci import CIReport, Gate, ItemOutcome
+from .ci import CIReport, Gate, ItemOutcome, corrected_text
 
 MESSAGE_CHARS = 500  # a message attribute's length; the element's text holds the rest
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -109,6 +109,10 @@ def junit_xml(report: CIReport) -> bytes:
         for name, value in (("runId", report.run_id), ("scorer", scorer)):
             if value:
                 _sub(properties, "property", name=name, value=value)
+        summary = report.summaries.get(label)
+        corrected = summary.corrected_pass_rate if summary is not None else None
+        if corrected is not None:
+            _sub(properties, "property", name="correctedPassRate", value=corrected_text(corrected))
         for outcome in outcomes:
             _item_case(suite, outcome)
     if report.gates:

@@ -20,8 +20,9 @@ import os
 import re
 from pathlib import Path
 
+from ..core import environment
 from ..core.direction import worst_first_key
-from .ci import CIReport, ItemOutcome
+from .ci import CIReport, ItemOutcome, corrected_text
 
 CELL_CHARS = 300
 DEFAULT_TOP = 5
@@ -104,6 +105,10 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
     if report.headline:
         lines += [f"**{md_cell(report.headline, 1000)}**", ""]
     lines += _summary_table(report)
+    corrected = [(label, s.corrected_pass_rate) for label, s in report.summaries.items() if s.corrected_pass_rate]
+    if corrected:
+        lines += ["", "**Pass rates corrected for the judge's errors** (Rogan-Gladen)", ""]
+        lines += [f"- {md_cell(label)}: {md_cell(corrected_text(c))}" for label, c in corrected]
     lines += _checks(report)
     lines += _worst(report, top)
     footer = f"{len({o.item_id for o in report.outcomes})} item(s)"
@@ -117,7 +122,7 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
 
 def is_step_summary(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is the file ``$GITHUB_STEP_SUMMARY`` names (which is appended to)."""
-    env = os.environ.get("GITHUB_STEP_SUMMARY")
+    env = environment.value("GITHUB_STEP_SUMMARY")
     return bool(env) and os.path.abspath(env) == os.path.abspath(path)
 
 

@@ -242,11 +242,13 @@ def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], P
         assert price_table is not None
         check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
     if settings.cache is not None:
-        from ..bind.stack import rebind
+        from ..bind.stack import for_run
         from ..judge.cache.layer import open_cache
+        from ..judge.stack import JudgeParts
 
-        one_cache = open_cache(settings.cache)  # one cache object for every scorer
-        scorer_list = [rebind(s, cache=one_cache, refresh=settings.refresh) for s in scorer_list]
+        # one cache object for every scorer, in each scorer's stack before it is composed
+        parts = JudgeParts(cache=open_cache(settings.cache) or False, refresh=settings.refresh)
+        scorer_list = [for_run(s, parts) for s in scorer_list]
     concurrency = default_concurrency(scorer_list) if settings.concurrency is None else settings.concurrency
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, not {concurrency}")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import environment
 from ..core.errors import Problem, did_you_mean
 from ..core.result import Usage
 
@@ -205,7 +206,7 @@ def _read(path: Path) -> _Table:
 def default_prices_path() -> Path | None:
     """The user's price table: ``$SCORESPEC_PRICES`` (which must exist), else ``prices.yaml`` in
     the cache folder when there is one; None otherwise."""
-    env = os.environ.get(PRICES_ENV)
+    env = environment.value(PRICES_ENV)
     if env:
         return Path(env).expanduser()
     from ..core.paths import cache_dir

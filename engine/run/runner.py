@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.rate_limit import RateLimiter
+from ..judge.stack import JudgeParts
 from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
 from .items import Item, item_key
 from .prices import PriceTable
@@ -58,12 +59,11 @@ def declared_names(scorers: Iterable[Any]) -> list[str]:
 
 def rate_limited(scorer: Any, limiter: Any) -> Any:
     """`scorer` asking its judge through `limiter` (a `RateLimiter`, or any object with an
-    async ``acquire()``), the scorer itself left as it is; unchanged without a limiter, for a
-    rule-only scorer, or when the judge cannot be built (that failure then shows on each item).
-    See `engine.bind.stack.rebind`."""
-    from ..bind.stack import rebind
+    async ``acquire()``), the scorer itself left as it is; unchanged without a limiter or for a
+    rule-only scorer (`engine.bind.stack.for_run`)."""
+    from ..bind.stack import for_run
 
-    return rebind(scorer, rate_limit=limiter)
+    return scorer if limiter is None else for_run(scorer, JudgeParts(rate_limit=limiter))
 
 
 class Runner:
@@ -100,16 +100,17 @@ class Runner:
         finally:
             self.sink.close()
             self.scoring.close()
-            for scorer in self.given:  # HTTP connections belong to this event loop
-                close = getattr(scorer, "aclose", None)
+            for scorer in {id(s): s for s in (*self.given, *self.scorers)}.values():  # HTTP connections belong to
+                close = getattr(scorer, "aclose", None)  # this event loop
                 if close is not None:
                     await close()
 
     async def _run(self, items: Iterator[Item]) -> None:
-        from ..bind.stack import rebind
+        from ..bind.stack import for_run
 
-        # each scorer's judge under the run's shared limiter and reporting each answer (progress)
-        self.scorers = [rebind(scorer, rate_limit=self.limiter, on_answer=self._answered) for scorer in self.scorers]
+        # each scorer's judge built with the run's shared limiter, reporting each answer (progress)
+        parts = JudgeParts(rate_limit=self.limiter, on_answer=self._answered)
+        self.scorers = [for_run(scorer, parts) for scorer in self.scorers]
         queue: asyncio.Queue = asyncio.Queue(maxsize=self.concurrency)
         workers = [asyncio.ensure_future(self._worker(queue)) for _ in range(self.concurrency)]
         producer = asyncio.ensure_future(self._produce(items, queue, len(workers)))

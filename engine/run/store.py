@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core import environment
 from ..core.result import json_text, result_status
 from .store_schema import SCHEMA_VERSION, prepare
 
@@ -44,7 +45,7 @@ DEFAULT_RELATIVE = Path(".scorespec") / "store.sqlite"
 
 def default_store_path() -> Path:
     """``$SCORESPEC_STORE`` or ``./.scorespec/store.sqlite``."""
-    env = os.environ.get("SCORESPEC_STORE")
+    env = environment.value("SCORESPEC_STORE")
     return Path(env) if env else Path.cwd() / DEFAULT_RELATIVE
 
 

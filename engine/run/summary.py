@@ -211,6 +211,9 @@ class ScorerSummary:
     agreement: float | None = None
     warned: int = 0
     first_warning: str | None = None
+    #: the pass rate corrected for the judge's errors, set after the run by
+    #: `engine.analysis.corrected.apply_corrections` (``eval --calibration``); None without one
+    corrected_pass_rate: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -226,7 +229,8 @@ class ScorerSummary:
                 "median": self.median, "max": self.max,
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,
                 "thresholdMet": self.threshold_met, "agreement": self.agreement, "warned": self.warned,
-                "firstWarning": self.first_warning}
+                "firstWarning": self.first_warning,
+                **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {})}
 
 
 @dataclass

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import JudgeAnswer, JudgeCall  # noqa: E402
+from engine.judge.call import JudgeAnswer, JudgeCall
 from engine.core.result import Usage  # noqa: E402
 
 

@@ -88,7 +88,8 @@ def items(n: int) -> list[dict]:
 
 async def one_level(base_url: str, n: int, concurrency: int, profile: bool = False) -> dict:
     from engine.bind.load import load_scorer
-    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.bind.stack import make_judge
+    from engine.judge.retries import RetryPolicy
     from engine.run.evals import arun_evals
 
     judge = make_judge("openai/test-model", base_url=base_url, api_key="test",
@@ -126,7 +127,8 @@ async def warm_rerun(n: int, concurrency: int) -> dict:
     process would. The fake server runs in this process here, to count the requests the re-run
     makes (it should make none). Returns the first run's requests and seconds, and the re-run's."""
     from engine.bind.load import load_scorer
-    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.bind.stack import make_judge
+    from engine.judge.retries import RetryPolicy
     from engine.run.evals import arun_evals
     from engine.testing.fake_openai import FakeOpenAIServer
 

@@ -46,7 +46,8 @@ def _timing_reporter() -> Any:
 
 def _scorer(base_url: str) -> Any:
     from engine.bind.load import load_scorer
-    from engine.bind.stack import RetryPolicy, make_judge
+    from engine.bind.stack import make_judge
+    from engine.judge.retries import RetryPolicy
 
     judge = make_judge("openai/test-model", base_url=base_url, api_key="test",
                        retry=RetryPolicy(max_retries=2, base_s=0.01))

@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ...core import environment
 from ...core.answer_schema import SentSchema, canonical_json
 
 __all__ = [
     "CACHE_FILE_NAME",
     "EMBEDDED_PROVIDERS",
     "KEY_FORMAT",
-    "canonical_json",
     "CacheStats",
     "CachedAnswer",
     "CallIdentity",
@@ -401,7 +401,7 @@ def default_cache_path() -> Path:
     """Where the SQLite judge cache lives: ``$SCORESPEC_CACHE_DB``, else ``judge-cache.sqlite`` in
     the folder the embedded models use (`engine.core.paths.cache_dir`: ``$SCORESPEC_CACHE``, else
     ``$XDG_CACHE_HOME/scorespec``, else ``~/.cache/scorespec``). Nothing is created here."""
-    env = os.environ.get("SCORESPEC_CACHE_DB")
+    env = environment.value("SCORESPEC_CACHE_DB")
     if env:
         return Path(env).expanduser()
     from ...core.paths import cache_dir

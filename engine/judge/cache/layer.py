@@ -1,6 +1,6 @@
 """The cache layer: a judge call already answered is served from the judge-call cache.
 
-`CachedJudge` sits above the rate limit (the order is `engine.bind.stack.LAYERS`),
+`CachedJudge` sits above the rate limit (the order is `engine.judge.stack.LAYERS`),
 so a hit takes no token and makes no request. For each call it computes the key from the
 provider judge's `engine.judge.identity.ProviderIdentity` and the call (`CallIdentity`: provider,
 model or weights' SHA-256, base URL, structured-output mode, messages, schema as sent,
@@ -39,6 +39,7 @@ import time
 import warnings
 import weakref
 
+from ...core import environment
 from ...core.errors import ScorerRunError
 from ...core.result import Usage
 from ..call import Judge, JudgeAnswer, JudgeCall, JudgeLayer
@@ -80,7 +81,7 @@ def open_cache(setting: CacheSetting) -> JudgeCache | None:
     if setting is None or setting is False:
         return None
     if setting is True:
-        url = os.environ.get(CACHE_URL_VARIABLE)
+        url = environment.value(CACHE_URL_VARIABLE)
         if url:
             try:
                 return _open_url(url)
@@ -132,11 +133,6 @@ class CachedJudge(JudgeLayer):
         self._switch = _switch or _Switch()
         # answers older than this are not served (epoch seconds): with refresh, those from before
         self._served_since = self._switch.made if refresh else float("-inf")
-
-    def over(self, inner: Judge) -> "CachedJudge":
-        """This cache layer (same cache, settings and state) over another judge: how a layer is
-        put below it (`engine.bind.stack.restack`)."""
-        return CachedJudge(inner, self.cache, refresh=self.refresh, _switch=self._switch)
 
     def __repr__(self) -> str:
         return f"CachedJudge({self.inner!r}, cache={self.cache!r}{', refresh=True' if self.refresh else ''})"
