@@ -176,9 +176,14 @@ class Proposer:
             return self.optimizer
         if self.optimizer is not None:
             return Scorer(load_spec(optimizer_spec()), judge=self.optimizer)
-        if self.settings.optimizer_model:
-            return Scorer(load_spec(optimizer_spec()), judge=_like(self.parent.judge, self.settings.optimizer_model),
-                          model=self.settings.optimizer_model)
+        if self.settings.optimizer_model:  # reached as the judge is: its base URL, its judge-call cache
+            from ..bind.load import load_scorer
+            from ..bind.stack import JudgeFactory
+
+            factory = getattr(self.parent, "_judge_factory", None)
+            if isinstance(factory, JudgeFactory):
+                return Scorer(load_spec(optimizer_spec()), model=self.settings.optimizer_model, judge_factory=factory)
+            return load_scorer(str(optimizer_spec()), model=self.settings.optimizer_model)
         return Scorer(load_spec(optimizer_spec()), judge=self.parent.judge, model=self.parent.model)
 
     def _build(self, strategy: str, rows: list[Any]) -> tuple[Candidate, Any]:
@@ -271,19 +276,6 @@ class Proposer:
 
     def recipe(self, name: str) -> dict[str, Any]:
         return self.recipes[name]
-
-
-def _like(judge: Any, model: str) -> Any:
-    """A judge of `model` reached as `judge` is: at its base URL (``--base-url``) and through its
-    judge-call cache, so ``--optimizer-model`` is cached and resumed as the scorer's judge is."""
-    import dataclasses
-
-    from ..bind.stack import compose, make_judge, taken_apart
-
-    recipe = getattr(getattr(judge, "provider", None), "recipe", None)
-    made = make_judge(model, base_url=getattr(recipe, "base_url", None))
-    kept = taken_apart(judge).cache
-    return compose(dataclasses.replace(taken_apart(made), cache=kept)) if kept else made
 
 
 def _stage(plan: Any, wanted: str | None) -> PromptStagePlan | None:

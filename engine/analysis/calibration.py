@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -59,6 +58,7 @@ from .judge_stats import (
     spearman_estimate,
     wilson,
 )
+from .cutoff_names import REPORT_NAMES, OldCutoffNames, settle_cutoff
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .disagreements import Disagreement, disagreements
 from .labelled import LabelError, Labelled, labelled_items
@@ -69,7 +69,7 @@ DEFAULT_TOP = 5
 
 
 @dataclass
-class Calibration:
+class Calibration(OldCutoffNames):
     """Agreement between a scorer and human labels; see the module docstring.
 
     kind: ``binary`` or ``graded``. `left_out` = `unlabelled` (items with no label) + the
@@ -131,22 +131,8 @@ class Calibration:
     base_rate: float | None = None  # the share of positive labels among the items in the figures
     length_bias: dict[str, Any] | None = None  # see `length_bias`
 
-    @property
-    def threshold(self) -> float | None:
-        """Deprecated: the old name of `cutoff`."""
-        warnings.warn("Calibration.threshold is deprecated: use .cutoff", DeprecationWarning, stacklevel=2)
-        return self.cutoff
-
-    @property
-    def best_threshold(self) -> float | None:
-        """Deprecated: the old name of `best_cutoff`."""
-        warnings.warn("Calibration.best_threshold is deprecated: use .best_cutoff", DeprecationWarning, stacklevel=2)
-        return self.best_cutoff
-
     def to_json_dict(self) -> dict[str, Any]:
-        """camelCase JSON form (``scorespec calibrate --json``): the cut-off as ``cutoff`` and
-        ``bestCutoff``, as specs and ``compare`` name it; each `Estimate` (and `balancedAccuracy`,
-        graded `spearman`) as ``{value, ci: [low, high], confidence, method}``."""
+        """camelCase JSON (``calibrate --json``); an `Estimate` as ``{value, ci: [low, high], confidence, method}``."""
         out: dict[str, Any] = {}
         for item in dataclasses.fields(self):
             if item.name in _FOLDED:
@@ -297,20 +283,16 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str], co
 
 @dataclass(frozen=True)
 class CalibrationSettings:
-    """What a calibration compares the scores with. label_field: the item's key holding the
-    human label (dots reach into nested objects). positive / negative: label values (compared as
-    text) of the two classes; with `negative`, items whose label is in neither are left out
-    (counted in `left_out`); without `positive`, labels are graded numbers. cutoff: the score
-    cut-off on the scorer's scale (default: the spec's documented ``cutoff``, else scale / 2). not_scorable_score: the score given to not
-    scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
-    confidence: the level of the figures' intervals, strictly between 0 and 1 (default 0.95).
-    threshold: deprecated, the old name of `cutoff` (read as it, with a `DeprecationWarning`; it
-    always equals `cutoff`).
-
-    A single str, number or bool for `positive` / `negative` is one label value. Raises
-    `TypeError` for a label_field that is not a str, a cutoff or not_scorable_score that is not
-    a number, a top that is not an int; `ValueError` for an empty label_field, a top < 0, a
-    confidence outside (0, 1), or a cutoff and a different threshold given together."""
+    """What a calibration compares the scores with. label_field: the item's key holding the human label
+    (dots reach into nested objects). positive / negative: label values (compared as text) of the two
+    classes; with `negative`, items whose label is in neither are left out (counted in `left_out`);
+    without `positive`, labels are graded numbers. cutoff: the score cut-off on the scorer's scale
+    (default: the spec's ``cutoff``, else scale / 2); threshold: its old name, deprecated. not_scorable_score:
+    the score given to not scorable items (default: left out). top: how many disagreements to list (≥ 0).
+    confidence: the intervals' level, in (0, 1) (default 0.95). A single str, number or bool for
+    `positive` / `negative` is one label value. Raises `TypeError` for a label_field that is not a str, a
+    cutoff or not_scorable_score that is not a number, a top that is not an int; `ValueError` for an
+    empty label_field, a top < 0, a confidence outside (0, 1), or a cutoff and a different threshold."""
 
     label_field: str = "label"
     positive: tuple[Any, ...] | None = None
@@ -324,15 +306,9 @@ class CalibrationSettings:
     def __post_init__(self) -> None:
         for name in ("positive", "negative"):
             object.__setattr__(self, name, label_values(name, getattr(self, name)))
-        if self.threshold is not None and self.threshold != self.cutoff:
-            if self.cutoff is not None:
-                raise ValueError(f"threshold {self.threshold!r} is the old name of cutoff: give only cutoff")
-            warnings.warn("CalibrationSettings(threshold=…) is deprecated: use cutoff=…", DeprecationWarning,
-                          stacklevel=3)
-            object.__setattr__(self, "cutoff", self.threshold)
+        settle_cutoff(self)
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
         check_label_settings(self, {"cutoff": self.cutoff, "not_scorable_score": self.not_scorable_score})
-        object.__setattr__(self, "threshold", self.cutoff)
 
     @classmethod
     def build(cls, settings: CalibrationSettings | None = None, **changes: Any) -> CalibrationSettings:
@@ -446,15 +422,12 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
                       confidence=settings.confidence)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
-        setattr(report, _CUTOFF_NAMES.get(key, key), value)
+        setattr(report, REPORT_NAMES.get(key, key), value)
     report.confidence = settings.confidence
     lengths = {item_key(item["id"]): output_length(item) for item in found.items}
     report.length_bias = length_bias(scores, [lengths.get(key) for key, _ in kept],
                                      truth if wanted_pos is not None else None)
     report.disagreements = disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
-
-
-_CUTOFF_NAMES = {"threshold": "cutoff", "best_threshold": "best_cutoff"}  # agreement()'s keys → the report's
 
 
 def _usage_into(report: Calibration, summary: Any, label: str) -> None:
