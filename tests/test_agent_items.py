@@ -276,7 +276,8 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_declared_fields():
 # --- C24: an empty required input; an empty output ------------------------------------------------------
 
 
-def test_c24_input_text_in_content_parts_is_read():
+def test_input_text_in_content_parts_is_read():
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     result = scorer.run(input=[{"role": "user", "content": [{"type": "text", "text": "Is Paris big?"}]}],
                         output="Yes, 2 million people live there.")
@@ -292,7 +293,8 @@ def test_c24_input_text_in_content_parts_is_read():
     ("   ", "it is empty"),
     (None, "the item has none"),
 ])
-def test_c24_a_required_input_without_text_fails_naming_the_field(value, why):
+def test_a_required_input_without_text_fails_naming_the_field(value, why):
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     result = scorer.run(input=value, output="An answer.")
     assert (result.status, result.score, result.error.kind, result.error.stage) == ("failed", None, "input", None)
@@ -302,7 +304,8 @@ def test_c24_a_required_input_without_text_fails_naming_the_field(value, why):
 
 @pytest.mark.parametrize("output", ["", [{"role": "assistant", "content": None,
                                           "tool_calls": [{"name": "search", "arguments": "{}"}]}]])
-def test_c24_an_empty_output_is_a_real_answer_and_is_judged(output):
+def test_an_empty_output_is_a_real_answer_and_is_judged(output):
+    """Field case C24 (shared/cases/handed.md)."""
     scorer, judge = rubric(rubric="Answers the question.")
     judge.script["judge"] = [{"verdict": "no"}]
     result = scorer.run(input="Is Paris big?", output=output)
@@ -310,14 +313,16 @@ def test_c24_an_empty_output_is_a_real_answer_and_is_judged(output):
     assert "ANSWER:\n<<<\n\n>>>" in judge.prompts("judge")[0]
 
 
-def test_c24_no_tool_call_is_a_real_answer():
+def test_no_tool_call_is_a_real_answer():
+    """Field case C24 (shared/cases/handed.md)."""
     result = load_scorer(TRAJECTORY).run(input="hi", tool_calls=[], expected_trajectory=["search"])
     assert (result.status, result.score) == ("scored", 0)
 
 
-def test_c24_a_required_empty_ground_truth_is_not_scorable_instead_of_scoring_zero():
+def test_a_required_empty_ground_truth_is_not_scorable_instead_of_scoring_zero():
     """A given ground truth counts even when blank (an empty text can be the expected answer, for
-    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with."""
+    the rule scorers); answer_similarity, which needs one, says there is nothing to compare with.
+    Field case C24 (shared/cases/handed.md)."""
     judge = FakeJudge()
     result = load_scorer("answer_similarity", judge=judge).run(output="Paris.", ground_truth="  ")
     assert (result.status, result.score) == ("not_scorable", None)

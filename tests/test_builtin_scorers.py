@@ -45,7 +45,8 @@ def similarity(script: dict, **options):
     return load_scorer("answer_similarity", judge=judge, **options), judge
 
 
-def test_c09_missing_ground_truth_is_an_error_before_any_judge_call():
+def test_missing_ground_truth_is_an_error_before_any_judge_call():
+    """Field case C09 (shared/cases/handed.md)."""
     scorer, judge = similarity({})
     result = scorer.run(output="Paris is the capital.", input="What is the capital of France?")
     assert result.status == "failed"
@@ -57,7 +58,8 @@ def test_c09_missing_ground_truth_is_an_error_before_any_judge_call():
 
 
 @pytest.mark.parametrize("ground_truth", [None, "", "   "])
-def test_c10_missing_ground_truth_scores_zero_when_not_required(ground_truth):
+def test_missing_ground_truth_scores_zero_when_not_required(ground_truth):
+    """Field case C10 (shared/cases/handed.md)."""
     scorer, judge = similarity({}, requireGroundTruth=False)
     result = scorer.run(output="Paris is the capital.", ground_truth=ground_truth)
     assert result.status == "scored"
@@ -66,7 +68,8 @@ def test_c10_missing_ground_truth_scores_zero_when_not_required(ground_truth):
     assert judge.calls == []
 
 
-def test_c11_weighted_matches_minus_penalties():
+def test_the_score_is_weighted_matches_minus_penalties():
+    """Field case C11 (shared/cases/handed.md)."""
     scorer, judge = similarity(c11_answers())
     result = scorer.run(output="...", ground_truth="...")
     assert result.score == 0.15  # base 0.5 − missing 0.15 − extra min(5 × 0.05, 0.2)
@@ -75,7 +78,8 @@ def test_c11_weighted_matches_minus_penalties():
     assert result.preprocess_step_result["groundTruthUnits"] == GROUND_TRUTH_UNITS
 
 
-def test_c12_partial_options_keep_defaults():
+def test_partial_options_keep_defaults():
+    """Field case C12 (shared/cases/handed.md)."""
     scorer, _ = similarity(c11_answers(), scale=10)
     result = scorer.run(output="...", ground_truth="...")
     assert result.score == 1.5
@@ -129,7 +133,8 @@ def textual(**options) -> Scorer:
     return Scorer(TEXTUAL, options=options)
 
 
-def test_c15_one_word_replaced():
+def test_one_word_replaced_gives_the_edit_ratio():
+    """Field case C15 (shared/cases/handed.md)."""
     result = textual().run(output="The quick brown cat", ground_truth="The quick brown fox")
     assert round(result.score, 4) == 0.8421
     step = result.analyze_step_result
@@ -141,7 +146,8 @@ def test_c15_one_word_replaced():
     assert "minor differences" in result.reason
 
 
-def test_c16_insertion_lowers_confidence():
+def test_an_insertion_lowers_confidence():
+    """Field case C16 (shared/cases/handed.md)."""
     result = textual().run(output="hello there world", ground_truth="hello world")
     step = result.analyze_step_result
     assert (round(step["ratio"], 4), round(step["confidence"], 4)) == (0.7857, 0.6471)
@@ -149,7 +155,8 @@ def test_c16_insertion_lowers_confidence():
     assert "moderate differences" in result.reason
 
 
-def test_c17_empty_texts():
+def test_empty_texts_are_identical_and_one_empty_text_scores_zero():
+    """Field case C17 (shared/cases/handed.md)."""
     both_empty = textual().run(output="", ground_truth="")
     assert both_empty.score == 1
     assert "identical" in both_empty.reason
@@ -215,7 +222,8 @@ def faithfulness(script: dict, **options):
 
 
 @pytest.mark.parametrize("claims", [[], ["  "], ["\n", " "]])
-def test_c03_shipped_faithfulness_no_claims(claims):
+def test_shipped_faithfulness_with_no_claims_is_not_scorable(claims):
+    """Field case C03 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": claims}}, context=["Something."])
     result = scorer.run(output="I don't know.")
     assert result.status == "not_scorable"
@@ -231,7 +239,8 @@ def test_c03_shipped_faithfulness_no_claims(claims):
     ({"context": ["The tower is in Paris."]}, []),  # the item's own (empty) context overrides the option
     ({}, ["", "  "]),                           # blank item passages
 ])
-def test_c04_shipped_faithfulness_no_context(options, item_context):
+def test_shipped_faithfulness_with_no_context_scores_zero(options, item_context):
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["The tower is in Paris"]}}, **options)
     result = scorer.run(output="The tower is in Paris.", context=item_context)
     assert result.status == "scored"

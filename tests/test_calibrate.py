@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands
 from engine import load_scorer
-from engine.analysis.calibration import LabelError, agreement, calibrate
+from engine.analysis.calibration import agreement, calibrate
+from engine.analysis.labelled import LabelError
 from engine.cli.main import app
 from engine.core.errors import ScorerRunError
 from engine.run.store import Store

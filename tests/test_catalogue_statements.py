@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.bind.load import load_scorer
-from engine.interpret.scorer import round_half_away
+from engine.interpret.values import round_half_away
 from engine.spec.compile import load_spec
 from engine.spec.expressions import Expression
 from engine.testing import FakeJudge
@@ -127,7 +127,7 @@ def test_answer_relevancy_asks_about_one_statement_at_a_time_with_the_input():
 def test_answer_relevancy_partial_options_keep_the_other_defaults(options, expected):
     relevancy, _ = scorer("answer_relevancy", RELEVANCY, **options)
     assert relevancy.run(input="q?", output="a").score == expected
-    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, "maxStatements": 25, **options}
+    assert relevancy.options == {"scale": 1, "uncertaintyWeight": 0.3, "maxStatements": None, **options}
 
 
 @pytest.mark.parametrize("output", ["", "   "])

@@ -9,7 +9,8 @@ from conftest import SPEC_FIXTURES
 from typer.testing import CliRunner
 
 from engine.bind import stack as judge_module
-from engine.cli.main import app, parse_option_value
+from engine.cli.app import parse_option_value
+from engine.cli.main import app
 from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir
 from engine.spec.models import spec_json_schema
 

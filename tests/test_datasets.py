@@ -111,6 +111,22 @@ def test_csv_mapping_multiline_cells_and_bad_rows(tmp_path):
     assert count_records(path) == 5  # an estimate for progress: data rows, good or bad
 
 
+def test_a_csv_quote_never_closed_is_an_error_naming_its_line_not_one_cell_of_every_later_row(tmp_path):
+    path = tmp_path / "items.csv"
+    path.write_text('id,output\na,one\nb,"two\nc,three\nd,four\n', encoding="utf-8")
+    items, problems = read(path)
+    assert [i["id"] for i in items] == ["a"]
+    assert problems == [f"{path}:3: malformed CSV: a quoted cell opened on this line is never closed; "
+                        "lines 3 to 5 (the end of the file) were not read"]
+
+
+def test_a_csv_header_with_two_byte_order_marks_keeps_its_id_column(tmp_path):
+    path = tmp_path / "items.csv"
+    path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbfid,output\nq1,one\nq2,two\n")
+    items, problems = read(path)
+    assert problems == [] and [(i["id"], i["output"]) for i in items] == [("q1", "one"), ("q2", "two")]
+
+
 def test_csv_mapping_to_an_absent_column_is_an_error(tmp_path):
     path = tmp_path / "items.csv"
     path.write_text("question,response\nq,r\n", encoding="utf-8")

@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -340,26 +339,23 @@ def test_no_generated_page_is_committed_and_no_field_description_points_at_the_r
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The site built once, strictly: (its folder, seconds the build took)."""
+    """The site built once, strictly: its folder."""
     if importlib.util.find_spec("mkdocs") is None:
         if os.environ.get("CI"):
             pytest.fail("mkdocs is not installed (the docs extra) and CI is set: the site must build in CI")
         pytest.skip("mkdocs is not installed (pip install -e '.[docs]')")
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    return out, time.monotonic() - started
+    return out
 
 
 @pytest.mark.slow
 def test_the_site_builds_strictly_without_publishing_the_hooks(site):
-    out, seconds = site
-    assert (out / "index.html").is_file()
-    assert not (out / "hooks").exists()
-    assert seconds < 240
+    assert (site / "index.html").is_file()
+    assert not (site / "hooks").exists()
 
 
 @pytest.mark.slow
@@ -367,7 +363,7 @@ def test_the_built_site_has_every_reference_page_and_entry(site):
     import engine
     import engine.testing
 
-    out, _ = site
+    out = site
     for page in ("spec-format", "functions", "cli", "python", "scorers"):
         assert (out / "reference" / page / "index.html").is_file(), page
     assert not [i for i in _shipped_ids() if not (out / "reference" / "scorers" / i / "index.html").is_file()]

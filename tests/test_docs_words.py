@@ -71,3 +71,22 @@ def test_the_shipped_specs_and_prompts_hold_no_tracking_words():
             for path in files for line, what, match in tracking_words(path.read_text(encoding="utf-8"))
             if what != "an issue reference"]  # ``#`` starts a YAML comment
     assert hits == [], f"{len(hits)} tracking word(s):\n" + "\n".join(hits)
+
+
+TRACKING_NAME = re.compile(r"(?:^|_)(?:c\d{2}|issues?_?\d+)(?:_|$)")
+
+
+@pytest.mark.parametrize("name, tracked", [
+    ("test_c01_share_of_supported_claims", True), ("test_options_merge_over_defaults_c12", True),
+    ("test_issue_45_fixed", True), ("test_a_c14_formula", True), ("test_utf16_text", False),
+    ("test_cache_c_extension", False), ("test_c100_items", False), ("test_the_score_is_the_share", False)])
+def test_the_tracking_name_pattern_finds_case_ids_and_issue_numbers(name, tracked):
+    assert bool(TRACKING_NAME.search(name.removeprefix("test"))) is tracked
+
+
+def test_no_test_is_named_after_a_case_id_or_an_issue():
+    # a test says the behaviour it checks; an id a reader cannot look up may sit in its docstring
+    hits = [f"{path.relative_to(ROOT).as_posix()}: {name}" for path in sorted((ROOT / "tests").rglob("*.py"))
+            for name in re.findall(r"def (test_\w+)", path.read_text(encoding="utf-8"))
+            if TRACKING_NAME.search(name.removeprefix("test"))]
+    assert hits == [], "\n".join(hits)

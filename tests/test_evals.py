@@ -24,9 +24,11 @@ from engine.bind.stack import make_judge
 from engine.judge.retries import RetryPolicy
 from engine.cli.main import app
 from engine.judge.rate_limit import RateLimiter
-from engine.run.evals import Threshold, arun_evals, run_evals
+from engine.run.evals import arun_evals, run_evals
+from engine.run.summary import Threshold
 from engine.testing import FakeJudge
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 SPECS = Path(__file__).resolve().parent / "specs"
 NUMERIC = str(SPECS / "numeric.yaml")  # rule-only: score = the output read as a number
@@ -86,7 +88,8 @@ def store_rows(path: Path, run_id: str) -> list[tuple]:
 # --- C18: failure isolation, through the real HTTP path ------------------------------------------
 
 
-def test_c18_a_failing_item_never_stops_the_others(tmp_path):
+def test_a_failing_item_never_stops_the_others(tmp_path):
+    """Field case C18 (shared/cases/handed.md)."""
     data = [{"id": i, "output": f"ITEM-{i}: the sky is blue and grass is green.",
              "context": "The sky is blue. Grass is green."} for i in (1, 2, 3)]
     seen: dict = {}
@@ -345,7 +348,7 @@ def test_rate_limiter_lets_a_burst_through_then_spaces_requests(virtual_clock):
 
 
 def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypatch):
-    import engine.run.executor
+    import engine.run.runner
 
     taken = []
 
@@ -354,7 +357,7 @@ def test_rate_limit_takes_a_token_per_judge_call_and_restores_the_judge(monkeypa
             taken.append(self.rate)
             await super().acquire()
 
-    monkeypatch.setattr(engine.run.executor, "RateLimiter", CountingLimiter)
+    monkeypatch.setattr(engine.run.runner, "RateLimiter", CountingLimiter)
     judge = SlowJudge({"preprocess": {"claims": ["a"]}}, delay_s=0)
     claims = load_scorer(CLAIMS, judge=judge)
     run_evals(numeric_items(*["x"] * 15), [claims], concurrency=15, rate_limit=1000, store=False)

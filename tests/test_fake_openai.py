@@ -12,7 +12,8 @@ import pytest
 from instructor.core import IncompleteOutputException
 from pydantic import BaseModel
 
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 
 class Verdict(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.testing.fake_openai import Fault
+from engine.testing.fake_replies import Fault
 from engine.testing.faults import KINDS, REFUSAL, FaultInjector
 
 

@@ -4,6 +4,7 @@ zero; scores, the `num` filter in reasons, and comparisons of weighted sums in t
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -107,3 +108,38 @@ def test_rounding_a_decimal_computed_through_float_noise_gives_the_decimal_resul
     exact = Decimal(digits).scaleb(-k)
     expected = float(exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
     assert round_half_away(NOISY[noise](digits, k), places) == expected
+
+
+RULE_SPEC = """
+format: 1
+id: rule
+name: Rule
+description: A score from a formula over a rule stage.
+version: 1
+stages:
+  - id: check
+    function: equals
+    args: {{text: "run.output_text", expected: "'x'"}}
+score:
+  formula: "{formula}"
+"""
+
+
+@pytest.mark.parametrize("formula, said", [
+    ("10**400", "gave an integer of about 401 digits, too large for a score"),
+    ("10.0**400", "raised OverflowError"),
+    ("(10**400) / 3", "raised OverflowError: integer division result too large for a float"),
+])
+def test_a_formula_that_overflows_fails_its_item_as_a_formula_naming_it(write_spec, formula, said):
+    result = load_scorer(str(write_spec("rule", RULE_SPEC.format(formula=formula)))).run(output="x")
+    assert result.score is None
+    assert result.error.kind == "formula"
+    assert f"score.formula{':' if 'raised' in said else ''} {formula!r}" in result.error.message
+    assert said in result.error.message
+
+
+@pytest.mark.parametrize("formula", ["-0.0", "0 * -1.0", "-(check.equal | int) * 0.5"])
+def test_a_formula_giving_negative_zero_scores_zero(write_spec, formula):
+    result = load_scorer(str(write_spec("rule", RULE_SPEC.format(formula=formula)))).run(output="y")
+    assert result.score == 0.0 and math.copysign(1.0, result.score) == 1.0
+    assert result.to_json_dict()["score"] == 0.0 and '"score":-0' not in result.model_dump_json(by_alias=True)

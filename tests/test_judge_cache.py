@@ -3,8 +3,10 @@ engine.judge.cache.redis_backend).
 
 The tests of the `JudgeCache` protocol run against both backends (the `cache` fixture): an SQLite
 file under pytest's tmp_path, and a real redis-server the tests start on 127.0.0.1 (emptied for
-each test). SQLite's own failures (files, locks, torn logs, forks) are tested on SQLite alone,
-the Redis server's (unreachable, lost, foreign keys, expiry) in tests/test_judge_cache_redis.py.
+each test); so do the tests of a cache that cannot be used (the `unusable_cache` fixture: a
+file that is not a database, a server that cannot be reached). SQLite's own failures (files,
+locks, torn logs, forks) are tested on SQLite alone, the Redis server's (unreachable, lost,
+foreign keys, expiry) in tests/test_judge_cache_redis.py.
 Processes are real (subprocess, fork) and are synchronised through files or killed at a
 deterministic point by the store's write hook.
 """
@@ -17,6 +19,7 @@ import inspect
 import json
 import multiprocessing
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,9 +27,11 @@ import textwrap
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import require_redis
 
 from engine.judge.cache.base import (
     KEY_FORMAT,
@@ -532,20 +537,63 @@ def test_a_forked_process_opens_its_own_connection(tmp_path):
 # --------------------------------------------------------------------------- a cache that cannot be used
 
 
-def assert_behaves_as_empty(store: SQLiteJudgeCache, record, reason: str) -> None:
-    """`store` warned once with `reason`, serves nothing, drops writes and never raises."""
+def assert_behaves_as_empty(store: JudgeCache, record, reason: str) -> None:
+    """`store` (of either backend) warned once with `reason`, serves nothing, drops writes and
+    never raises."""
     assert store.get("k") is None
     store.put("k", CachedAnswer(data=1, raw="1"))
     assert store.get("k") is None
     assert store.clear() == 0
     stats = store.stats()
     assert (stats.entries, stats.dropped_writes, stats.writes, stats.hits) == (0, 1, 0, 0)
-    warned = [w for w in record if issubclass(w.category, JudgeCacheWarning)]
-    assert len(warned) == 1 and reason in str(warned[0].message)
+    warned = [str(w.message) for w in record if issubclass(w.category, JudgeCacheWarning)]
+    assert len(warned) == 1 and reason in warned[0] and "going on without the cache" in warned[0]
     assert reason in store.disabled_reason and stats.disabled_reason == store.disabled_reason
 
 
-def test_a_file_that_is_not_a_database_is_reported_once_and_left_alone(tmp_path):
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def unusable_cache(request, tmp_path) -> tuple[Callable[[], JudgeCache], str]:
+    """A cache of each backend that cannot be used, as (how to open it, why its one warning says
+    it cannot): a file that is not a database; a Redis server that cannot be reached."""
+    if request.param == "redis":
+        require_redis()
+        from engine.judge.cache.redis_backend import RedisJudgeCache
+
+        url = f"redis://127.0.0.1:{closed_port()}/0"
+        return (lambda: RedisJudgeCache(url)), "cannot be reached"
+    path = tmp_path / "judge-cache.sqlite"
+    path.write_bytes(b"these are somebody's notes, not a database\n" * 100)
+    return (lambda: SQLiteJudgeCache(path)), "not a database"
+
+
+def test_a_cache_that_cannot_be_used_is_reported_once_and_serves_nothing(unusable_cache):
+    opened, reason = unusable_cache
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with opened() as store:
+            assert_behaves_as_empty(store, record, reason)
+
+
+def test_a_warning_turned_into_an_error_still_never_raises(unusable_cache, caplog):
+    opened, reason = unusable_cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store = opened()
+        assert store.get("k") is None
+        store.put("k", CachedAnswer(data=1, raw="1"))
+    store.close()
+    assert reason in store.disabled_reason
+    assert reason in caplog.text
+
+
+def test_a_file_that_is_not_a_database_is_left_alone(tmp_path):
     path = tmp_path / "judge-cache.sqlite"
     path.write_bytes(b"these are somebody's notes, not a database\n" * 100)
     with pytest.warns(JudgeCacheWarning) as record, SQLiteJudgeCache(path) as store:
@@ -641,18 +689,6 @@ def test_a_database_corrupted_inside_is_reported_once_and_never_serves_a_wrong_a
         assert served == [None] * 100
         assert "malformed" in store.disabled_reason
         assert len([w for w in record if issubclass(w.category, JudgeCacheWarning)]) == 1
-
-
-def test_a_warning_turned_into_an_error_still_never_raises(tmp_path, caplog):
-    path = tmp_path / "judge-cache.sqlite"
-    path.write_bytes(b"not a database" * 100)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        store = SQLiteJudgeCache(path)
-        assert store.get("k") is None
-        store.put("k", CachedAnswer(data=1, raw="1"))
-    assert "not a database" in store.disabled_reason
-    assert "not a database" in caplog.text
 
 
 # the keys of one call through judges built from a model string, as the code before the settings were

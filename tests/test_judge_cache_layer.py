@@ -34,7 +34,8 @@ from engine.judge.identity import provider_identity
 from engine.judge.rate_limit import RateLimitedJudge
 from engine.run.evals import run_evals
 from engine.spec.compile import load_spec
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,8 @@ from engine.judge.cache import lease as judge_cache_lease
 from engine.judge.cache.redis_backend import RedisJudgeCache
 from engine.judge.call import JudgeCall
 from engine.judge.contract import AnswerContract
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 SCHEMA = {"type": "object", "required": ["note"], "properties": {"note": {"type": "string"}}}
 

@@ -1,6 +1,7 @@
 """The Redis judge-call cache's own behaviour (engine.judge.cache.redis_backend): its URL and options,
 the key prefix, expiry, a server that cannot be reached, stops answering or is lost mid-run.
-The protocol tests shared with SQLite are in tests/test_judge_cache.py.
+The protocol tests shared with SQLite, a cache that cannot be used included, are in
+tests/test_judge_cache.py (its `cache` and `unusable_cache` fixtures run each on both backends).
 
 Against real redis-servers on 127.0.0.1 started by the tests (tests/redis_server.py): the
 session's (emptied for each test, `redis_url`) or one of the test's own that it kills
@@ -17,6 +18,7 @@ import warnings
 
 import pytest
 from conftest import require_redis
+from test_judge_cache import assert_behaves_as_empty, closed_port
 
 from engine.judge.cache.base import CachedAnswer, JudgeCache, JudgeCacheWarning
 from engine.judge.cache.layer import open_cache
@@ -40,13 +42,6 @@ def a(i: int, model: str = "openai/m", created_at: float = 1_700_000_000.0) -> C
 
 def cache_warnings(record) -> list[str]:
     return [str(w.message) for w in record if issubclass(w.category, JudgeCacheWarning)]
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # --------------------------------------------------------------------------- the URL and options
@@ -192,20 +187,7 @@ def test_a_key_of_another_type_or_a_partial_hash_under_the_prefix_is_a_miss_and_
 # --------------------------------------------------------------------------- a server that fails
 
 
-def assert_behaves_as_empty(store: RedisJudgeCache, record, reason: str) -> None:
-    """`store` warned once with `reason`, serves nothing, drops writes and never raises."""
-    assert store.get("k") is None
-    store.put("k", CachedAnswer(data=1, raw="1"))
-    assert store.get("k") is None
-    assert store.clear() == 0
-    stats = store.stats()
-    assert (stats.entries, stats.dropped_writes, stats.writes, stats.hits) == (0, 1, 0, 0)
-    messages = cache_warnings(record)
-    assert len(messages) == 1 and reason in messages[0] and "going on without the cache" in messages[0]
-    assert reason in store.disabled_reason and stats.disabled_reason == store.disabled_reason
-
-
-def test_a_server_unreachable_at_start_is_reported_once(tmp_path):
+def test_the_warning_of_an_unreachable_server_hides_its_password():
     url = f"redis://:s3cret@127.0.0.1:{closed_port()}/0"
     with warnings.catch_warnings(record=True) as record, RedisJudgeCache(url) as store:
         warnings.simplefilter("always")
@@ -248,12 +230,3 @@ def test_a_server_lost_mid_run_turns_gets_into_misses_and_puts_into_no_ops(own_r
         assert (stats.hits, stats.misses, stats.writes, stats.dropped_writes) == (1, 2, 1, 1)
         assert "cannot be reached" in stats.disabled_reason
 
-
-def test_a_warning_turned_into_an_error_still_never_raises(caplog):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        store = RedisJudgeCache(f"redis://127.0.0.1:{closed_port()}/0")
-        assert store.get("k") is None
-        store.put("k", a(1))
-    assert "cannot be reached" in store.disabled_reason
-    assert "cannot be reached" in caplog.text

@@ -32,7 +32,8 @@ from engine.run.evals import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.expressions import Expression
 from engine.testing import FakeJudge
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["verdict"]}

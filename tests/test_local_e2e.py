@@ -5,48 +5,27 @@ verdict per claim, asked one claim per call, scores in range, usage recorded); t
 unmistakable case.
 
 Without the models these tests skip, unless SCORESPEC_REQUIRE_LOCAL=1 (as CI sets it), which
-turns a missing model into a failure.
+turns a missing model into a failure (`conftest.require_local`).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_local
 
 from engine import load_scorer
-from engine.embedded.files import LOCAL_MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _installed(*dists: str) -> bool:
-    try:
-        for dist in dists:
-            importlib.metadata.distribution(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return importlib.util.find_spec("xllamacpp") is not None
-
-
-def _need(model: str) -> None:
-    dists = LOCAL_MODELS[model].packages
-    if not _installed(*dists):
-        message = f"{model} needs scorespec[local] and {', '.join(dists[:2])}…"
-        if os.environ.get("SCORESPEC_REQUIRE_LOCAL") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def tiny_faithfulness():
-    _need("local-tiny")
+    require_local("local-tiny")
     return load_scorer("faithfulness", model="local-tiny")
 
 
@@ -75,7 +54,7 @@ def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
 
 @pytest.mark.local
 def test_tiny_answer_similarity_one_match_per_unit():
-    _need("local-tiny")
+    require_local("local-tiny")
     scorer = load_scorer("answer_similarity", model="local-tiny")
     result = scorer.run(output="Paris is the capital of France.", ground_truth="The capital of France is Paris.")
     if result.status == "failed":
@@ -97,7 +76,7 @@ def test_tiny_eval_command_on_the_example_data(tmp_path):
     """Two items: at most 2 × (1 + 25) judge calls (25 claims at most: maxClaims for a short output), each
     bounded by the spec's max_tokens. About a minute on a quiet machine; the timeout (conftest's
     MODEL_TEST_TIMEOUT_S) leaves room for a busy one."""
-    _need("local-tiny")
+    require_local("local-tiny")
     data = tmp_path / "two.jsonl"
     data.write_text("".join((ROOT / "examples" / "begin_wow.jsonl").read_text().splitlines(True)[:2]))
     out = tmp_path / "results.jsonl"
@@ -118,7 +97,7 @@ def test_tiny_eval_command_on_the_example_data(tmp_path):
 @pytest.mark.local_big
 def test_local_judges_an_unmistakable_item():
     """The default embedded judge, one item: a claim the context states word for word."""
-    _need("local")
+    require_local("local")
     scorer = load_scorer("faithfulness")  # no model configured: the embedded default
     result = scorer.run(output="Paris is the capital of France.",
                         context=["Paris is the capital and largest city of France."])

@@ -18,7 +18,8 @@ from engine.judge.clients import hosted_judge
 from engine.judge.contract import AnswerContract
 from engine.judge.openai_path import WirePost, check_once, direct_create, http_client
 from engine.judge.provider import InstructorJudge, response_model
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]},
                                            "reason": {"type": "string"}},

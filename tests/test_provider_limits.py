@@ -9,7 +9,7 @@ import pytest
 from engine.bind.load import load_scorer
 from engine.core.errors import ERROR_KINDS, ScorerRunError
 from engine.core.result import ItemError
-from engine.testing.fake_openai import Fault
+from engine.testing.fake_replies import Fault
 
 CLAIMS = {"claims": ["Paris is in France."]}
 ITEM = {"output": "Paris is in France.", "context": ["Paris is in France."]}

@@ -45,7 +45,8 @@ def test_content_similarity_formula(output, reference, options, expected):
     assert result.reason.startswith("output vs ground_truth: ")
 
 
-def test_c28_cafe_in_two_unicode_forms_is_identical_after_nfc():
+def test_cafe_in_two_unicode_forms_is_identical_after_nfc():
+    """Field case C28 (shared/cases/handed.md)."""
     assert unicodedata.normalize("NFC", CAFE_NFD) == CAFE_NFC != CAFE_NFD
     result = score("content_similarity", CAFE_NFD, CAFE_NFC)
     assert result.score == 1

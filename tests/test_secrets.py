@@ -18,7 +18,8 @@ from conftest import ROOT
 from engine import load_scorer, run_evals
 from engine.bind.stack import make_judge
 from engine.judge.retries import RetryPolicy
-from engine.testing.fake_openai import FakeOpenAIServer, Fault
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
 
 CANARY = "sk-canary-7f3a9c2e5b1d4f608e9a7c3b2d1e0f4a5b6c7d8e"
 SECRET_PART = CANARY[len("sk-canary-"):][:10]  # a truncated key would still leak this

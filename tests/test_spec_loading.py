@@ -17,6 +17,7 @@ import yaml
 from conftest import ROOT, SPEC_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jinja2 import TemplateSyntaxError
 from typer.testing import CliRunner
 
 import engine
@@ -25,7 +26,7 @@ from engine.core.errors import SpecError
 from engine.interpret.scorer import Scorer
 from engine.spec.catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, list_specs
 from engine.spec.compile import compile_file, compile_text, load_spec, validate_directory
-from engine.spec.expressions import Expression, Template, TemplateSyntaxError, environment, prepare
+from engine.spec.expressions import Expression, Template, environment, prepare
 from engine.spec.models import spec_json_schema
 from engine.spec.yamlload import load_yaml
 from engine.testing import FakeJudge
@@ -619,6 +620,43 @@ def test_templates_resolve_beside_the_spec_first_then_builtin(tmp_path, monkeypa
 def test_unknown_name_suggests_nearest(tmp_path):
     with pytest.raises(FileNotFoundError, match="did you mean 'faithfulness'"):
         load_spec("faithfulnes", cwd=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "my_specs/" + "b" * 300 + ".yaml"])
+def test_a_name_too_long_for_a_file_is_a_clear_error_not_an_os_error(tmp_path, name):
+    with pytest.raises(FileNotFoundError, match="longer than a file name can be") as info:
+        load_spec(name, cwd=tmp_path)
+    assert len(str(info.value)) < 250  # the name shown cut, not whole
+    result = CliRunner().invoke(app, ["run", name, "--output", "x"])
+    assert result.exit_code == 2 and "longer than a file name can be" in result.output
+    assert "Traceback" not in result.output and "Errno" not in result.output
+
+
+@pytest.mark.parametrize("parent", ["c" * 300, "./" + "c" * 300 + ".yaml"])
+def test_extending_a_name_too_long_for_a_file_is_a_spec_error_at_extends(tmp_path, parent):
+    (tmp_path / "scorer_specs").mkdir()
+    path = tmp_path / "scorer_specs" / "child.yaml"
+    path.write_text(f"format: 1\nid: child\nextends: {parent}\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        compile_file(path)
+    problem = info.value.problems[0]
+    assert (problem.code, problem.key_path, problem.line) == ("unknown-parent", "extends", 3)
+    assert "longer than a file name can be (305 bytes; at most 255)" in problem.message
+
+
+def test_a_built_in_broken_by_a_childs_change_is_reported_in_the_childs_spec(tmp_path):
+    """The child removes the vars faithfulness's reasons use: the built-in is valid alone, so
+    every problem is placed in the file the user can edit, the built-in's place in the message."""
+    (tmp_path / "scorer_specs").mkdir()
+    path = tmp_path / "scorer_specs" / "strict_faith.yaml"
+    path.write_text("format: 1\nid: strict_faith\nextends: faithfulness\nvars: null\n", encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        compile_file(path)
+    problems = info.value.problems
+    assert problems and {(p.file, p.line, p.key_path) for p in problems} == {(str(path), 4, "vars")}
+    assert all("— in the built-in scorer_specs/faithfulness.yaml:" in p.message
+               or "— in the built-in prompts/faithfulness/" in p.message for p in problems)
+    assert all(p.message.endswith("which fails with this spec's 'vars'") for p in problems)
 
 
 # --- packaging ---------------------------------------------------------------------------------------

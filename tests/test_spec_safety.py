@@ -14,12 +14,13 @@ import yaml
 from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jinja2 import TemplateSyntaxError
 
 from engine.core.errors import SpecError
 from engine.interpret.scorer import Scorer
 from engine.spec.compile import compile_file, compile_text
 from engine.spec.expression_limits import MAX_SIZE
-from engine.spec.expressions import Expression, Template, TemplateSyntaxError
+from engine.spec.expressions import Expression, Template
 from engine.spec.yamlload import MAX_NODES
 
 # Sandbox escapes and blow-ups, as a spec author could write them. Each is refused at load.

@@ -1,14 +1,13 @@
-"""Caps on the lists a judge writes: a long answer is scored, never failed for being long.
+"""Long answers judged whole, and the caps a user may set on the lists a judge writes.
 
-The statement scorers (`maxStatements`), faithfulness (`maxClaims`) and summarization's
-questions (`maxQuestions`) judge at most a capped number of items. The statement and claim caps
-grow with the text (one per 15 words, up to the hard bound that the stage's max_tokens fits);
-a judge that lists more than the cap has its first ones judged and the reason says how many it
-listed, where the item used to be re-asked and then failed ("statements has 26 items; at most 25
-are allowed"). A list even past the answer schema's own bound (36 statements or claims, 25
-questions) is kept to its first items (the stages' `keep_first`), never asked again, where it
-failed ("statements has 41 items; at most 36 are allowed"); the judge's answer is kept whole, so
-an answer from the judge-call cache gives the same reason.
+The statement scorers and faithfulness judge every statement or claim the judge lists, however
+many: one answer lists at most 36 (the schema's bound, which the stage's max_tokens fits), and a
+judge that fills it is asked for the next ones, page by page (the stages' `pages`); a judge not
+held to the schema that lists more at once has them all taken. `maxStatements` / `maxClaims`
+cap them when given (one per 15 words of the text at least, never above 36), the reason saying
+how many the judge listed; summarization's questions keep their `maxQuestions` cap. A long answer
+is scored, never failed for being long; the judge's answer is kept whole, so an answer from the
+judge-call cache gives the same reason.
 """
 
 from __future__ import annotations
@@ -47,25 +46,25 @@ def stages_asked(judge: FakeJudge) -> list[str]:
     return [call.stage for call in judge.calls]
 
 
-def test_a_long_answer_with_26_statements_is_scored_on_its_first_n_and_says_so():
+def test_a_long_answer_with_26_statements_has_every_one_judged():
     judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 26)}, "analyze": verdicts(26)})
     relevancy = load_scorer("answer_relevancy", judge=judge)
     result = relevancy.run(input="Tell me about the bridge.", output=SHORT_ANSWER)
     assert (result.status, result.score) == ("scored", 1.0)
-    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 25  # asked once, never re-asked
-    assert result.stages["preprocess"].result == numbered("Statement", 25)
-    assert result.reason.startswith("The score is 1 of 1: of 25 statements in the output, 25 are relevant")
-    assert result.reason.endswith(' "Statement 24.". The judge listed 26 statements; the first 25 ' + STATEMENT_CAP)
-    assert result.stages["preprocess"].listed is None  # within the schema's bound: the answer was kept whole
+    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 26  # asked once, never re-asked
+    assert result.stages["preprocess"].result == numbered("Statement", 26)
+    assert result.reason.startswith("The score is 1 of 1: of 26 statements in the output, 26 are relevant")
+    assert "listed" not in result.reason  # nothing was left out
+    assert result.stages["preprocess"].listed is None
 
 
 def test_the_statement_cap_grows_with_the_length_of_the_answer():
-    judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 29)}, "analyze": verdicts(29)})
-    relevancy = load_scorer("answer_relevancy", judge=judge)
+    judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 35)}, "analyze": verdicts(35)})
+    relevancy = load_scorer("answer_relevancy", judge=judge, maxStatements=25)
     result = relevancy.run(input="Tell me about the bridge.", output=words(450))  # 450 words: up to 30
     assert result.score == 1.0
-    assert len(judge.prompts("analyze")) == 29
-    assert "listed" not in result.reason  # under the cap: nothing to say
+    assert len(judge.prompts("analyze")) == 30
+    assert result.reason.endswith(" The judge listed 35 statements; the first 30 " + STATEMENT_CAP)
 
 
 def test_the_statement_cap_never_passes_the_hard_bound_of_the_schema():
@@ -78,7 +77,8 @@ def test_the_statement_cap_never_passes_the_hard_bound_of_the_schema():
 
 def test_a_list_as_long_as_the_cap_says_nothing_of_it():
     judge = FakeJudge({"preprocess": {"statements": numbered("Statement", 25)}, "analyze": verdicts(25)})
-    result = load_scorer("answer_relevancy", judge=judge).run(input="Tell me about the bridge.", output=SHORT_ANSWER)
+    result = load_scorer("answer_relevancy", judge=judge, maxStatements=25).run(
+        input="Tell me about the bridge.", output=SHORT_ANSWER)
     assert len(judge.prompts("analyze")) == 25
     assert "listed" not in result.reason  # nothing was left out
 
@@ -99,32 +99,45 @@ def test_a_cap_of_one_says_the_first_was_judged():
                                   "maxStatements option, raised to one per 15 words of the text, at most 36).")
 
 
-@pytest.mark.parametrize("output, judged", [(SHORT_ANSWER, 25), (words(700), HARD_BOUND)], ids=["short", "700-words"])
-def test_41_statements_for_answer_relevancy_are_scored_on_the_first_n_without_asking_again(output, judged):
+@pytest.mark.parametrize("output", [SHORT_ANSWER, words(700)], ids=["short", "700-words"])
+def test_41_statements_listed_at_once_are_all_judged_without_asking_again(output):
     listed = numbered("Statement", 41)
     judge = FakeJudge({"preprocess": {"statements": listed}, "analyze": verdicts(41)})
     result = load_scorer("answer_relevancy", judge=judge).run(input="Tell me about the bridge.", output=output)
     assert (result.status, result.score, result.error) == ("scored", 1.0, None)
-    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * judged  # asked once: no re-ask, no failure
-    assert result.stages["preprocess"].result == listed[:judged]
+    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 41  # listed once: no re-ask, no failure
+    assert result.stages["preprocess"].result == listed
     assert result.stages["preprocess"].attempts == 1
-    assert result.reason.startswith(f"The score is 1 of 1: of {judged} statements in the output, {judged} are relevant")
-    assert result.reason.endswith(f' "Statement {judged - 1}.". The judge listed 41 statements; the first {judged} '
-                                  + STATEMENT_CAP)
-    assert result.stages["preprocess"].listed == {"statements": 41}  # the judge's count, beside the first 36 kept
-    assert result.to_json_dict()["stages"]["preprocess"]["listed"] == {"statements": 41}
+    assert result.reason.startswith("The score is 1 of 1: of 41 statements in the output, 41 are relevant")
+    assert "listed" not in result.reason
     assert json.loads(result.stages["preprocess"].raw_answer) == {"statements": listed}
 
 
-def test_a_list_past_the_hard_bound_is_kept_to_its_first_items_not_asked_again():
-    judge = FakeJudge({"preprocess": {"statements": numbered("Statement", HARD_BOUND + 1)}, "analyze": verdicts(37)})
+@pytest.mark.parametrize("output, judged", [(SHORT_ANSWER, 25), (words(700), HARD_BOUND)], ids=["short", "700-words"])
+def test_41_statements_under_a_cap_are_scored_on_the_first_n_and_say_so(output, judged):
+    listed = numbered("Statement", 41)
+    judge = FakeJudge({"preprocess": {"statements": listed}, "analyze": verdicts(41)})
+    result = load_scorer("answer_relevancy", judge=judge, maxStatements=25).run(
+        input="Tell me about the bridge.", output=output)
+    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * judged
+    assert result.stages["preprocess"].result == listed[:judged]
+    assert result.reason.endswith(f' "Statement {judged - 1}.". The judge listed 41 statements; the first {judged} '
+                                  + STATEMENT_CAP)
+
+
+def test_a_judge_held_to_the_schema_is_asked_for_the_statements_after_its_first_36():
+    listed = numbered("Statement", 41)
+    judge = FakeJudge({"preprocess": [{"statements": listed[:36]}, {"statements": listed[36:]}],
+                       "analyze": verdicts(41)})
     result = load_scorer("toxicity", judge=judge).run(output=words(700))
     assert (result.status, result.score) == ("scored", 1.0)
-    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * HARD_BOUND
-    assert result.reason.endswith(" The judge listed 37 statements; the first 36 " + STATEMENT_CAP)
+    assert stages_asked(judge) == ["preprocess"] * 2 + ["analyze"] * 41
+    assert result.stages["preprocess"].result == listed
+    assert result.stages["preprocess"].usage.calls == 2
+    assert "listed" not in result.reason
 
 
-def test_a_long_list_with_an_invalid_statement_among_those_kept_is_asked_again_and_fails_as_a_judge_failure():
+def test_a_long_list_with_an_invalid_statement_among_the_first_36_is_asked_again_and_fails_as_a_judge_failure():
     listed = numbered("Statement", 41)
     listed[3] = "x" * 201  # past the statement's maxLength: the answer breaks the schema, whatever its length
     judge = FakeJudge({"preprocess": {"statements": listed}, "analyze": verdicts(41)})
@@ -136,51 +149,52 @@ def test_a_long_list_with_an_invalid_statement_among_those_kept_is_asked_again_a
     assert stages_asked(judge) == ["preprocess"] * 3
 
 
-def test_an_invalid_statement_past_the_hard_bound_is_left_out_with_the_rest():
+def test_an_invalid_statement_past_the_first_36_fails_the_item_naming_it():
     listed = numbered("Statement", 41)
-    listed[40] = "x" * 201  # never judged: only the first 36 are kept
+    listed[40] = "x" * 201
     judge = FakeJudge({"preprocess": {"statements": listed}, "analyze": verdicts(41)})
     result = load_scorer("answer_relevancy", judge=judge).run(input="Tell me about the bridge.", output=words(700))
-    assert (result.status, len(judge.prompts("analyze"))) == ("scored", HARD_BOUND)
+    assert (result.status, result.error.kind, result.error.stage) == ("failed", "judge", "preprocess")
+    assert result.error.message.startswith("the answer's statements past its first 36 items, from item 36: ")
+    assert "statements/4" in result.error.message  # the fifth of those past the first 36: statement 40
+    assert judge.prompts("analyze") == []
 
 
 @pytest.mark.parametrize("spec_id, option", [
     ("answer_relevancy", "maxStatements"), ("hallucination", "maxStatements"), ("bias", "maxStatements"),
     ("toxicity", "maxStatements"), ("context_recall", "maxStatements"), ("summarization", "maxStatements"),
     ("faithfulness", "maxClaims")])
-def test_each_extraction_schema_allows_the_hard_bound_and_the_option_defaults_to_25(spec_id, option):
+def test_each_extraction_schema_allows_the_hard_bound_and_asks_for_the_rest_in_pages(spec_id, option):
     plan = load_spec(spec_id)
     preprocess = next(stage for stage in plan.stages if stage.id == "preprocess")
     [(field, listed)] = preprocess.schema["properties"].items()
     assert listed["maxItems"] == HARD_BOUND
     assert preprocess.max_tokens == 2048
-    assert plan.options.defaults[option] == 25
-    assert preprocess.keep_first == (field,)
-    # what keeps the first items is no part of the schema sent: the calls' cache keys are as before
-    assert "keep_first" not in json.dumps(preprocess.answer.as_sent("preprocess"))
+    assert plan.options.defaults[option] is None  # every statement judged unless capped
+    assert (preprocess.pages, preprocess.keep_first) == ((field,), ())
+    # what asks for the pages is no part of the schema sent: the calls' cache keys are as before
+    assert "pages" not in json.dumps(preprocess.answer.as_sent("preprocess"))
 
 
-def test_faithfulness_with_26_claims_verifies_its_first_n_and_says_so():
-    claims = numbered("Claim", 26)
-    judge = FakeJudge({"preprocess": {"claims": claims}, "analyze": verdicts(26)})
-    faithfulness = load_scorer("faithfulness", judge=judge, context=["Everything."])
-    result = faithfulness.run(output=SHORT_ANSWER)
-    assert (result.status, result.score) == ("scored", 1.0)
-    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 25
-    assert result.stages["preprocess"].result == claims[:25]
-    assert result.reason.startswith("The score is 1 of 1: 25 of 25 claims supported.")
-    assert result.reason.endswith(' "Claim 24.". The judge listed 26 claims; the first 25 distinct ones ' + CLAIM_CAP)
+def test_faithfulness_with_41_claims_verifies_every_one():
+    claims = numbered("Claim", 41)
+    judge = FakeJudge({"preprocess": {"claims": claims}, "analyze": verdicts(41)})
+    result = load_scorer("faithfulness", judge=judge, context=["Everything."]).run(output=SHORT_ANSWER)
+    assert (result.status, result.score, result.error) == ("scored", 1.0, None)
+    assert stages_asked(judge) == ["preprocess"] + ["analyze"] * 41
+    assert result.stages["preprocess"].result == claims
+    assert result.reason.startswith("The score is 1 of 1: 41 of 41 claims supported.")
+    assert "listed" not in result.reason
 
 
 @pytest.mark.parametrize("output, verified", [(SHORT_ANSWER, 25), (words(700), HARD_BOUND)], ids=["short", "700-words"])
-def test_41_claims_for_faithfulness_are_verified_on_the_first_n_without_asking_again(output, verified):
+def test_41_claims_under_a_cap_are_verified_on_the_first_n_and_say_so(output, verified):
     claims = numbered("Claim", 41)
     judge = FakeJudge({"preprocess": {"claims": claims}, "analyze": verdicts(41)})
-    result = load_scorer("faithfulness", judge=judge, context=["Everything."]).run(output=output)
+    result = load_scorer("faithfulness", judge=judge, context=["Everything."], maxClaims=25).run(output=output)
     assert (result.status, result.score, result.error) == ("scored", 1.0, None)
     assert stages_asked(judge) == ["preprocess"] + ["analyze"] * verified
     assert result.stages["preprocess"].result == claims[:verified]
-    assert result.stages["preprocess"].listed == {"claims": 41}
     assert result.reason.startswith(f"The score is 1 of 1: {verified} of {verified} claims supported.")
     assert result.reason.endswith(f' "Claim {verified - 1}.". The judge listed 41 claims; the first {verified} '
                                   "distinct ones " + CLAIM_CAP)
@@ -189,15 +203,15 @@ def test_41_claims_for_faithfulness_are_verified_on_the_first_n_without_asking_a
 def test_faithfulness_with_41_claims_repeating_themselves_says_how_many_distinct_ones_were_verified():
     claims = [f"Claim {i % 30}." for i in range(41)]  # 30 distinct claims, repeated past the schema's bound
     judge = FakeJudge({"preprocess": {"claims": claims}, "analyze": verdicts(30)})
-    result = load_scorer("faithfulness", judge=judge, context=["Everything."]).run(output=words(700))
-    assert result.stages["preprocess"].result == numbered("Claim", 30)  # the first 36 listed, each once
+    result = load_scorer("faithfulness", judge=judge, context=["Everything."], maxClaims=30).run(output=words(700))
+    assert result.stages["preprocess"].result == numbered("Claim", 30)  # the 41 listed, each once
     assert result.reason.endswith(" The judge listed 41 claims; the first 30 distinct ones " + CLAIM_CAP)
 
 
 def test_faithfulness_with_repeated_claims_under_the_cap_says_nothing_of_the_cap():
     claims = numbered("Claim", 24) + ["claim 0.", "CLAIM 1.", "Claim 2."]  # 27 listed, 24 distinct: none left out
     judge = FakeJudge({"preprocess": {"claims": claims}, "analyze": verdicts(24)})
-    result = load_scorer("faithfulness", judge=judge, context=["Everything."]).run(output=SHORT_ANSWER)
+    result = load_scorer("faithfulness", judge=judge, context=["Everything."], maxClaims=25).run(output=SHORT_ANSWER)
     assert (result.score, len(judge.prompts("analyze"))) == (1.0, 24)
     assert "listed" not in result.reason
 
@@ -242,15 +256,15 @@ def test_summarization_with_fewer_questions_than_max_questions_says_nothing_of_t
 
 def test_41_statements_over_http_are_scored_and_the_cached_answer_gives_the_same_reason(fake_server, tmp_path):
     listed = numbered("Statement", 41)
-    fake_server.script({"statements": listed}, *verdicts(25))
+    fake_server.script({"statements": listed}, *verdicts(41))
     cache = tmp_path / "judge-cache.db"
     relevancy = load_scorer("answer_relevancy", judge=fast_judge(fake_server), cache=cache)
     first = relevancy.run(input="Tell me about the bridge.", output=SHORT_ANSWER)
     assert (first.status, first.score) == ("scored", 1.0)
-    assert len(fake_server.requests) == 1 + 25  # the list asked once (no re-ask), then the first 25 judged
-    assert first.reason.endswith(' "Statement 24.". The judge listed 41 statements; the first 25 ' + STATEMENT_CAP)
+    assert len(fake_server.requests) == 1 + 41  # the list asked once (no re-ask), then every statement judged
+    assert first.reason.endswith(' "Statement 40.".')
     again = load_scorer("answer_relevancy", judge=fast_judge(fake_server), cache=cache)
     cached = again.run(input="Tell me about the bridge.", output=SHORT_ANSWER)
-    assert len(fake_server.requests) == 26  # every answer from the cache
-    assert cached.usage.cache_hits == 26
-    assert (cached.reason, cached.stages["preprocess"].listed) == (first.reason, {"statements": 41})
+    assert len(fake_server.requests) == 42  # every answer from the cache
+    assert cached.usage.cache_hits == 42
+    assert cached.reason == first.reason

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.run.store import SCHEMA_VERSION, Store, default_store_path
+from engine.run.store import Store, default_store_path
+from engine.run.store_schema import SCHEMA_VERSION
 from engine.run.store_schema import StoreVersionError
 
 

@@ -119,6 +119,23 @@ def test_trajectory_steps_with_arguments_match_only_equal_arguments():
     assert run("trajectory", tool_calls=made, expected=[{"name": "search", "arguments": {"q": "dogs"}}])["score"] == 0
 
 
+@pytest.mark.parametrize("called, expected, equal", [
+    ({"qty": 2.0}, {"qty": 2}, True),  # numbers by value
+    ({"a": {"x": [1, 2.5]}, "b": "s"}, {"b": "s", "a": {"x": [1.0, 2.5]}}, True),  # keys in any order, any depth
+    ({"ok": True}, {"ok": 1}, False),  # true is not 1
+    ({"ok": False}, {"ok": 0.0}, False),
+    ({"n": None}, {"n": 0}, False),
+    ({"q": "2"}, {"q": 2}, False),
+    ({"a": [1, 2]}, {"a": [2, 1]}, False),  # arrays in order
+])
+def test_call_arguments_are_equal_by_json_equality(called, expected, equal):
+    made = [{"name": "order", "arguments": called}]
+    result = run("trajectory", tool_calls=made, expected=[{"name": "order", "arguments": expected}])
+    assert result["score"] == (1 if equal else 0)
+    repeated = [{"name": "order", "arguments": expected}, {"name": "order", "arguments": called}]
+    assert run("trajectory", tool_calls=repeated, no_redundant_calls=True)["redundant"] == ([1] if equal else [])
+
+
 def test_trajectory_budgets_and_weights():
     made = calls("a", "b", "c", "d")  # 4 steps for a budget of 2: 1 - (4 - 2) / 2 = 0
     result = run("trajectory", tool_calls=made, expected=["a", "b", "c", "d"], max_steps=2, tokens=150,

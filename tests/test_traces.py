@@ -498,3 +498,38 @@ def test_an_export_of_no_record_warns(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=Paris", "--data", str(path),
                                       "--store", "store.sqlite", "--export-otlp", "ev.jsonl"], env=ENV)
     assert "0 evaluation record(s) → ev.jsonl (warning: no result was on a trace's span" in result.output
+
+
+def flat_span_line(span_id, parent="", **attributes):
+    return json.dumps({"name": span_id, "context": {"trace_id": TRACE, "span_id": span_id},
+                       "parent_id": parent or None, "attributes": attributes}) + "\n"
+
+
+def test_a_first_span_longer_than_any_byte_window_is_still_read_as_a_span(tmp_path):
+    """The first span's line holds 200 KB of retrieved text; the file is still traces."""
+    path = tmp_path / "long.jsonl"
+    path.write_text(flat_span_line("b7ad6b7169203331", "a3ce929d0e0e4736", **{
+        "openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.content": "Paris. " * 30_000})
+        + flat_span_line("a3ce929d0e0e4736", **{"openinference.span.kind": "CHAIN", "input.value": "Q?",
+                                                 "output.value": "A."}), encoding="utf-8")
+    assert detect_format(path) == "otlp"
+    [item], problems = items_of(path)
+    assert problems == [] and (item["input"], item["output"]) == ("Q?", "A.")
+
+
+@pytest.mark.parametrize("bad", ["{not json at all\n", '{"traceId": "cut", \n', "[1, 2]\n", "[" * 5000 + "\n"])
+def test_one_bad_first_line_leaves_the_file_traces_and_is_its_own_problem(tmp_path, bad):
+    path = tmp_path / "spans.jsonl"
+    path.write_text(bad + json.dumps(otlp_doc(*rag_spans())) + "\n", encoding="utf-8")
+    assert detect_format(path) == "otlp"
+    [item], problems = items_of(path)
+    assert [p.line for p in problems] == [1]
+    assert (item["input"], item["output"]) == ("Q?", "A.")
+
+
+def test_items_after_a_bad_first_line_are_still_items(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text("{oops\n" + json.dumps({"id": "a", "output": "x"}) + "\n", encoding="utf-8")
+    assert detect_format(path) == "jsonl"
+    items, problems = items_of(path)
+    assert [i["id"] for i in items] == ["a"] and [p.line for p in problems] == [1]

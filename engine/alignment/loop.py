@@ -105,7 +105,7 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     chosen = ranked[best]
     result.chosen, result.child = chosen.name, name
     say(f"chosen on dev: {chosen.name} ({chosen.strategy}); test: {parent.label} and it on {len(test_keys)} items")
-    if not await _test(result, parent, chosen, proposer, items, truth, test_keys, cutoff, run, budget, progress):
+    if not await _test(result, chosen, proposer, (items, truth, test_keys), cutoff):
         return result
     result.prompt_diff = proposer.prompt_diff(chosen)
     result.rejected = adoption(result.parent_dev, chosen.dev, result.test, settings.kind)
@@ -175,14 +175,15 @@ def _check_classes(truth: Mapping[str, Any], settings: AlignSettings) -> None:
     raise LabelError(f"all {len(truth)} labelled items have the same label: graded labels need two values at least")
 
 
-async def _test(result: AlignResult, parent: Any, chosen: Any, proposer: Proposer, items: Mapping[str, Any],
-                truth: Mapping[str, Any], test_keys: Any, cutoff: float | None, run: RunSettings, budget: Budget,
-                progress: Any) -> bool:
-    """The one run on the test split (the parent and the chosen child) and their comparison into
-    `result`; False when the budget stopped it."""
-    settings = proposer.settings
+async def _test(result: AlignResult, chosen: Any, proposer: Proposer,
+                labelled: tuple[Mapping[str, Any], Mapping[str, Any], Any], cutoff: float | None) -> bool:
+    """The one run on the test split (the parent and the chosen child, with the proposer's run
+    settings, budget and progress) and their comparison into `result`; False when the budget
+    stopped it. `labelled`: the items by key, their truth, the test keys."""
+    items, truth, test_keys = labelled
+    settings, parent, budget = proposer.settings, proposer.parent, proposer.budget
     scorers = [parent] + ([] if chosen.strategy == "cutoff" else [proposer.scorer_of(chosen)])
-    test = await score_items([items[k] for k in test_keys], scorers, run, budget, progress)
+    test = await score_items([items[k] for k in test_keys], scorers, proposer.run, budget, proposer.progress)
     if _stopped(result, test, budget):
         return False
     mine = test.results[parent.label]

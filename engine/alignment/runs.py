@@ -44,9 +44,8 @@ async def score_items(items: Sequence[Mapping[str, Any]], scorers: Sequence[Any]
                       progress: Any = False) -> Scored:
     """Every scorer over `items` in one batch run (no out file, no store), within the budget left."""
     from ..run.evals import arun_evals
-    from ..run.runner import label_of
 
-    scored = Scored({label_of(s): {} for s in scorers})
+    scored = Scored({s.label: {} for s in scorers})
     if not items or not scorers:
         return scored
     if budget.left is not None and budget.left <= 0:

@@ -345,12 +345,12 @@ async def acalibrate(
     """
     from ..core.direction import direction_of
     from ..run.evals import arun_evals, resolve_scorers
-    from ..run.runner import declared_names, label_of
+    from ..run.runner import declared_names
 
     settings = settings_from_keywords(CalibrationSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (resolved,) = resolve_scorers([scorer])
-    run_label = label_of(resolved)  # the scorer's label in the run (not a human label)
+    run_label = resolved.label  # the scorer's label in the run (not a human label)
     wanted_pos = {str(v) for v in settings.positive} if settings.positive is not None else None
     wanted_neg = {str(v) for v in settings.negative} if settings.negative is not None else None
     if wanted_neg is not None and wanted_pos is None:
@@ -403,7 +403,7 @@ def _report(resolved: Any, run_label: str, direction: str, settings: Calibration
 def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSettings, found: Labelled,
                   results: Mapping[str, dict[str, Any]], summary: Any, wanted_pos: set[str] | None) -> None:
     """The agreement figures, notes and disagreements of the scored items, into `report`."""
-    scale = float(resolved.options.get("scale", 1) if hasattr(resolved, "options") else 1)
+    scale = float(resolved.options.get("scale", 1))
     scores, truth, kept = _tally(report, found.labels, results, settings.not_scorable_score,
                                  unscored_ok=bool(summary.stopped))
     report.used = len(scores)
@@ -415,7 +415,7 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    cutoff = settings.cutoff if settings.cutoff is not None else getattr(resolved, "cutoff", None)
+    cutoff = settings.cutoff if settings.cutoff is not None else resolved.cutoff
     if cutoff is not None and settings.cutoff is None and wanted_pos is not None:
         report.notes.append(f"cut-off {cutoff:g}: the spec's documented cut-off")
     stats = agreement(scores, truth, positive=wanted_pos, threshold=cutoff, scale=scale,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, direction_of
+from ..core.scorer_like import ScorerLike
 from ..run.datasets import iter_items
 from ..run.items import item_key, label_value, parse_fields
 from ..run.settings import RunSettings
@@ -143,11 +144,9 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
                         user_callback: Callable[..., Any] | None) -> Comparison:
     from ..run.evals import arun_evals, resolve_scorers
     from ..run.resume import stored_results
-    from ..run.runner import label_of
 
     scorers = resolve_scorers(versions)
-    infos = [Version(label_of(s), s.id, getattr(getattr(s, "plan", None), "hash", None), None, direction_of(s),
-                     _scale(s), _cutoff(s)) for s in scorers]
+    infos = [Version(s.label, s.id, s.plan.hash, None, direction_of(s), _scale(s), _cutoff(s)) for s in scorers]
     if len(infos) < 2:
         raise ValueError("compare needs at least two versions: the baseline and one to compare with it")
     _check_directions(infos)
@@ -192,7 +191,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
     return comparison
 
 
-def _scale(scorer: Any) -> float | None:
+def _scale(scorer: ScorerLike) -> float | None:
     try:
         return float(scorer.scale)
     except Exception:  # a scorer object without a scale
@@ -203,10 +202,10 @@ def _is_dataframe(data: Any) -> bool:
     return (type(data).__module__ or "").startswith("pandas") and type(data).__name__ == "DataFrame"
 
 
-def _cutoff(scorer: Any) -> float | None:
+def _cutoff(scorer: ScorerLike) -> float | None:
     """The scorer's documented cut-off on its scale (`engine.interpret.scorer.Scorer.cutoff`), or None."""
     try:
-        return getattr(scorer, "cutoff", None)
+        return scorer.cutoff
     except Exception:  # a scale that only an item can give
         return None
 

@@ -419,4 +419,4 @@ from . import runs as _runs  # noqa: E402,F401,I001
 from . import align as _align  # noqa: E402,F401
 from . import calibrate as _calibrate  # noqa: E402,F401
 
-__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalOutputs", "EXIT_INTERRUPTED", "RAY_FLAGS"]
+__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalOutputs", "RAY_FLAGS"]

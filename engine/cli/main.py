@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import typer
 
-from .app import EXIT_ERROR, EXIT_OK, EXIT_THRESHOLD, app, fail, parse_option_value, parse_options
+from .app import EXIT_ERROR, app, fail, parse_options
 from .app import stderr_console as _stderr
 from .app import stdout_console as _stdout
 from .cache import cache_app, command_cache
@@ -41,8 +41,7 @@ from .options import (
 app.add_typer(cache_app, name="cache")
 
 # re-exported: `engine.cli.main` is where the console script, `python -m engine` and tests find them
-__all__ = ["app", "main", "fail", "parse_options", "parse_option_value", "print_result", "not_scorable_why",
-           "EXIT_OK", "EXIT_THRESHOLD", "EXIT_ERROR"]
+__all__ = ["main", "print_result", "not_scorable_why"]
 
 
 @app.command("list")

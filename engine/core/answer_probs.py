@@ -16,9 +16,17 @@ How it is read, for each top-level property of the answer schema with an ``enum`
 - **alternatives mapped to values**: each alternative at that token (and the token itself) counts
   for the allowed value it spells: what it adds after the text before the value (an opening
   quote, a space) is compared case-insensitively with the values' spellings (strings as written,
-  ``true``/``false``, numbers as JSON), first as a whole value, else as a prefix that only one
-  value has. An alternative that spells no value, or a prefix two values share, counts for none.
-  The generated token must itself spell a value, else the field has no probabilities.
+  ``true``/``false``, numbers as JSON): a value it completes (its closing quote, or a character
+  past a number), else a value that only it begins. An alternative that spells no value, or
+  stops at a prefix two values share, counts for none.
+- **the value's whole span**: a value is read only where its whole spelling is decided. When the
+  generated token stops at a prefix two values share — ``1`` of a 1–10 score written ``1`` +
+  ``0``, ``no`` of ``none`` written ``no`` + ``ne`` — the next token decides, its alternatives
+  counting for the values they complete after that prefix, weighted by the prefix's probability
+  (P(10) = P(``1``) × P(``0`` after ``1``); P(1) = P(``1``) × P(``}`` after ``1``)). The
+  generated tokens must themselves spell a value, else the field has no probabilities and the
+  stage falls back to its hard label, with the warning that says so: never a probability for a
+  value the answer did not write.
 - **added up** (case C23): alternatives spelling one value (``"yes"`` and ``" Yes"``) are summed,
   never kept as the last one seen. The values' probabilities are in [0, 1] and sum to at most 1
   (the rest is the mass of tokens that spell none); a total above 1 (a provider repeating an
@@ -26,8 +34,10 @@ How it is read, for each top-level property of the answer schema with an ``enum`
 
 Probabilities are those of the model before any grammar or sampling: the embedded judge reports
 llama.cpp's pre-sampling probabilities, a hosted OpenAI-compatible model its ``top_logprobs``.
-Values whose first token is shared (``partially supported`` / ``partially contradicted``) cannot
-be told apart at one token: such a field gets none.
+Values whose first token is shared (``partially supported`` / ``partially contradicted``) are
+told apart at the token that decides between them; an alternative at an earlier token that
+stops at a shared prefix (another path than the one generated) counts for none, its
+continuations being unknown.
 """
 
 from __future__ import annotations
@@ -140,11 +150,25 @@ def _past(text: str, i: int, char: str) -> int:
     return i + 1 if text.startswith(char, i) else -1
 
 
-def _spelled(alternative: str, before: str, quoted: bool, spellings: Mapping[str, str]) -> str | None:
-    """The value key `alternative` spells at a value's token, or None. `before`: the generated
-    token's text before the value's first character (e.g. an opening quote)."""
+_OPEN = "\x00open"
+"""What `_reading` gives for a value's text that two or more allowed values still begin with."""
+
+
+def _first_rest(alternative: str, before: str) -> str:
+    """What an alternative at a value's first token writes of the value: its text past `before`
+    (the generated token's text before the value's first character, e.g. an opening quote) when
+    it starts so, without leading quotes, spaces and colons."""
     rest = alternative[len(before):] if before and alternative.startswith(before) else alternative
-    rest = rest.lstrip(_LEADING).casefold()
+    return rest.lstrip(_LEADING)
+
+
+def _reading(written: str, quoted: bool, spellings: Mapping[str, str]) -> str | None:
+    """The value key the value's text so far (`written`, from its first character) decides:
+    the value it completes (a closing quote, or for a number, a character past it), or the only
+    value it begins; `_OPEN` while two or more values still begin with it (``1`` of ``1`` and
+    ``10``, ``no`` of ``no`` and ``none``: only the tokens after it decide); None when it spells
+    no allowed value."""
+    rest = written.casefold()
     if quoted:
         core, complete = rest.split('"', 1)[0], '"' in rest
     else:
@@ -154,18 +178,56 @@ def _spelled(alternative: str, before: str, quoted: bool, spellings: Mapping[str
     core = core.rstrip() if complete else core
     if not core:
         return None
-    exact = [key for key, spelled in spellings.items() if spelled == core]
-    if exact or complete:
+    if complete:
+        exact = [key for key, spelled in spellings.items() if spelled == core]
         return exact[0] if len(exact) == 1 else None
     prefixed = [key for key, spelled in spellings.items() if spelled.startswith(core)]
-    return prefixed[0] if len(prefixed) == 1 else None
+    if len(prefixed) == 1:
+        return prefixed[0]
+    return _OPEN if prefixed else None
+
+
+def _field_probs(tokens: Sequence[Token], starts: list[int], start: int, quoted: bool,
+                 spellings: Mapping[str, str]) -> LabelProbs | None:
+    """The probability of each value (key → p) of the field whose value starts at character
+    `start`, read over the value's whole span: from the token holding its first character on,
+    each token's alternatives that decide a value count for it, weighted by the probability of
+    the tokens generated before them in the span (P(``10``) = P(``1``) × P(``0`` after ``1``)),
+    until the generated tokens decide the value written. None when they spell no allowed value
+    or the answer ends before the value is decided."""
+    index = _token_at(starts, start)
+    before = tokens[index].text[: start - starts[index]]
+    probs = dict.fromkeys(spellings, 0.0)
+    written, weight = "", 1.0
+    for i in range(index, len(tokens)):
+        token = tokens[i]
+
+        def text_of(alternative: str) -> str:
+            return _first_rest(alternative, before) if i == index else written + alternative
+
+        chosen = _reading(text_of(token.text), quoted, spellings)
+        if chosen is None:
+            return None
+        candidates = list(token.alternatives)
+        if all(text_ != token.text for text_, _ in candidates):
+            candidates.append((token.text, token.p))
+        for alternative, p in candidates:
+            key = _reading(text_of(alternative), quoted, spellings)
+            if key is not None and key != _OPEN and math.isfinite(p) and p > 0:
+                probs[key] += weight * p
+        if chosen != _OPEN:
+            return probs
+        if not math.isfinite(token.p) or token.p < 0:
+            return None
+        written, weight = text_of(token.text), weight * min(token.p, 1.0)
+    return None
 
 
 def answer_probs(tokens: Sequence[Token], fields: Mapping[str, Sequence[Any]]) -> dict[str, LabelProbs]:
     """Each of `fields` (name → allowed values, `label_fields`) found in the JSON answer the
-    `tokens` spell → the probability of each allowed value at that field's own token (see the
-    module docstring). A field whose value cannot be located, or whose generated token spells no
-    allowed value, is left out."""
+    `tokens` spell → the probability of each allowed value, read over the value's own tokens (see
+    the module docstring). A field whose value cannot be located, whose generated tokens spell no
+    allowed value, or whose value the answer leaves undecided, is left out."""
     text = "".join(t.text for t in tokens)
     starts, offset = [], 0
     for token in tokens:
@@ -176,20 +238,10 @@ def answer_probs(tokens: Sequence[Token], fields: Mapping[str, Sequence[Any]]) -
         values = fields.get(name)
         if values is None or start >= len(text):
             continue
-        index = _token_at(starts, start)
-        token = tokens[index]
-        before = token.text[: start - starts[index]]
         spellings = {value_key(v): _spelling(v) for v in values}
-        if _spelled(token.text, before, quoted, spellings) is None:
+        probs = _field_probs(tokens, starts, start, quoted, spellings)
+        if probs is None:
             continue
-        candidates = list(token.alternatives)
-        if all(text_ != token.text for text_, _ in candidates):
-            candidates.append((token.text, token.p))
-        probs = {value_key(v): 0.0 for v in values}
-        for alternative, p in candidates:
-            key = _spelled(alternative, before, quoted, spellings)
-            if key is not None and math.isfinite(p) and p > 0:
-                probs[key] += p
         total = sum(probs.values())
         scale = 1.0 / total if total > 1.0 else 1.0
         found[name] = {key: round(min(1.0, p * scale), 6) for key, p in probs.items()}

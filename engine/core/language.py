@@ -5,22 +5,29 @@ setting ``"auto"`` (the default) detects it. `check_language` reads a setting an
 `LanguageError` (a `ValueError`) for any other value, naming the value and where it came from.
 
 `detect` asks py3langid, whose model ships inside its package (nothing is downloaded; it is
-imported on first use, about a second, and then takes about a millisecond per text). Its own
-labels that are no ISO 639-1 code are counted with the code they belong to (Cantonese and Wu
-Chinese as ``zh``, the Arabic varieties as ``ar``) or left out. `item_language` settles one
-item's language: the item's own ``language`` field, else the setting, else detection from the
-output text, then the input text; a detection below `MIN_CONFIDENCE` (short texts such as
-"Hello World") counts as English.
+imported on first use, about half a second, and then takes a fraction of a millisecond per text).
+Its own labels that are no ISO 639-1 code are counted with the code they belong to (Cantonese and
+Wu Chinese as ``zh``, the Arabic varieties as ``ar``) or left out. It reads the first
+`SAMPLE_CHARS` characters of a text, and remembers its answer for the last `CACHED_TEXTS`
+distinct samples.
+
+`item_language` settles one item's language: the item's own ``language`` field, else the
+setting, else detection from the output text, then the input text; a detection below
+`MIN_CONFIDENCE` (short texts such as "Hello World") counts as English. A text that is obviously
+English (`obviously_english`: plain ASCII whose words are mostly English function words and none
+another language's) is English without asking the detector, so an English item never loads it.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["AUTO", "DEFAULT_LANGUAGE", "LANGUAGE_NAMES", "MIN_CONFIDENCE", "ItemLanguage", "LanguageError",
-           "check_language", "detect", "item_language", "language_name"]
+           "SAMPLE_CHARS", "check_language", "detect", "item_language", "language_name", "obviously_english"]
 
 AUTO = "auto"
 DEFAULT_LANGUAGE = "en"
@@ -28,7 +35,35 @@ DEFAULT_LANGUAGE = "en"
 #: detection needs to count; below it the text counts as English.
 MIN_CONFIDENCE = 0.5
 #: The first characters of a text detection reads (a longer text adds time, not certainty).
-DETECT_CHARS = 2000
+SAMPLE_CHARS = 600
+#: How many distinct samples' detections are remembered (a data set repeating a text detects it once).
+CACHED_TEXTS = 4096
+
+#: Frequent English function words; `obviously_english` counts them.
+_ENGLISH_WORDS = frozenset("""
+a about above across after again against all also among an and any are as at be because been
+before being below between both but by can could did do does down during each every few for from
+had has have he her here him his how i if in into is it its just many may me might more most much must
+my no not now of off on once only or other our out over own same she should so some such than
+that the their them then there these they this those through to too under until up upon us very
+was we were what when where which while who whom why will with within without would yet you your
+""".split())
+#: Frequent function words of the other languages written in plain ASCII (French, German,
+#: Spanish, Italian, Portuguese, Dutch, the Scandinavian languages, Indonesian…) that are no
+#: English words: one of them makes a text not obviously English.
+_OTHER_WORDS = frozenset("""
+aber al alla als auch aus bei bij con cosa da dalla das del della dem den der des det di die doch
+dos du ein eine einen einer eines el ella els em en er es est et ett gli het ich ihr il ist la le
+les los mais mit nicht och og ons op para pas pela pelo per pero por pour qu que questa questo
+qui sich sind som sont sur und una une uno van vous wir y yang zu zijn dan dengan ini itu
+""".split())
+_WORD = re.compile(r"[a-z']+")
+#: The first characters `obviously_english` reads.
+_ENGLISH_SAMPLE_CHARS = 300
+#: The fewest words a text needs before its function words say anything.
+_MIN_WORDS = 8
+#: The least share of English function words among a text's words (English prose: 40-55 %).
+_MIN_ENGLISH_SHARE = 0.2
 
 _CODES = """
 aa Afar|ab Abkhazian|ae Avestan|af Afrikaans|ak Akan|am Amharic|an Aragonese|ar Arabic|as Assamese|av Avaric|
@@ -113,10 +148,30 @@ def _detector() -> Any:
     return _identifier
 
 
+def obviously_english(text: str) -> bool:
+    """Whether the first 300 characters of `text` are obviously English: plain ASCII,
+    at least 8 words, at least 20 % of them English function words (``the``, ``of``, ``and``,
+    ...) and none a function word of another language written in ASCII (``der``, ``les``,
+    ``que``, ...). A text that is not may still be English: the detector decides it."""
+    sample = text[:_ENGLISH_SAMPLE_CHARS]
+    if not sample.isascii():
+        return False
+    words = _WORD.findall(sample.lower())
+    if len(words) < _MIN_WORDS or not _OTHER_WORDS.isdisjoint(words):
+        return False
+    english = sum(map(_ENGLISH_WORDS.__contains__, words))
+    return english >= _MIN_ENGLISH_SHARE * len(words)
+
+
 def detect(text: str) -> tuple[str, float] | None:
-    """The most likely ISO 639-1 code of `text` and its probability in [0, 1] (py3langid's
-    normalised probabilities, summed per code), or None for a text with no letters to read."""
-    sample = text[:DETECT_CHARS]
+    """The most likely ISO 639-1 code of `text` (its first `SAMPLE_CHARS` characters) and its
+    probability in [0, 1] (py3langid's normalised probabilities, summed per code), or None for a
+    text with no letters to read. The answer for a sample is remembered (`CACHED_TEXTS`)."""
+    return _detect_sample(text[:SAMPLE_CHARS])
+
+
+@lru_cache(maxsize=CACHED_TEXTS)
+def _detect_sample(sample: str) -> tuple[str, float] | None:
     if not any(ch.isalpha() for ch in sample):
         return None
     import numpy as np
@@ -148,8 +203,9 @@ class ItemLanguage:
 def item_language(setting: str, given: Any, output_text: str, input_text: str) -> ItemLanguage:
     """The item's language: `given` (the item's ``language`` field, when not None or empty) wins,
     then `setting` (a code, or ``"auto"``); with ``auto`` the output text is detected, then the
-    input text, and a text too short or mixed to tell (`MIN_CONFIDENCE`) counts as English.
-    Raises `LanguageError` for a `given` value that is no code (the item's error)."""
+    input text, and a text too short or mixed to tell (`MIN_CONFIDENCE`) counts as English; an
+    obviously English text (`obviously_english`) is English without the detector. Raises
+    `LanguageError` for a `given` value that is no code (the item's error)."""
     if given is not None and not (isinstance(given, str) and not given.strip()):
         code = check_language(given, "the item's language field")
         if code != AUTO:
@@ -157,6 +213,8 @@ def item_language(setting: str, given: Any, output_text: str, input_text: str) -
     if setting != AUTO:
         return ItemLanguage(setting, False)
     for text in (output_text, input_text):
+        if obviously_english(text):
+            return ItemLanguage(DEFAULT_LANGUAGE, True)
         found = detect(text) if text.strip() else None
         if found is not None and found[1] >= MIN_CONFIDENCE:
             return ItemLanguage(found[0], True)

@@ -71,7 +71,8 @@ class _Deferred:
         self._error: Exception | None = None
 
     def __call__(self) -> Any:
-        from .llama import LocalJudgeError, get_model
+        from ..core.errors import LocalJudgeError
+        from .llama import get_model
 
         if self._error is not None:
             raise LocalJudgeError(str(self._error))

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..core.errors import LocalJudgeError
 from .chat_request import check_arguments, completion_of, llama_request
-from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, cache_dir, join_parts, resolve_model_path, say
+from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, join_parts, resolve_model_path, say
 from .gguf import read_gguf_metadata, special_token_text, trained_context
 from .jobs import claim_threads
 from .settings import LocalSettings, available_cpus, local_settings, split_options

@@ -1,7 +1,7 @@
 """Rule functions: deterministic stages a spec calls by name (``function: textual_difference``).
 
 An explicit registry of `RuleFunction`s (`engine.functions.rule_function`): each declares its arguments
-and its result as JSON Schemas, so the compiler checks a rule stage's `args` (unknown or missing
+and its result as JSON Schemas, so the compiler checks a rule stage's ``args`` (unknown or missing
 names) and every key read from its result at load. `register` adds a function under a name
 (duplicates are an error) and `lookup` finds one, with a did-you-mean hint on a miss; `all_functions`
 lists them (``scorespec list --functions``).

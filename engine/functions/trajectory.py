@@ -11,10 +11,13 @@ no part applying the score is 1.
   share; ``relaxed``: the expected steps in order, other calls allowed between; ``unordered``:
   each expected step matched by a different call, in any order. When repeats are not allowed,
   each tool called more than once costs 0.1. An expected step is a name or ``{"name",
-  "arguments"}``; with arguments, only a call with equal arguments matches it.
+  "arguments"}``; with arguments, only a call with equal arguments matches it (equal as JSON
+  values: ``{"qty": 2}`` and ``{"qty": 2.0}`` are equal, keys in any order at any depth, but
+  ``true`` is not ``1``).
 - **efficiency** (when a budget is given or `no_redundant_calls`): the mean over the budgets
   set of ``1 - overrun / budget`` (floored at 0) for steps, tokens and seconds, and for
-  redundancy ``1 - 0.2 × (calls repeating the previous call with the same arguments)``.
+  redundancy ``1 - 0.2 × (calls repeating the previous call with the same arguments)`` (the
+  same as JSON values, as above).
 - **failures** (when a tool was retried after failing): ``1 - 0.2 ×`` the retries past
   `max_retries_per_tool`, summed over the tools.
 - **forbidden** (when forbidden tools or sequences are given): 1, or the whole score is 0.
@@ -22,7 +25,6 @@ no part applying the score is 1.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .agent_steps import MAX_CALLS, TOOL_CALLS_SCHEMA, failed, names
@@ -40,7 +42,20 @@ _PART = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 
 
 def _same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    """Whether two JSON values are equal by JSON's equality, at any depth: numbers by value
+    (``2`` equals ``2.0``), objects by their keys and values in any order, arrays item by item;
+    a boolean equals only a boolean (``true`` is not ``1``), ``null`` only ``null``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (dict, list, tuple)) or isinstance(b, (dict, list, tuple)):
+        return False
+    return type(a) is type(b) and a == b
 
 
 def _matches(call: dict, step: Any) -> bool:

@@ -95,7 +95,8 @@ class Interpreter:
                 where: list[str | None]) -> Generator[JudgeCall | FanOut, Any, None]:
         """Run the plan's stages in order, each one's result in `ns` under its id and its record in
         `result.stages`; `where[0]` names the stage running. `probs` (``answer_probs``) and
-        `listed` (``listed``: how many items the judge listed, for a stage with ``keep_first``)
+        `listed` (``listed``: how many items the judge listed, for a stage with ``keep_first`` or
+        ``pages``)
         get each such stage's by its id, None when it was skipped."""
         runner = PromptRunner(self.plan.instructions)
         for stage in self.plan.stages:
@@ -104,7 +105,7 @@ class Interpreter:
             record: Any = work.record if work is not None else RuleStageRecord()
             result.stages[stage.id] = record
             labelled = isinstance(stage, PromptStagePlan) and stage.probabilities is not False
-            keeps = isinstance(stage, PromptStagePlan) and bool(stage.keep_first)
+            keeps = isinstance(stage, PromptStagePlan) and bool(stage.keep_first or stage.pages)
             if labelled and not wants_probs(stage, ns):  # type: ignore[arg-type]
                 result.scoring = "hard"  # this run counts the hard labels
             if stage.when is not None and not evaluate(stage.when, ns, f"{stage.id}.when"):
@@ -126,6 +127,8 @@ class Interpreter:
             if keeps:
                 assert work is not None
                 listed[stage.id] = work.listed
+            if work is not None and work.warnings:
+                result.warnings = [*(result.warnings or []), *work.warnings]
             if labelled:
                 assert work is not None
                 probs[stage.id] = work.used_probs

@@ -12,11 +12,14 @@ how many answers counted by their hard label, how many items the judge listed) l
 
 A stage with ``keep_first`` gets each answer with its lists as the judge wrote them (the contract
 judged them cut: `engine.judge.contract.AnswerContract.kept`); `PromptRunner.ask` cuts them to their
-first ``maxItems`` before anything reads the answer, and counts what was listed.
+first ``maxItems`` before anything reads the answer, and counts what was listed. A stage with
+``pages`` asks again, in the same conversation, while a list comes back full (`engine.interpret.pages`):
+the record then sums the pages' attempts and usage and lists their raw answers as a JSON list.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -27,10 +30,11 @@ from ..core.answer_schema import AnswerSchema
 from ..core.errors import ScorerRunError
 from ..core.result import PromptStageRecord, Usage
 from ..judge.call import JudgeCall
-from ..judge.contract import AnswerContract
+from ..judge.contract import AnswerContract, AnswerInvalid
 from ..spec.expressions import Template
 from ..spec.plans import PromptStagePlan
 from .fan_out import FanOut
+from .pages import MAX_PAGES, Pages
 from .reduce import Reduced, agreeing_share, reduce_samples
 from .values import evaluate, render, require_json
 
@@ -47,13 +51,15 @@ class StageWork:
     field how many answers had it from their hard label although probabilities were asked for;
     `answers`, how many answers were counted; `listed`, for a stage with ``keep_first``, what
     expressions see as ``listed.STAGE``: how many items the judge listed per such field (with
-    ``for_each`` one per element; a sampled question's: the most over its samples)."""
+    ``for_each`` one per element; a sampled question's: the most over its samples); `warnings`:
+    what the result should say about this stage (a paged list cut short)."""
 
     record: PromptStageRecord = field(default_factory=PromptStageRecord)
     used_probs: Any = None
     hard_labels: dict[str, int] = field(default_factory=dict)
     answers: int = 0
     listed: Any = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
@@ -123,7 +129,8 @@ class PromptRunner:
                 _gather_samples(record, [part.record for part in parts[:len(prompts)]])
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=True)
-        if stage.keep_first:
+        work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
+        if stage.keep_first or stage.pages:
             work.listed = [part.listed for part in parts]
             left_out = [part.record.listed for part in parts]
             record.listed = left_out if any(n is not None for n in left_out) else None
@@ -166,7 +173,8 @@ class PromptRunner:
             record.samples = samples
         reduced = _reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
-        if stage.keep_first:
+        work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
+        if stage.keep_first or stage.pages:
             work.listed = _most([part.listed for part in parts]) or {}
             record.listed = _most([part.record.listed for part in parts])
         if stage.probabilities is not False:
@@ -189,7 +197,7 @@ class PromptRunner:
             messages.append({"role": "system", "content": render(self.instructions, ns, "judge.instructions")})
         messages.append({"role": "user", "content": prompt})
         contract = AnswerContract.of(schema, tuple((check.expect, check.message) for check in stage.checks), ns,
-                                     stage.keep_first)
+                                     stage.keep_first + stage.pages)
         temperature = stage.temperature
         if sample_index is not None and stage.sampling is not None:
             temperature = stage.sampling.temperature
@@ -207,10 +215,14 @@ class PromptRunner:
         record.attempts = reply.attempts
         record.usage = reply.usage
         data = reply.data
+        if stage.pages:  # a full list asked for again, page by page
+            data = yield from self._pages(stage, schema, call, reply, work)
         if stage.keep_first:  # the lists as the judge wrote them: the first maxItems kept, the rest counted
-            data, work.listed = contract.kept(data)
-            left_out = {name: n for name, n in work.listed.items() if n > len(data[name])}
+            cutter = AnswerContract.of(schema, keep_first=stage.keep_first) if stage.pages else contract
+            data, counts = cutter.kept(data)
+            left_out = {name: n for name, n in counts.items() if n > len(data[name])}
             record.listed = left_out or None
+            work.listed = {**(work.listed or {}), **counts}
         if stage.probabilities is not False:  # what `answer_probs` holds: reported, else the hard labels
             reported = reply.answer_probs if asked else None
             record.answer_probs = reported
@@ -218,6 +230,70 @@ class PromptRunner:
             work.hard_labels = {name: 1 for name in filled} if asked else {}
             work.answers = 1
         return data
+
+    def _pages(self, stage: PromptStagePlan, schema: AnswerSchema, call: JudgeCall, reply: Any,
+               work: StageWork) -> Steps:
+        """The first page's `reply` and, while a ``pages`` list of it is full, the next pages asked in
+        the same conversation (`engine.interpret.pages`): the answer with every page's items. The
+        record sums the pages' attempts and usage; with more than one page its raw answer is the
+        JSON list of theirs. A failed page fails the question (message prefixed ``page i: ``)."""
+        record = work.record
+        pages = Pages(schema.schema, stage.pages, reply.data)
+        _check_past_bound(call.contract, reply, pages.bounds, stage.id)
+        if pages.wanted:
+            record.usage = Usage()
+            record.usage.add(reply.usage)
+        messages = list(call.messages)
+        raws = [reply.raw]
+        last = reply
+        try:
+            while pages.wanted:
+                said = last.raw if isinstance(last.raw, str) and last.raw.strip() else json.dumps(last.data)
+                messages += [{"role": "assistant", "content": said}, {"role": "user", "content": pages.message()}]
+                try:
+                    last = yield dataclasses.replace(call, messages=list(messages), probabilities=False)
+                except ScorerRunError as exc:
+                    record.attempts += exc.attempts
+                    record.usage.add(exc.usage if exc.usage is not None else Usage(calls=exc.attempts))
+                    exc.message = f"page {pages.pages + 1}: {exc.message}"
+                    raise
+                raws.append(last.raw)
+                record.attempts += last.attempts
+                record.usage.add(last.usage)
+                try:
+                    _check_past_bound(call.contract, last, pages.bounds, stage.id)
+                except ScorerRunError as exc:
+                    exc.message = f"page {pages.pages + 1}: {exc.message}"
+                    raise
+                pages.add(last.data)
+        finally:
+            if len(raws) > 1:
+                record.raw_answer = json.dumps(raws, ensure_ascii=False)
+        if pages.cut_short:
+            work.warnings.append(f"{stage.id}: the judge still filled {', '.join(pages.open)} on page {MAX_PAGES}, "
+                                 f"the last asked; the list may go on past the {pages.listed()[pages.open[0]]} items "
+                                 "judged")
+        work.listed = pages.listed()
+        return pages.answer
+
+
+def _check_past_bound(contract: AnswerContract, reply: Any, bounds: dict[str, int], stage_id: str) -> None:
+    """A page's lists longer than their bound (`bounds`: field → ``maxItems``), which the contract
+    judged cut to their first items, checked past them too, a bound's worth at a time as the rest
+    of the answer; raises `ScorerRunError` (kind ``judge``) naming the first item of the part that
+    does not match."""
+    data = reply.data
+    for name, bound in bounds.items():
+        items = data.get(name) if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            continue
+        for start in range(bound, len(items), bound):
+            try:
+                contract.validate({**data, name: items[start:start + bound]})
+            except AnswerInvalid as exc:
+                raise ScorerRunError("judge", f"the answer's {name} past its first {bound} items, from item "
+                                     f"{start}: {exc}", stage=stage_id, raw_answer=reply.raw,
+                                     attempts=reply.attempts, usage=reply.usage) from None
 
 
 def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns: dict[str, Any]) -> Reduced:

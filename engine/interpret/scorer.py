@@ -19,7 +19,6 @@ from ..core.result import ScoreResult
 from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
-from ..judge.contract import normalize_answer
 from ..judge.model import resolve_model
 from ..judge.stack import GivenJudge, JudgeParts
 from ..spec.field_reads import reads_language
@@ -28,7 +27,6 @@ from ..spec.sampling import with_samples
 from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
 from .fan_out import drive as drive_fan_out
 from .interpreter import Interpreter
-from .values import round_half_away
 
 
 def _judge_unusable(exc: Exception, stage: str) -> ScorerRunError:
@@ -297,5 +295,4 @@ def check_label(label: Any) -> str:
     return label
 
 
-__all__ = ["Scorer", "check_label", "round_half_away", "normalize_answer",
-           "OptionError"]
+__all__ = ["Scorer", "check_label", "OptionError"]

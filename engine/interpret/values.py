@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.errors import ScorerRunError
+from ..core.errors import ErrorKind, ScorerRunError
 from ..spec.expressions import decimal_half_away
 from ..spec.plans import ScorePlan
 
@@ -22,16 +22,18 @@ __all__ = ["SCALE_TOLERANCE", "evaluate", "json_problem", "render", "require_jso
            "score_of"]
 
 
-def evaluate(expression: Any, ns: dict[str, Any], where: str) -> Any:
-    """`expression(ns)`; raises `ScorerRunError` (kind ``expression``) naming `where` (e.g.
-    ``analyze.result``) and the expression's source when it raises (a `ScorerRunError` it raises
-    passes as is). The error's stage is `where`'s first part when `ns` holds that name."""
+def evaluate(expression: Any, ns: dict[str, Any], where: str, *, overflow: ErrorKind = "expression") -> Any:
+    """`expression(ns)`; raises `ScorerRunError` (kind ``expression``; an `OverflowError` of kind
+    `overflow`, ``formula`` for the score's) naming `where` (e.g. ``analyze.result``) and the
+    expression's source when it raises (a `ScorerRunError` it raises passes as is). The error's
+    stage is `where`'s first part when `ns` holds that name."""
     try:
         return expression(ns)
     except ScorerRunError:
         raise
     except Exception as exc:
-        raise ScorerRunError("expression", f"{where}: {expression.source!r} raised {type(exc).__name__}: {exc}",
+        kind: ErrorKind = overflow if isinstance(exc, OverflowError) else "expression"
+        raise ScorerRunError(kind, f"{where}: {expression.source!r} raised {type(exc).__name__}: {exc}",
                              stage=where.split(".")[0] if where.split(".")[0] in ns else None) from None
 
 
@@ -54,11 +56,11 @@ def round_half_away(value: float, places: int) -> float:
 def scale_of(score: ScorePlan, ns: dict[str, Any]) -> float:
     """The score's upper bound for this item: `score.scale` over `ns`, a positive finite number;
     else raises `ScorerRunError` (kind ``formula``)."""
-    scale = evaluate(score.scale, ns, "score.scale")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-        raise ScorerRunError("formula", f"score.scale {score.scale.source!r} gave {scale!r}, "
+    given, scale = _number(score.scale, ns, "score.scale")
+    if scale is None or not math.isfinite(scale) or scale <= 0:
+        raise ScorerRunError("formula", f"score.scale {score.scale.source!r} gave {_shown(given)}, "
                              "not a positive finite number")
-    return float(scale)
+    return scale
 
 
 def score_of(score: ScorePlan, ns: dict[str, Any]) -> float:
@@ -67,16 +69,38 @@ def score_of(score: ScorePlan, ns: dict[str, Any]) -> float:
     places when set. Raises `ScorerRunError` (kind ``formula``) for a value that is no number
     or lies outside [0, scale]."""
     formula = score.formula
-    value = evaluate(formula, ns, "score.formula")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, not a number")
-    value = float(value)
+    given, value = _number(formula, ns, "score.formula")
+    if value is None:
+        raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {_shown(given)}, not a number")
     scale = scale_of(score, ns)
     if not math.isfinite(value) or value < -SCALE_TOLERANCE or value > scale + SCALE_TOLERANCE:
         raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, outside [0, {scale:g}]")
     value = min(max(value, 0.0), scale)
     places = score.round
-    return round_half_away(value, places) if places is not None else value
+    value = round_half_away(value, places) if places is not None else value
+    return value + 0.0  # -0.0 (a formula's 0 * -1, or a negative value rounded to 0) is 0.0
+
+
+def _number(expression: Any, ns: dict[str, Any], where: str) -> tuple[Any, float | None]:
+    """`expression` over `ns` (`evaluate`, an overflow of kind ``formula``): its value, and that
+    value as a float (None for a value that is no number; a boolean is none). Raises
+    `ScorerRunError` (kind ``formula``) naming `where` and the expression for an integer too large
+    for a float (``10**400``)."""
+    value = evaluate(expression, ns, where, overflow="formula")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value, None
+    try:
+        return value, float(value)
+    except OverflowError:
+        digits = int(value.bit_length() * 0.30103) + 1
+        raise ScorerRunError("formula", f"{where} {expression.source!r} gave an integer of about {digits:,} "
+                             "digits, too large for a score (a float holds at most about 1.8e308)") from None
+
+
+def _shown(value: Any) -> str:
+    """`value` in a message, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 _JSON_SCALARS = frozenset({bool, int, float, str})

@@ -8,16 +8,24 @@ accepts). When the re-asks run out, the judge ends the call with `no_valid_answe
 from the last `AnswerInvalid` whether the item fails with kind ``check`` (the last answer matched
 the schema and a check still failed) or ``judge`` (the schema's error named).
 
+`written_answer` takes an answer out of an OpenAI-style completion as the judge wrote it (one
+tool call of the answer's function, or the message's whole content), for `AnswerContract.read`.
+
 A stage may keep the first items of a list its judge makes too long (`AnswerContract.keep_first`,
 the spec's ``keep_first:``): such a list past its schema's ``maxItems`` is no reason to ask again.
 The schema and the checks judge the answer with the list cut to its first ``maxItems`` (`kept`);
 `validate` returns the answer with the list as the judge wrote it, so every judge, and the cache
 that stores the answer, keeps how many items were listed, and the interpreter cuts it (`kept`),
 counting them for the stage's record and reason.
+
+An answer written as text (a tool call's arguments, a message's content, fenced or not) is read by
+`AnswerContract.read` in every mode and by every judge: control characters inside its strings are
+text, and two different objects that both fit the schema make it ambiguous, asked again.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +109,37 @@ class AnswerContract:
             raise AnswerInvalid(check.message, check)
         return data
 
+    def validate_text(self, text: str) -> Any:
+        """The answer written as `text` (`read`), validated (`validate`); raises `AnswerInvalid`
+        for text that holds no answer, an ambiguous one, or one that fails."""
+        return self.validate(self.read(text))
+
+    def read(self, text: str) -> Any:
+        """The JSON value an answer's `text` holds: the whole text when it is one JSON value,
+        else the one JSON object written in it (inside a Markdown fence or among words). Control
+        characters inside strings (a raw line break or tab) are read as the characters they are,
+        fenced or not. Of several objects in the text, those the schema accepts must agree (equal
+        once normalised), else the answer is ambiguous: an object quoted from the output under
+        test would otherwise decide, first or last. When none fits the schema the last is
+        returned, to be refused with its schema errors. Raises `AnswerInvalid` for text holding
+        no JSON object, and for an ambiguous one."""
+        objects = json_objects(text)
+        if objects is None:
+            raise AnswerInvalid("the answer is not JSON: answer with one JSON object matching the required schema")
+        if len(objects) == 1:
+            return objects[0]
+        fitting: list[Any] = []
+        for value in objects:
+            judged = normalize_answer(value, self.schema)
+            judged = self.kept(judged)[0] if self.keep_first else judged
+            assert self.compiled is not None
+            if self.compiled.validator.is_valid(judged) and all(judged != other for other in fitting):
+                fitting.append(judged)
+        if len(fitting) > 1:
+            raise AnswerInvalid(f"the answer holds {len(fitting)} different JSON objects that each match the "
+                                "schema, so it is ambiguous: answer with exactly one JSON object")
+        return fitting[0] if fitting else objects[-1]
+
     def kept(self, data: Any) -> tuple[Any, dict[str, int]]:
         """`data` with each `keep_first` list longer than its schema's ``maxItems`` cut to its
         first ``maxItems`` items (a new object; `data` is not changed), and how many items each
@@ -134,6 +173,91 @@ class AnswerContract:
             if not ok:
                 return FailedCheck(getattr(expression, "source", str(expression)), message)
         return None
+
+
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: control characters inside strings are text
+MAX_SCANNED = 16
+"""How many times over its length an answer's text may be decoded in search of its objects (a
+text of unclosed braces would otherwise cost its length squared)."""
+
+
+def json_objects(text: str) -> list[Any] | None:
+    """The JSON an answer's text holds: ``[value]`` when the whole text (spaces aside) is one JSON
+    value; else every JSON object written at the top level of the text, in order (in a Markdown
+    fence or not; an object inside another is part of it); None when there is none. Control
+    characters inside strings are accepted; a value nested too deeply to decode counts as none."""
+    try:
+        return [_DECODER.decode(text.strip())]
+    except (ValueError, RecursionError):
+        pass
+    found: list[Any] = []
+    budget = MAX_SCANNED * len(text)
+    i = text.find("{")
+    while 0 <= i and budget > 0:
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            budget -= len(text) - i
+            i = text.find("{", i + 1)
+            continue
+        budget -= end - i
+        if isinstance(value, dict):
+            found.append(value)
+        i = text.find("{", end)
+    return found or None
+
+
+class WrittenAnswer:
+    """An answer as the judge wrote it: its `text` (a tool call's arguments, or the message's
+    whole content, a Markdown fence and words around the JSON included), and the `problem` that
+    refuses it before it is read (None when there is none)."""
+
+    __slots__ = ("text", "problem")
+
+    def __init__(self, text: str, problem: str | None = None):
+        self.text = text
+        self.problem = problem
+
+    def __repr__(self) -> str:  # pydantic's error text shows the input as this
+        return repr(self.text)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def written_answer(completion: Any, given: Any, tool: str | None) -> WrittenAnswer:
+    """The answer of an OpenAI-style `completion` as written: the arguments of its one call of the
+    function `tool` (another function's name, or more than one call, is a problem: the judge is
+    asked again), else its message's whole content; `given` (the text instructor took out of it)
+    when the completion has neither (another provider's)."""
+    text = given.decode("utf-8", errors="replace") if isinstance(given, (bytes, bytearray)) else as_text(given) or ""
+    try:
+        message = _field(_field(completion, "choices")[0], "message")
+    except (TypeError, IndexError, KeyError):
+        return WrittenAnswer(text)
+    calls = _field(message, "tool_calls") or []
+    if calls:
+        names = [_field(_field(call, "function"), "name") for call in calls]
+        if len(calls) > 1:
+            return WrittenAnswer(text, f"the answer made {len(calls)} tool calls ({', '.join(map(repr, names))}): "
+                                 f"answer with exactly one call of the function {tool!r}")
+        if tool is not None and names[0] != tool:
+            return WrittenAnswer(text, f"the answer called the function {names[0]!r}: answer by calling {tool!r}")
+        return WrittenAnswer(text)
+    content = _field(message, "content")
+    return WrittenAnswer(content if isinstance(content, str) else text)
+
+
+def as_text(value: Any) -> str | None:
+    """An answer's raw text: a string as it is; any other value a provider sent where text goes
+    (an object as the message content) as its JSON text; None for none."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def no_valid_answer(stage: str, attempts: int, last_error: str, last_invalid: AnswerInvalid | None, *,
@@ -195,5 +319,5 @@ def schema_message(errors: list[Any]) -> str:
     return "the answer does not match the required JSON schema: " + "; ".join(parts)
 
 
-__all__ = ["AnswerContract", "AnswerInvalid", "FailedCheck", "no_valid_answer", "normalize_answer",
-           "answer_validator", "schema_message"]
+__all__ = ["AnswerContract", "AnswerInvalid", "FailedCheck", "WrittenAnswer", "as_text", "json_objects",
+           "no_valid_answer", "normalize_answer", "answer_validator", "schema_message", "written_answer"]

@@ -35,7 +35,7 @@ from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
 from ..core.errors import ScorerRunError
 from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
-from .contract import AnswerContract, AnswerInvalid, no_valid_answer
+from .contract import AnswerContract, AnswerInvalid, WrittenAnswer, as_text, no_valid_answer, written_answer
 from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
@@ -63,10 +63,16 @@ class _Filtered(BaseException):
 
 class ContractContext(Mapping[str, Any]):
     """instructor's validation context for one call: an empty mapping (so instructor renders no
-    message as a template) carrying the call's `contract`."""
+    message as a template) carrying the call's `contract`, and the `completion` being parsed
+    (set by the ``completion:response`` hook, `saw`), whose text the answer is read from."""
 
     def __init__(self, contract: AnswerContract):
         self.contract = contract
+        self.completion: Any = None
+
+    def saw(self, completion: Any = None, *args: Any, **kwargs: Any) -> None:
+        """The ``completion:response`` hook: `completion` is the one instructor parses next."""
+        self.completion = completion
 
     def __getitem__(self, key: str) -> Any:
         raise KeyError(key)
@@ -87,6 +93,7 @@ def response_model(schema_json: str, title: str) -> type:
 
     schema = json.loads(schema_json)
     schema.setdefault("title", title)
+    tool = schema["title"]  # the function a tools-mode answer calls (instructor names it so)
 
     # Subclassing instructor's schema base lets instructor use the class as is: no wrapper
     # model is created per call, and its tool schema is generated once per answer schema.
@@ -99,7 +106,19 @@ def response_model(schema_json: str, title: str) -> type:
             contract = getattr(info.context, "contract", None)
             if contract is None:  # a parse path that lost the context: never accept unchecked
                 raise RuntimeError("the answer reached validation without its contract")
-            return {"payload": contract.validate(data)}  # AnswerInvalid is a ValueError: re-asked
+            if isinstance(data, WrittenAnswer):  # AnswerInvalid is a ValueError: re-asked
+                if data.problem is not None:
+                    raise AnswerInvalid(data.problem)
+                return {"payload": contract.validate_text(data.text)}
+            return {"payload": contract.validate(data)}
+
+        @classmethod
+        def model_validate_json(cls, json_data: Any, *, strict: bool | None = None, context: Any = None,
+                                **kwargs: Any) -> Any:
+            # every mode's answer text comes here (tool-call arguments, content, a fence's inside):
+            # it is read by the contract from the completion's own text, in one way for all modes
+            written = written_answer(getattr(context, "completion", None), json_data, tool)
+            return cls.model_validate(written, strict=strict, context=context)
 
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -202,9 +221,11 @@ class InstructorJudge:
             else:
                 self.window.check(call.stage, call.messages, call.max_tokens)
         calls = [0]
+        context = ContractContext(call.contract)
         hooks = Hooks()
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
         hooks.on("completion:response", _stop_if_filtered)
+        hooks.on("completion:response", context.saw)
         extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
         if self.sample_seeds and call.sample_index:
             extra["seed"] = call.sample_index
@@ -222,7 +243,7 @@ class InstructorJudge:
                 response_model=response_model(compiled.json_text, call.stage),
                 messages=[dict(m) for m in call.messages],
                 max_retries=call.max_reasks,
-                context=ContractContext(call.contract),
+                context=context,
                 hooks=hooks,
                 temperature=call.temperature,
                 max_tokens=call.max_tokens,
@@ -433,8 +454,8 @@ def _raw(completion: Any) -> str | None:
             return getattr(block, "text", None)
         return None
     if getattr(message, "tool_calls", None):
-        return message.tool_calls[0].function.arguments
-    return message.content
+        return as_text(message.tool_calls[0].function.arguments)
+    return as_text(message.content)
 
 
 _WRAPPER = re.compile(r"^\d+ validation errors? for \w+$")

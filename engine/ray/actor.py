@@ -33,7 +33,7 @@ from typing import Any
 
 from ..bind.recipe import ScorerRecipe
 from ..core.result import ScoreResult
-from ..run.item_scoring import ItemScoring, label_of
+from ..run.item_scoring import ItemScoring
 from ..run.items import Item, item_key
 from ..run.outfile import OutWriter, out_line
 from ..run.prices import PriceTable
@@ -110,15 +110,13 @@ class ScoringActor:
 
     async def _close_judges(self) -> None:
         for scorer in self.scorers:
-            close = getattr(scorer, "aclose", None)
-            if close is not None:
-                await close()
+            await scorer.aclose()
 
     async def _one(self, kind: str, value: Any) -> tuple[str, Any]:
         if kind != "item":
             return kind, value
         key = item_key(value["id"])
-        todo = [s for s in self.scorers if (key, label_of(s)) not in self.done]
+        todo = [s for s in self.scorers if (key, s.label) not in self.done]
         if not todo:
             return "resumed", key
         assert self.scoring is not None

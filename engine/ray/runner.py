@@ -34,14 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from ..bind.recipe import scorer_recipe
-from ..run.executor import Attempt
+from ..run.attempt import Attempt
 from ..run.items import DatasetError, DatasetProblem, item_key
-from ..run.prices import PriceTable
-from ..run.reporting import EvalReporter, RunState
-from ..run.resume import PriorResults
 from ..run.settings import RunSettings
 from ..run.sink import ResultSink
-from ..run.store import Store
 from .actor import OUTPUT_COLUMN, ActorJob, ScoringActor
 from .cluster import PUMP_THREAD, RayOptions, RayRunError, ray_session
 from .datasource import READ_CPUS, dataset_of, decode_record, is_location, location_of
@@ -69,10 +65,7 @@ class RayExecutor:
 
     def prepare(self, attempt: Attempt) -> Callable[[], Awaitable[bool]]:
         async def run() -> bool:
-            runner = RayRunner(attempt.scorers, attempt.state, attempt.prior, attempt.out, attempt.db,
-                               attempt.reporter, attempt.target, attempt.on_item_complete, attempt.concurrency,
-                               attempt.rate_limit, prices=attempt.prices, data=attempt.data, fields=attempt.fields,
-                               limit=attempt.limit, options=self.options, on_problem=attempt.on_problem)
+            runner = RayRunner(attempt, self.options)
             await runner.run()
             return runner.rewrote
 
@@ -105,33 +98,32 @@ def with_ray_executor(settings: RunSettings) -> RunSettings:
 
 
 class RayRunner:
-    """One attempt of a run on Ray (see the module docstring). `concurrency`: judge-asking
-    scorer runs at once per actor; `rate_limit`: judge requests per second across the cluster
-    (None: no limit); `data`, `fields`, `limit`: what to read (`engine.ray.datasource.dataset_of`);
-    `on_problem`: told of each unreadable record. `rewrote` tells afterwards whether a result
-    of `prior` was replaced."""
+    """One attempt of a run on Ray (see the module docstring), as `attempt` gives it
+    (`engine.run.attempt.Attempt`): its context's ``concurrency`` is judge-asking scorer runs at
+    once per actor and its ``rate_limit`` judge requests per second across the cluster (None: no
+    limit); its source is read by Ray Data (`engine.ray.datasource.dataset_of`), each unreadable
+    record told to the source's ``on_problem``; its results are kept where ``attempt.to`` says.
+    `options`: how the run uses Ray. `rewrote` tells afterwards whether a result of the earlier
+    attempts was replaced."""
 
-    def __init__(self, scorers: list[Any], state: RunState, prior: PriorResults, out: Path | None,
-                 db: Store | None, reporter: EvalReporter, target: Any, on_item_complete: Any,
-                 concurrency: int, rate_limit: float | None, *, prices: PriceTable | None, data: Any,
-                 fields: Mapping[str, str], limit: int | None, options: RayOptions,
-                 on_problem: Callable[[DatasetProblem], None]):
-        self.scorers = scorers
-        self.state = state
-        self.prior = prior
-        self.out = out
-        self.db = db
-        self.reporter = reporter
-        self.target = target
-        self.concurrency = concurrency
-        self.rate_limit = rate_limit
-        self.prices = prices
-        self.data = data
-        self.fields = dict(fields)
-        self.limit = limit
+    def __init__(self, attempt: Attempt, options: RayOptions):
+        context, source = attempt.context, attempt.source
+        self.scorers = list(context.scorers)
+        self.state = context.state
+        self.prior = context.prior
+        self.target = context.target
+        self.concurrency = context.concurrency
+        self.rate_limit = context.rate_limit
+        self.prices = context.prices
+        self.out = attempt.to.out
+        self.db = attempt.to.db
+        self.reporter = attempt.to.reporter
+        self.data = source.data
+        self.fields = dict(source.fields)
+        self.limit = source.limit
+        self.on_problem = source.on_problem
         self.options = options
-        self.on_problem = on_problem
-        self.sink = ResultSink(state, prior, out, db, reporter, on_item_complete, prices=prices)
+        self.sink = ResultSink(context, attempt.to)
         self._seen: set[str] = set()
 
     @property
@@ -147,7 +139,7 @@ class RayRunner:
         if is_location(self.data) and "://" not in str(self.data) and not any(c in str(self.data) for c in "*?[") \
                 and not Path(location_of(self.data)).exists():
             raise DatasetError(f"{self.data}: no such file")
-        folder = shard_folder(self.state.run_id, self.out, getattr(self.db, "path", None))
+        folder = shard_folder(self.state.run_id, self.out, self.db.path if self.db is not None else None)
         if self.prior.resuming:
             merged = recover(folder, self.state.run_id, {r.label: r.spec_hash for r in recipes}, self.prior,
                              self.out, self.db)

@@ -45,16 +45,17 @@ from ..core.sync import run_sync
 from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
 from .datasets import data_len
-from .executor import Attempt, executor_of
+from .attempt import Attempt, Destinations, ItemSource, RunContext
+from .executor import executor_of
 from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
 from .run_lock import RunLock, lock_run
-from .runner import declared_names, label_of, uses_judge
+from .runner import declared_names
 from .settings import RunSettings
 from .store import Store
-from .summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, Threshold, parse_thresholds, verdict_of
+from .summary import EvalSummary, ScorerStats, Threshold, parse_thresholds, verdict_of
 
 MAX_PROBLEMS_KEPT = 100
 DEFAULT_CONCURRENCY = 8
@@ -81,10 +82,11 @@ def resolve_scorers(scorers: Any) -> list[Any]:
     """The run's scorers: `Scorer` objects (or objects with ``id``, ``run``, ``arun`` and
     optionally ``label``) and spec references (``SPEC`` or ``LABEL=SPEC``, `scorer_reference`)
     loaded with `engine.bind.load.load_scorer`; one scorer or reference alone is a list of one.
-    Each is known in the run by its label (`label_of`: its id unless given), so one spec may run
+    Each is known in the run by its label (`ScorerLike.label`: its id unless given), so one spec may run
     twice under two labels. Raises `ValueError` for no scorer or a label given twice, and what
     `load_scorer` raises."""
     from ..bind.load import load_scorer
+    from ..core.scorer_like import ForeignScorer
     from ..interpret.scorer import Scorer
 
     if isinstance(scorers, (str, Scorer)):
@@ -94,10 +96,10 @@ def resolve_scorers(scorers: Any) -> list[Any]:
         if isinstance(scorer, str):
             label, spec = scorer_reference(scorer)
             scorer = load_scorer(spec, label=label)
-        resolved.append(scorer)
+        resolved.append(scorer if isinstance(scorer, (Scorer, ForeignScorer)) else ForeignScorer(scorer))
     if not resolved:
         raise ValueError("give at least one scorer")
-    check_labels(label_of(scorer) for scorer in resolved)
+    check_labels(scorer.label for scorer in resolved)
     return resolved
 
 
@@ -118,7 +120,7 @@ def default_concurrency(scorers: list[Any]) -> int:
     from ..embedded.settings import local_settings
     from ..judge.model import is_local
 
-    models = [str(getattr(s, "model", "") or "") for s in scorers if uses_judge(s)]
+    models = [str(s.model or "") for s in scorers if s.plan.uses_judge]
     if models and all(is_local(m) for m in models):
         try:
             return max(local_settings(m).slots for m in models)
@@ -185,24 +187,25 @@ async def arun_evals(
                                                            settings, config)
         executor = executor_of(settings)
         scorer_list, price_table, concurrency = _prepared_scorers(scorers, settings)
-        labels = [label_of(s) for s in scorer_list]
+        labels = [s.label for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
         limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list)
-        stats = {label_of(s): ScorerStats(label_of(s), s.id, _spec_hash(s), direction_of(s)) for s in scorer_list}
+        stats = {s.label: ScorerStats(s.label, s.id, s.plan.hash, direction_of(s)) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
-        budget = _budget(settings.max_cost, price_table, prior)
-        attempt = executor.prepare(Attempt(
-            scorer_list, state, prior, out_path, db, reporter, target, on_item_complete, concurrency,
-            settings.rate_limit, price_table, budget, data, field_map, limit, _problem_counter(state, reporter)))
+        context = RunContext(scorers=scorer_list, state=state, prior=prior, concurrency=concurrency, target=target,
+                             rate_limit=settings.rate_limit, prices=price_table,
+                             budget=_budget(settings.max_cost, price_table, prior))
+        to = Destinations(out=out_path, db=db, reporter=reporter, on_item_complete=on_item_complete)
+        source = ItemSource(data=data, fields=field_map, limit=limit, on_problem=_problem_counter(state, reporter))
+        attempt = executor.prepare(Attempt(context=context, to=to, source=source))
         if db is not None:
             db.begin_run(state.run_id, data=_data_path(data), out=state.out, scorers=labels,
                          config=_run_config(config, settings, concurrency, limits, stats, scorer_list))
             _record_specs(db, scorer_list)
-        return await _attempt(attempt, state, db, reporter, out_path, prior, (limits, cutoffs), price_table,
-                              scorer_list, budget)
+        return await _attempt(attempt, context, to, (limits, cutoffs))
     finally:
         lock.release()
         if own_store and db is not None:
@@ -233,14 +236,14 @@ def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], P
     its price table (checked against the budget) and its concurrency."""
     scorer_list = resolve_scorers(scorers)
     if settings.samples is not None:
-        scorer_list = [s.with_samples(settings.samples) if hasattr(s, "with_samples") else s for s in scorer_list]
+        scorer_list = [s.with_samples(settings.samples) for s in scorer_list]
     if settings.language is not None:
-        scorer_list = [s.with_language(settings.language) if hasattr(s, "with_language") else s for s in scorer_list]
+        scorer_list = [s.with_language(settings.language) for s in scorer_list]
     price_table = _price_table(settings.prices, settings.max_cost)
     if settings.max_cost is not None:
         check_max_cost(settings.max_cost)
         assert price_table is not None
-        check_priced([getattr(s, "model", None) for s in scorer_list if uses_judge(s)], price_table)
+        check_priced([s.model for s in scorer_list if s.plan.uses_judge], price_table)
     if settings.cache is not None:
         from ..bind.stack import for_run
         from ..judge.cache.layer import open_cache
@@ -255,19 +258,18 @@ def _prepared_scorers(scorers: Any, settings: RunSettings) -> tuple[list[Any], P
     return scorer_list, price_table, concurrency
 
 
-async def _attempt(attempt: Callable[[], Awaitable[bool]], state: RunState, db: Store | None,
-                   reporter: EvalReporter, out_path: Path | None, prior: Any,
-                   gates: tuple[Mapping[str, Threshold], Mapping[str, float]], price_table: PriceTable | None,
-                   scorer_list: list[Any], budget: Budget | None) -> EvalSummary:
+async def _attempt(attempt: Callable[[], Awaitable[bool]], context: RunContext, to: Destinations,
+                   gates: tuple[Mapping[str, Threshold], Mapping[str, float]]) -> EvalSummary:
     """Run the prepared attempt, then summarise it and close the store's run (finished, stopped
     by the budget, or interrupted when it raised)."""
+    state, db, reporter = context.state, to.db, to.reporter
     reporter.start(state)
     summary: EvalSummary | None = None
     try:
         rewrote = await attempt()
-        tidy_out_file(out_path, prior, rewrote)
-        models = {label_of(s): getattr(s, "model", None) for s in scorer_list}
-        summary = _summary(state, gates, price_table, models, budget)
+        tidy_out_file(to.out, context.prior, rewrote)
+        models = {s.label: s.model for s in context.scorers}
+        summary = _summary(state, gates, context.prices, models, context.budget)
     finally:
         if db is not None:
             status = "interrupted" if summary is None else "stopped" if summary.stopped else "finished"
@@ -281,7 +283,7 @@ async def _attempt(attempt: Callable[[], Awaitable[bool]], state: RunState, db: 
 
 def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: list[Any]) -> dict[str, Threshold]:
     """Thresholds by label, a limit set by its scorer's direction (`Threshold.for_direction`)."""
-    by_label = {label_of(s): s for s in scorers}
+    by_label = {s.label: s for s in scorers}
     limits = parse_thresholds(thresholds)
     unknown = [t for t in limits if t not in by_label]
     if unknown:
@@ -295,7 +297,7 @@ def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> di
     `ValueError` for a name that is neither."""
     if not cutoffs:
         return {}
-    by_label = {label_of(s): s for s in scorers}
+    by_label = {s.label: s for s in scorers}
     unknown = [name for name in cutoffs if name not in by_label and name not in {s.id for s in scorers}]
     if unknown:
         raise ValueError(f"--item-cutoff for {', '.join(map(repr, unknown))}, which is not among the scorers "
@@ -310,7 +312,7 @@ def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurr
     """What the store records with a run: the caller's `config`, the settings whole
     (`RunSettings.to_json_dict`), the concurrency used, the thresholds, and per label the
     scorer's id, spec hash (its text: `Store.spec`), direction and scale (None when unknown)."""
-    scales = {label_of(s): _scale(s) for s in scorers}
+    scales = {s.label: _scale(s) for s in scorers}
     return {**(config or {}), "settings": settings.to_json_dict(), "concurrency": concurrency,
             "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
             "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash, "direction": s.direction,
@@ -328,14 +330,9 @@ def _record_specs(db: Store, scorers: list[Any]) -> None:
     """Keep each scorer's full spec text in the store (`Store.record_spec`), so the version a
     run used can be shown and run again after its files changed."""
     for scorer in scorers:
-        plan = getattr(scorer, "plan", None)
-        if plan is not None and getattr(plan, "sources", None):
+        plan = scorer.plan
+        if plan.sources:
             db.record_spec(plan.hash, plan.id, plan.sources, plan.templates)
-
-
-def _spec_hash(scorer: Any) -> str | None:
-    plan = getattr(scorer, "plan", None)
-    return getattr(plan, "hash", None)
 
 
 def _open_run(store: Store | str | os.PathLike[str] | bool | None,
@@ -423,6 +420,5 @@ def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kw
     return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
 
 
-__all__ = ["run_evals", "arun_evals", "RunSettings", "resolve_scorers", "check_labels", "scorer_reference",
-           "default_concurrency", "new_run_id", "EvalSummary", "ScorerSummary", "ScorerStats", "Threshold",
-           "parse_thresholds", "verdict_of", "EvalReporter", "RunState", "VERDICT_EXIT"]
+__all__ = ["run_evals", "arun_evals", "resolve_scorers", "check_labels", "scorer_reference", "default_concurrency",
+           "new_run_id"]

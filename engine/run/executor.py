@@ -1,57 +1,26 @@
 """Where a run's items are scored: the `Executor` protocol and the local executor.
 
 `engine.run.evals.arun_evals` builds the run around an executor — scorers, thresholds, the
-store's run, resuming, the summary — and hands it one attempt's `Attempt` parts. `LocalExecutor`
-scores the items in this process (`engine.run.runner.Runner`); `engine.ray.runner.RayExecutor`
-implements the same protocol on a Ray cluster (this package does not import it: `engine.api`
-resolves ``executor="ray"``).
+store's run, resuming, the summary — and hands it one attempt as an `engine.run.attempt.Attempt`
+(what it works with, where results go, what it reads). `LocalExecutor` scores the items in this
+process (`engine.run.runner.Runner`); `engine.ray.runner.RayExecutor` implements the same
+protocol on a Ray cluster (this package does not import it: `engine.api` resolves
+``executor="ray"``).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from ..judge.rate_limit import RateLimiter
+from .attempt import Attempt
 from .datasets import iter_items
 from .items import DatasetProblem, Item
-from .prices import PriceTable
-from .reporting import EvalReporter, RunState
-from .resume import PriorResults
 from .runner import Runner
 from .settings import RunSettings
-from .store import Store
 
-__all__ = ["Attempt", "Executor", "LocalExecutor", "executor_of"]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """What one attempt of a run hands its executor: the resolved scorers, the run's state and
-    earlier results, where results go (out file, store, reporter, callbacks), the per-executor
-    concurrency and the rate limit (requests per second, None: none), the price table and
-    budget, and the data to read (its field mapping, at most `limit` items, unreadable records
-    told to `on_problem`)."""
-
-    scorers: list[Any]
-    state: RunState
-    prior: PriorResults
-    out: Path | None
-    db: Store | None
-    reporter: EvalReporter
-    target: Any
-    on_item_complete: Any
-    concurrency: int
-    rate_limit: float | None
-    prices: PriceTable | None
-    budget: Any
-    data: Any
-    fields: Mapping[str, str]
-    limit: int | None
-    on_problem: Callable[[DatasetProblem], None]
+__all__ = ["Executor", "LocalExecutor", "executor_of"]
 
 
 @runtime_checkable
@@ -79,15 +48,13 @@ class LocalExecutor:
             raise ValueError("ray settings are for executor='ray'")
 
     def prepare(self, attempt: Attempt) -> Callable[[], Awaitable[bool]]:
-        items = _items(attempt.data, dict(attempt.fields), attempt.on_problem)
-        if attempt.limit is not None:  # the first `limit` readable items, in the data's order
-            items = itertools.islice(items, attempt.limit)
+        source = attempt.source
+        items = _items(source.data, dict(source.fields), source.on_problem)
+        if source.limit is not None:  # the first `limit` readable items, in the data's order
+            items = itertools.islice(items, source.limit)
 
         async def run() -> bool:
-            runner = Runner(attempt.scorers, attempt.state, attempt.prior, attempt.out, attempt.db, attempt.reporter,
-                            attempt.target, attempt.on_item_complete, attempt.concurrency,
-                            RateLimiter(attempt.rate_limit) if attempt.rate_limit else None, prices=attempt.prices,
-                            budget=attempt.budget)
+            runner = Runner(attempt.context, attempt.to)
             await runner.run(items)
             return runner.rewrote
 

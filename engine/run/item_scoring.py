@@ -25,32 +25,19 @@ from typing import Any
 
 from ..core.result import ItemError, ScoreResult
 from ..core.run_fields import LOOKED_FOR, RUN_FIELDS, coerce_context
+from ..core.scorer_like import ScorerLike
 from .items import Item
 
-__all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields", "label_of", "uses_judge"]
+__all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields"]
 
 #: ``save(item, label, result)``: called with each result as it completes (the item as scored).
 Save = Callable[[Item, str, ScoreResult], None]
 
 
-def label_of(scorer: Any) -> str:
-    """The scorer's label in a run: its ``label`` (`engine.interpret.scorer.Scorer.label`), else its id."""
-    return getattr(scorer, "label", None) or scorer.id
-
-
-def uses_judge(scorer: Any) -> bool:
-    """Whether `scorer` asks a judge (a scorer without a plan is assumed to)."""
-    plan = getattr(scorer, "plan", None)
-    return bool(getattr(plan, "uses_judge", True))
-
-
-def failed_result(scorer: Any, kind: str, message: str, run_id: str) -> ScoreResult:
+def failed_result(scorer: ScorerLike, kind: str, message: str, run_id: str) -> ScoreResult:
     """A failed result of `scorer` made by the runner itself (kind ``target`` or ``internal``)."""
-    plan = getattr(scorer, "plan", None)
-    return ScoreResult(run_id=run_id, scorer=scorer.id, label=label_of(scorer),
-                       spec_version=plan.version if plan is not None else 0,
-                       spec_hash=plan.hash if plan is not None else "",
-                       model=getattr(scorer, "model", None),
+    return ScoreResult(run_id=run_id, scorer=scorer.id, label=scorer.label, spec_version=scorer.plan.version,
+                       spec_hash=scorer.plan.hash or "", model=scorer.model,
                        error=ItemError(kind=kind, message=message))
 
 
@@ -75,7 +62,7 @@ def _is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
-def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
+def item_fields(scorer: ScorerLike, item: Item) -> dict[str, Any]:
     """What `scorer` is given of an item: its run fields (`engine.core.run_fields.RUN_FIELDS`), its
     ``language`` when it gives one, the fields the scorer's spec declares that the item has, and
     where its reader looked for the fields it lacks (`engine.core.run_fields.LOOKED_FOR`, when the
@@ -83,8 +70,7 @@ def item_fields(scorer: Any, item: Item) -> dict[str, Any]:
     fields = {name: item.get(name) for name in RUN_FIELDS}
     if item.get("language") is not None:
         fields["language"] = item["language"]
-    declared = getattr(getattr(scorer, "plan", None), "declared", None) or {}
-    fields.update((name, item[name]) for name in declared if name in item)
+    fields.update((name, item[name]) for name in scorer.plan.declared if name in item)
     if item.get(LOOKED_FOR):
         fields[LOOKED_FOR] = item[LOOKED_FOR]
     return fields
@@ -108,7 +94,7 @@ class ItemScoring:
             self._slots = asyncio.Semaphore(self.concurrency)
         return self._slots
 
-    async def score_item(self, item: Item, todo: list[Any], save: Save,
+    async def score_item(self, item: Item, todo: list[ScorerLike], save: Save,
                          ready: Callable[[Item], None] | None = None) -> tuple[Item, dict[str, ScoreResult]]:
         """Score `item` with the scorers `todo`: the target's output first (when there is a
         target), then ``ready(item)`` with the item as it will be scored, then every scorer
@@ -125,14 +111,14 @@ class ItemScoring:
         if ready is not None:
             ready(item)
         if failure is not None:
-            results = {label_of(s): failed_result(s, "target", failure, self.run_id) for s in todo}
+            results = {s.label: failed_result(s, "target", failure, self.run_id) for s in todo}
             for label, result in results.items():
                 save(item, label, result)
             return item, results
         if len(todo) == 1:
-            return item, {label_of(todo[0]): await self._score(todo[0], item, save)}
+            return item, {todo[0].label: await self._score(todo[0], item, save)}
         done = await asyncio.gather(*(self._score(s, item, save) for s in todo))
-        return item, {label_of(s): r for s, r in zip(todo, done)}
+        return item, {s.label: r for s, r in zip(todo, done)}
 
     async def _call_target(self, value: Any) -> Any:
         if _is_async_callable(self.target):
@@ -144,17 +130,17 @@ class ItemScoring:
             produced = await produced
         return produced
 
-    async def _score(self, scorer: Any, item: Item, save: Save) -> ScoreResult:
+    async def _score(self, scorer: ScorerLike, item: Item, save: Save) -> ScoreResult:
         kwargs = {**item_fields(scorer, item), "run_id": self.run_id}
         try:
-            if not uses_judge(scorer):
+            if not scorer.plan.uses_judge:
                 result = scorer.run(**kwargs)
             else:
                 async with self.slots:
                     result = await scorer.arun(**kwargs)
         except Exception as exc:  # the engine promises not to raise; keep the item isolated anyway
             result = failed_result(scorer, "internal", f"{type(exc).__name__}: {exc}", self.run_id)
-        label = label_of(scorer)
+        label = scorer.label
         if result.label != label:  # a scorer object that does not label its results
             result = result.model_copy(update={"label": label})
         save(item, label, result)

@@ -48,7 +48,6 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
 CSV_SUFFIXES = (".csv", ".tsv")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "otlp")
-SNIFF_BYTES = 1 << 16  # how much of a JSON file is read to tell spans from items
 
 
 def format_of(name: str) -> str | None:
@@ -68,8 +67,9 @@ def format_of(name: str) -> str | None:
 def detect_format(path: Path) -> str:
     """``jsonl``, ``csv``, ``tsv``, ``parquet`` or ``json`` (a JSON array) from the suffix; a
     ``.json`` file whose first non-blank character is ``{`` is read as JSONL. Unknown suffixes
-    are sniffed. A JSON or JSONL file whose start reads as OTLP JSON or spans
-    (`engine.traces.otlp_json.looks_like_spans`) is ``otlp``."""
+    are sniffed. A JSON or JSONL file whose first JSON object is an OTLP JSON document or a span
+    (`engine.traces.otlp_json.looks_like_spans`: told by the structure, bad lines before it passed
+    over) is ``otlp``."""
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         return "otlp" if _spans(path) else "jsonl"
@@ -99,7 +99,7 @@ def _spans(path: Path) -> bool:
     from ..traces.otlp_json import looks_like_spans
 
     with open(path, "rb") as f:
-        return looks_like_spans(f.read(SNIFF_BYTES))
+        return looks_like_spans(f)
 
 
 def read_file(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None,
@@ -366,8 +366,11 @@ def _read_json_array(data: bytes, name: str, fields: Mapping[str, str],
 
 
 def _csv_lines(f: Any, bad: dict[int, str]) -> Iterator[str]:
+    """The decoded lines of a CSV file (every byte-order mark at the start of the first line
+    dropped: an editor that adds one to a file that has one leaves two); a line that is not
+    UTF-8 is recorded in `bad` by its number."""
     for number, raw in enumerate(f, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        while number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
             yield _decode(raw)
@@ -380,7 +383,9 @@ def _read_csv(lines: Iterable[bytes], name: str, fields: Mapping[str, str], repo
               delimiter: str) -> Iterator[tuple[int, Item]]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     bad: dict[int, str] = {}
-    reader = csv.reader(_csv_lines(lines, bad), delimiter=delimiter)
+    # strict: a quoted cell left open to the end of the file is an error, not a cell holding
+    # every later row; so is text after a cell's closing quote
+    reader = csv.reader(_csv_lines(lines, bad), delimiter=delimiter, strict=True)
     header: list[str] | None = None
     last = 0
     while True:
@@ -391,6 +396,10 @@ def _read_csv(lines: Iterable[bytes], name: str, fields: Mapping[str, str], repo
             return
         except csv.Error as exc:
             last = reader.line_num
+            if str(exc) == "unexpected end of data":
+                report(DatasetProblem(name, start, f"malformed CSV: a quoted cell opened on this line is never "
+                                      f"closed; lines {start} to {last} (the end of the file) were not read"))
+                return
             report(DatasetProblem(name, start, f"malformed CSV: {exc}"))
             continue
         last = reader.line_num

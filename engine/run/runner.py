@@ -10,8 +10,8 @@
   are not counted apart).
 - **Progress**: every scorer's judge reports each answer (`engine.judge.progress`), counted in
   `RunState.answers` and passed to the reporter, so progress moves per judge call.
-- **Labels**: results are keyed by the scorer's label in the run (`label_of`: its id unless
-  given), so two versions of one scorer can run side by side.
+- **Labels**: results are keyed by the scorer's label in the run (`ScorerLike.label`: its id
+  unless given), so two versions of one scorer can run side by side.
 - **Failure isolation**: a failed item is a result with ``error`` (stage, kind, message); it
   never stops the others and never counts as a low score. A target that raises fails every
   scorer of its item with kind ``target``; a scorer that raises (it should not) fails its
@@ -33,31 +33,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
+from ..core.scorer_like import ScorerLike
 from ..judge.rate_limit import RateLimiter
 from ..judge.stack import JudgeParts
-from .item_scoring import ItemScoring, apply_target_output, failed_result, item_fields, label_of, uses_judge
+from .attempt import Destinations, RunContext
+from .item_scoring import ItemScoring
 from .items import Item, item_key
-from .prices import PriceTable
-from .reporting import EvalReporter, RunState
-from .resume import PriorResults
 from .sink import ResultSink
-from .store import Store
 
 SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches
 
 
-def declared_names(scorers: Iterable[Any]) -> list[str]:
+def declared_names(scorers: Iterable[ScorerLike]) -> list[str]:
     """The names of the fields the scorers' specs declare, each once, in order."""
     names: dict[str, None] = {}
     for scorer in scorers:
-        names.update(dict.fromkeys(getattr(getattr(scorer, "plan", None), "declared", None) or {}))
+        names.update(dict.fromkeys(scorer.plan.declared))
     return list(names)
 
 
-def rate_limited(scorer: Any, limiter: Any) -> Any:
+def rate_limited(scorer: ScorerLike, limiter: Any) -> ScorerLike:
     """`scorer` asking its judge through `limiter` (a `RateLimiter`, or any object with an
     async ``acquire()``), the scorer itself left as it is; unchanged without a limiter or for a
     rule-only scorer (`engine.bind.stack.for_run`)."""
@@ -67,27 +64,25 @@ def rate_limited(scorer: Any, limiter: Any) -> Any:
 
 
 class Runner:
-    """One attempt of a run: `await run(items)` scores every item not done yet, writing each
-    result to the out file (`out`, appended) and the store as it completes, and reporting to
-    `reporter` (`engine.run.sink.ResultSink`). `rewrote` tells afterwards whether a result of
-    `prior` was replaced (the out file then holds an older line too). The out file, the target's
-    threads and the scorers' judge connections are closed when `run` returns or raises.
-    `prices`: the cost of each result is set from it; `budget`: admits each item
-    (`engine.run.budget.Budget`)."""
+    """One attempt of a run in this process: `await run(items)` scores every item not done yet
+    with the scorers of `context` (`engine.run.attempt.RunContext`: ``concurrency`` at once, its
+    rate limit one `RateLimiter` for every scorer, its price table costing each result, its
+    budget admitting each item), keeping each result as it completes where `to` says
+    (`engine.run.attempt.Destinations`, through `engine.run.sink.ResultSink`: out file, store,
+    reporter). `rewrote` tells afterwards whether a result of the earlier attempts was replaced
+    (the out file then holds an older line too). The out file, the target's threads and the
+    scorers' judge connections are closed when `run` returns or raises."""
 
-    def __init__(self, scorers: list[Any], state: RunState, prior: PriorResults, out: Path | None,
-                 db: Store | None, reporter: EvalReporter, target: Any, on_item_complete: Any,
-                 concurrency: int, limiter: RateLimiter | None, *, prices: PriceTable | None = None,
-                 budget: Any = None):
-        self.given = scorers
-        self.scorers = scorers
-        self.state = state
-        self.reporter = reporter
-        self.concurrency = concurrency
-        self.limiter = limiter
-        self.budget = budget
-        self.sink = ResultSink(state, prior, out, db, reporter, on_item_complete, prices=prices, budget=budget)
-        self.scoring = ItemScoring(state.run_id, concurrency, target)
+    def __init__(self, context: RunContext, to: Destinations):
+        self.given = list(context.scorers)
+        self.scorers = self.given
+        self.state = context.state
+        self.reporter = to.reporter
+        self.concurrency = context.concurrency
+        self.limiter = RateLimiter(context.rate_limit) if context.rate_limit else None
+        self.budget = context.budget
+        self.sink = ResultSink(context, to)
+        self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target)
 
     @property
     def rewrote(self) -> bool:
@@ -101,9 +96,7 @@ class Runner:
             self.sink.close()
             self.scoring.close()
             for scorer in {id(s): s for s in (*self.given, *self.scorers)}.values():  # HTTP connections belong to
-                close = getattr(scorer, "aclose", None)  # this event loop
-                if close is not None:
-                    await close()
+                await scorer.aclose()  # this event loop
 
     async def _run(self, items: Iterator[Item]) -> None:
         from ..bind.stack import for_run
@@ -176,7 +169,7 @@ class Runner:
         self.state.stopped = self.state.stopped or self.budget.stopped
         return False
 
-    async def _score_item(self, item: Item, todo: list[Any]) -> None:
+    async def _score_item(self, item: Item, todo: list[ScorerLike]) -> None:
         key = item_key(item["id"])
         item, results = await self.scoring.score_item(
             item, todo, lambda scored, label, result: self.sink.save(scored, key, label, result),
@@ -184,5 +177,4 @@ class Runner:
         await self.sink.item_done(item, results)
 
 
-__all__ = ["Runner", "declared_names", "item_fields", "label_of", "uses_judge", "failed_result", "apply_target_output",
-           "rate_limited", "SKIPPED_BATCH"]
+__all__ = ["Runner", "declared_names", "rate_limited", "SKIPPED_BATCH"]

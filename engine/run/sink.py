@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
 from ..core.result import ScoreResult, Usage
-from .item_scoring import label_of
+from ..core.scorer_like import ScorerLike
+from .attempt import Destinations, RunContext
 from .items import Item
 from .outfile import OutWriter, out_line
 from .prices import PriceTable
-from .reporting import EvalReporter, RunState
-from .resume import PriorResults
-from .store import Store
 
 __all__ = ["ResultSink", "priced"]
 
@@ -43,34 +39,34 @@ def priced(result: ScoreResult, prices: PriceTable | None) -> ScoreResult:
 
 
 class ResultSink:
-    """Keeps the results of one attempt of run ``state.run_id`` (see the module docstring).
-    `out`: the out file (appended; opened by `open`, closed by `close`), or None; `db`: the
-    store, or None; `on_item_complete(item, results)`: called (awaited if async) after each item,
-    an exception from it propagating; `budget`: told what each finished item cost."""
+    """Keeps the results of one attempt (see the module docstring): the run's `context`
+    (`engine.run.attempt.RunContext`: its state, the earlier attempts' results, the price table,
+    the budget told what each finished item cost) and where results go, `to`
+    (`engine.run.attempt.Destinations`: the out file, appended, opened by `open` and closed by
+    `close`; the store; the reporter; ``on_item_complete``, awaited if async, an exception from
+    it propagating)."""
 
-    def __init__(self, state: RunState, prior: PriorResults, out: Path | None, db: Store | None,
-                 reporter: EvalReporter, on_item_complete: Any = None, *, prices: PriceTable | None = None,
-                 budget: Any = None):
-        self.state = state
-        self.prior = prior
-        self.out = out
-        self.db = db
-        self.reporter = reporter
-        self.on_item_complete = on_item_complete
-        self.prices = prices
-        self.budget = budget
+    def __init__(self, context: RunContext, to: Destinations):
+        self.state = context.state
+        self.prior = context.prior
+        self.prices = context.prices
+        self.budget = context.budget
+        self.out = to.out
+        self.db = to.db
+        self.reporter = to.reporter
+        self.on_item_complete = to.on_item_complete
         self.rewrote = False
         self._writer: OutWriter | None = None
         self._position = 0
 
-    def count_prior(self, key: str, scorers: Iterable[Any]) -> list[Any]:
+    def count_prior(self, key: str, scorers: Iterable[ScorerLike]) -> list[ScorerLike]:
         """The scorers still to run on the item `key` (those without a final result in the
         earlier attempts); the earlier results of the others are counted in the statistics."""
         scorers = list(scorers)
-        todo = [s for s in scorers if not self.prior.done((key, label_of(s)))]
+        todo = [s for s in scorers if not self.prior.done((key, s.label))]
         if len(todo) < len(scorers):
             for scorer in scorers:
-                label = label_of(scorer)
+                label = scorer.label
                 found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
                     self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))

@@ -38,7 +38,7 @@ from typing import Any
 
 from ..core import environment
 from ..core.result import json_text, result_status
-from .store_schema import SCHEMA_VERSION, prepare
+from .store_schema import prepare
 
 DEFAULT_RELATIVE = Path(".scorespec") / "store.sqlite"
 
@@ -262,4 +262,4 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-__all__ = ["Store", "default_store_path", "SCHEMA_VERSION"]
+__all__ = ["Store", "default_store_path"]

@@ -5,6 +5,8 @@
 - ``keep_first``: lists of the answer whose first ``maxItems`` items are kept when the judge
   lists more, instead of asking again (`engine.judge.contract.AnswerContract.kept`); each must be a
   top-level property of type array with ``maxItems``.
+- ``pages``: lists of the answer asked for page by page while a page is full
+  (`engine.interpret.pages`); each must be such a property too, and not also kept first.
 
 Problems are recorded in the spec's `Document` at the key that wrote them.
 """
@@ -20,7 +22,7 @@ from .document import Document
 from .expressions import Expression
 from .models import PromptStage
 
-__all__ = ["BOOL_WORDS", "keep_first_of", "probabilities_of"]
+__all__ = ["BOOL_WORDS", "keep_first_of", "pages_of", "probabilities_of"]
 
 BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 """Strings YAML 1.1 read as booleans; specs are read as YAML 1.2, which keeps them strings, so a key
@@ -54,21 +56,41 @@ def keep_first_of(stage: PromptStage, key: str, doc: Document) -> tuple[str, ...
     """A prompt stage's `keep_first` fields, each checked against its output schema as written: a
     top-level property of type array with ``maxItems`` (a number, or ``{$expr}`` computed per
     item); a field named twice counts once. Problems are recorded at ``keep_first[i]``."""
+    return _list_fields(stage, stage.keep_first, f"{key}.keep_first", doc,
+                        "keep_first keeps the first items of a list the judge writes")
+
+
+def pages_of(stage: PromptStage, key: str, doc: Document) -> tuple[str, ...]:
+    """A prompt stage's `pages` fields, checked as `keep_first_of` checks its fields, and none also
+    in `keep_first` (a list either has its first items kept or is asked for whole). Problems are
+    recorded at ``pages[i]``."""
+    fields = _list_fields(stage, stage.pages, f"{key}.pages", doc,
+                          "pages asks for the rest of a list the judge writes, page by page")
+    for i, name in enumerate(stage.pages):
+        if name in stage.keep_first and name in fields:
+            doc.add("invalid-value", f"{key}.pages[{i}]", f"{name!r} is in keep_first too: a list either has its "
+                    "first items kept or is asked for whole", "name it in pages or in keep_first, not both")
+    return tuple(name for name in fields if name not in stage.keep_first)
+
+
+def _list_fields(stage: PromptStage, names: list[str], where: str, doc: Document, why: str) -> tuple[str, ...]:
+    """`names` that are top-level properties of type array with ``maxItems`` in the stage's output
+    schema as written, each once; a problem for each other one at ``WHERE[i]``."""
     properties = stage.output_schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     kept: list[str] = []
-    for i, name in enumerate(stage.keep_first):
-        where = f"{key}.keep_first[{i}]"
+    for i, name in enumerate(names):
+        at = f"{where}[{i}]"
         node = properties.get(name)
         if not isinstance(node, dict):
-            doc.add("invalid-value", where, f"{name!r} is not a property of the stage's output schema",
+            doc.add("invalid-value", at, f"{name!r} is not a property of the stage's output schema",
                     did_you_mean(name, properties) or "name a list field of the answer")
         elif node.get("type") != "array":
-            doc.add("invalid-value", where, f"{name!r} is not a list: its schema has no type: array",
-                    "keep_first keeps the first items of a list the judge writes")
+            doc.add("invalid-value", at, f"{name!r} is not a list: its schema has no type: array", why)
         elif "maxItems" not in node:
-            doc.add("invalid-value", where, f"{name!r} has no maxItems, so there is no bound to keep the first "
-                    "items of", "give it maxItems: the longest list whose answer fits the stage's max_tokens")
+            doc.add("invalid-value", at, f"{name!r} has no maxItems, so there is no bound to keep the first "
+                    "items of" if where.endswith("keep_first") else f"{name!r} has no maxItems, so there is no "
+                    "page size", "give it maxItems: the longest list whose answer fits the stage's max_tokens")
         elif name not in kept:
             kept.append(name)
     return tuple(kept)

@@ -48,27 +48,63 @@ def is_path(name: str) -> bool:
     return "/" in name or "\\" in name or name.endswith((".yaml", ".yml"))
 
 
+def shown_name(text: str, limit: int = 80) -> str:
+    """`text` as a message shows a name or path: cut to `limit` characters, the cut said."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def is_file(path: Path) -> bool:
+    """Whether `path` is a file; False, not an `OSError`, for a path the system cannot look up (a
+    name longer than the file system allows, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def too_long(text: str) -> str | None:
+    """Why the path `text` can name no file (a part longer than `NAME_MAX`, the whole longer
+    than `PATH_MAX`), or None."""
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in Path(text).parts), default=0)
+    if longest > NAME_MAX:
+        return f"longer than a file name can be ({longest:,} bytes; at most {NAME_MAX})"
+    if len(text.encode("utf-8", "surrogatepass")) > PATH_MAX:
+        return f"longer than a path can be (at most {PATH_MAX:,} bytes)"
+    return None
+
+
+NAME_MAX = 255
+"""The longest file name (one part of a path), in bytes, on the common file systems."""
+PATH_MAX = 4096
+"""The longest path, in bytes (Linux)."""
+
+
 def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
     """The spec file for a name or path. Raises `FileNotFoundError` naming what was tried and,
-    for a name, the nearest known ids."""
+    for a name, the nearest known ids (a name or path too long to name a file says so)."""
     text = str(name_or_path)
     if isinstance(name_or_path, Path) or is_path(text):
         path = Path(text)
-        if not path.is_file():
-            raise FileNotFoundError(f"spec file not found: {text}")
+        if not is_file(path):
+            why = too_long(text)
+            said = f" (the name is {why})" if why else ""
+            raise FileNotFoundError(f"spec file not found: {shown_name(text)}{said}")
         return path
+    if too_long(f"{text}.yaml"):
+        raise FileNotFoundError(f"no scorer named {shown_name(text)!r}: a scorer's id names its file "
+                                f"ID.yaml, and this one is {too_long(text + '.yaml')}")
     local = (cwd or Path.cwd()) / "scorer_specs" / f"{text}.yaml"
-    if local.is_file():
+    if is_file(local):
         return local
     builtin = builtin_specs_dir() / f"{text}.yaml"
-    if builtin.is_file():
+    if is_file(builtin):
         return builtin
     tool = engine_specs_dir() / f"{text}.yaml"
-    if tool.is_file():  # the engine's own specs (align's optimiser): render-able by id, never listed
+    if is_file(tool):  # the engine's own specs (align's optimiser): render-able by id, never listed
         return tool
     from ..core.errors import did_you_mean
 
-    if local.with_suffix(".yml").is_file():  # read only as a path: a name finds *.yaml files
+    if is_file(local.with_suffix(".yml")):  # read only as a path: a name finds *.yaml files
         raise FileNotFoundError(f"no scorer named {text!r}: scorer_specs/{text}.yml is not read by name, as spec "
                                 f"files end in .yaml (rename it {text}.yaml, or give its path)")
     hint = did_you_mean(text, [e.id for e in list_specs(cwd)])

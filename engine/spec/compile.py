@@ -21,8 +21,8 @@ from .. import functions
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from ..core.schemas import answer_keys, schema_error
-from .answer_fields import BOOL_WORDS, keep_first_of, probabilities_of
-from .catalog import prompt_dirs, resolve_spec
+from .answer_fields import BOOL_WORDS, keep_first_of, pages_of, probabilities_of
+from .catalog import builtin_root, prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
@@ -235,6 +235,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     shape = keys if stage.result is None and stage.for_each is None else None
     probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
     keep_first = keep_first_of(stage, key, c.doc)
+    pages = pages_of(stage, key, c.doc)
     if template is None or probabilities is None:
         return None, shape
     plan = PromptStagePlan(
@@ -242,7 +243,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         temperature=judge.temperature if stage.temperature is None else stage.temperature,
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
-        sampling=sampling, probabilities=probabilities, keep_first=keep_first,
+        sampling=sampling, probabilities=probabilities, keep_first=keep_first, pages=pages,
         examples=checked_examples(stage, key, schema_exprs, c.doc),
     )
     return plan, shape
@@ -300,7 +301,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
         if isinstance(stage, PromptStage) and stage.probabilities is not False:
             with_probs.add(stage.id)
             scope = scope.with_names(answer_probs=frozenset(with_probs))
-        if isinstance(stage, PromptStage) and stage.keep_first:
+        if isinstance(stage, PromptStage) and (stage.keep_first or stage.pages):
             with_listed.add(stage.id)
             scope = scope.with_names(listed=frozenset(with_listed))
     return plans, scope
@@ -403,8 +404,49 @@ def compile_document(doc: Document) -> ScorerPlan:
     complete = spec is not None and not spec.abstract and spec.stages is not None and spec.score is not None
     plan = _plan(spec, doc) if complete else None
     if doc.problems or plan is None:
-        raise SpecError(doc.problems)
+        raise SpecError(in_the_users_spec(doc.problems, doc))
     return plan
+
+
+def in_the_users_spec(problems: list[Problem], doc: Document) -> list[Problem]:
+    """`problems` of a spec that extends a built-in, each one found in a built-in's own file (its
+    spec or a template) placed in the spec being loaded instead: a built-in is valid alone, so
+    what fails there fails because of what this spec changed, and this spec is the file to edit.
+    It is placed at the key of this spec that writes the section the problem is in (``stages``,
+    ``reason``, …), else for a name not defined there at its ``vars`` when it writes them, else at
+    its ``extends:``; the message names the built-in's file, line and key path. Problems of a
+    built-in loaded by itself, and of other files, are as found."""
+    if len(doc.chain) < 2 or not doc.sources:
+        return problems
+    root = builtin_root().resolve()
+    own_file, own_text = doc.sources[0]
+    if _under(Path(own_file), root):
+        return problems
+    own = parse_document(own_text, Path(own_file))
+    written = own.data if isinstance(own.data, dict) else {}
+    placed = []
+    for problem in problems:
+        if not problem.file or not _under(Path(problem.file), root):
+            placed.append(problem)
+            continue
+        section = re.split(r"[.\[]", problem.key_path, maxsplit=1)[0]
+        key = section if section and section in written else \
+            "vars" if problem.code == "undefined-name" and "vars" in written else "extends"
+        at = own.position(key)
+        shown = Path(problem.file).resolve().relative_to(root).as_posix()
+        origin = f"{shown}:{problem.line}" + (f" ({problem.key_path})" if problem.key_path else "")
+        cause = "changes" if key == "extends" else f"{key!r}"
+        placed.append(Problem(problem.code, f"{problem.message} — in the built-in {origin}, which fails with this "
+                              f"spec's {cause}", at.file, at.line, at.column, key, problem.hint, problem.severity))
+    return placed
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def check_document(doc: Document) -> Spec | None:
@@ -451,5 +493,4 @@ def validate_directory(paths: list[Path]) -> list[Problem]:
     return [problem for problems in validate_specs(paths).values() for problem in problems]
 
 
-__all__ = ["ScorerPlan", "load_spec", "compile_document", "compile_file", "compile_text", "validate_directory",
-           "validate_specs"]
+__all__ = ["load_spec", "compile_document", "compile_file", "compile_text", "validate_directory", "validate_specs"]

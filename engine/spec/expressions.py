@@ -397,5 +397,4 @@ def _attribute_uses(found: list[nodes.Node]) -> dict[tuple[str, str], int]:
     return uses
 
 
-__all__ = ["MEANT_DIGITS", "Expression", "Template", "TemplateSyntaxError", "decimal_half_away", "environment",
-           "neutralise_delimiters"]
+__all__ = ["MEANT_DIGITS", "Expression", "Template", "decimal_half_away", "environment", "neutralise_delimiters"]

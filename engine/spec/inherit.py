@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import Problem, SpecError
-from .catalog import builtin_prompts_dir, builtin_specs_dir, is_path, prompt_dirs, resolve_spec
+from .catalog import (
+    builtin_prompts_dir,
+    builtin_specs_dir,
+    is_file,
+    is_path,
+    prompt_dirs,
+    resolve_spec,
+    shown_name,
+    too_long,
+)
 from .document import Document, Position, read_document
 
 KEYED_LISTS = {"stages": True, "checks": False, "reason": False}
@@ -34,8 +43,12 @@ def _parent_path(value: Any, child: Document) -> Path | None:
                   "e.g. extends: faithfulness")
         return None
     if is_path(value):
+        why = too_long(value)
+        if why is not None:
+            child.add("unknown-parent", "extends", f"spec file {shown_name(value)!r} not found: the name is {why}")
+            return None
         path = (child.path.parent / value).resolve() if not Path(value).is_absolute() else Path(value)
-        if not path.is_file():
+        if not is_file(path):
             child.add("unknown-parent", "extends", f"spec file {value!r} not found", f"looked for {path}")
             return None
         return path

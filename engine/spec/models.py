@@ -103,6 +103,15 @@ class PromptStage(_Model):
         "and `result` see the list cut. Later expressions read how many items the judge listed as "
         "`listed.STAGE.FIELD` (with for_each, a list: one per element), so a reason can say what was left out.",
     )
+    pages: list[str] = Field(
+        default_factory=list,
+        description="List fields of the answer (top-level properties of type array with `maxItems`) that may run "
+        "to more items than one answer holds: an answer whose list is full (exactly `maxItems` items) is followed "
+        "by another call, the conversation kept, asking for the items after those, until a page comes back short "
+        "or adds nothing new (at most 20 pages); a list longer than `maxItems` (a judge not held to the schema) is "
+        "taken whole. The answer holds every page's items in order (its other fields from the first page), and "
+        "later expressions read how many were listed as `listed.STAGE.FIELD`. One page costs one call.",
+    )
     result: str | None = Field(
         None, description="Expression mapping the answer (`answer`) to the stage's result."
     )

@@ -77,6 +77,9 @@ class PromptStagePlan:
     keep_first: the answer's list fields (top-level, type array with ``maxItems``) whose first
     ``maxItems`` items are kept when the judge lists more, instead of asking again
     (`engine.judge.contract.AnswerContract.kept`); how many it listed is ``listed.STAGE``.
+    pages: the answer's list fields (top-level, type array with ``maxItems``) asked for page by
+    page while a page comes back full (`engine.interpret.pages`); how many were listed in all is
+    ``listed.STAGE``.
     examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     """
 
@@ -94,6 +97,7 @@ class PromptStagePlan:
     sampling: SamplingPlan | None = None
     probabilities: Union[bool, Expression] = False
     keep_first: tuple[str, ...] = ()
+    pages: tuple[str, ...] = ()
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
     examples: tuple[Mapping[str, Any], ...] = ()
 

@@ -99,15 +99,8 @@ class FakeJudge:
             if isinstance(data, WithProbs):
                 data, probs = data.answer, data.probs
             raw = data if isinstance(data, str) else json.dumps(data)
-            if isinstance(data, str):
-                try:
-                    data = json.loads(data)
-                except json.JSONDecodeError as exc:
-                    last_error = f"not JSON: {exc}"
-                    usage.reasks += attempt < call.max_reasks
-                    continue
-            try:
-                value = call.validate(data)
+            try:  # a text as a provider's answer is read: the contract's `read`, as every judge does
+                value = call.contract.validate_text(data) if isinstance(data, str) else call.validate(data)
             except AnswerInvalid as exc:
                 last_error, last_invalid = str(exc), exc
                 usage.reasks += attempt < call.max_reasks

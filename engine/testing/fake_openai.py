@@ -66,7 +66,7 @@ from typing import Any
 from .fake_http import FakeHTTPServer
 from .fake_replies import Fault, Tokens, completion
 
-__all__ = ["Fault", "FakeOpenAIServer", "Tokens"]
+__all__ = ["FakeOpenAIServer"]
 
 
 class FakeOpenAIServer:

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .fake_openai import Fault
+from .fake_replies import Fault
 
 __all__ = ["FaultInjector", "KINDS"]
 

@@ -31,6 +31,9 @@ from ..core.lines import content_lines
 
 OnSpanProblem = Callable[[int, str], None]
 MAX_ATTRIBUTE_DEPTH = 20
+MAX_DECODED_DEPTH = 1000
+"""About the deepest nesting a line can have and be read: Python's JSON decoder gives up near
+its recursion limit (1,000 levels by default)."""
 
 
 @dataclass
@@ -272,16 +275,23 @@ def spans_of_document(document: Mapping[str, Any], on_bad: Callable[[str], None]
 def read_documents(lines: Iterable[bytes], on_problem: OnSpanProblem, whole: Callable[[], bytes] | None = None
                    ) -> Iterator[tuple[int, list[Span]]]:
     """``(line, spans)`` for each document of an OTLP JSON or span-JSONL file given as its lines
-    (a line holding one span is a document of one span). When the first non-blank line is not
-    JSON on its own (one document written over many lines) and `whole` is given, the file is
-    read whole through it instead (the only case that is). Problems go to `on_problem(line,
+    (a line holding one span is a document of one span). When the first non-blank line opens an
+    object it does not close whose first key is ``resourceSpans`` (one document written over many
+    lines) and `whole` is given, the file is read whole through it instead (the only case that
+    is); any other bad line is a problem of its own, and the lines after it are read. Problems go to `on_problem(line,
     message)` (module docstring)."""
-    first = True
-    for number, raw in content_lines(lines):
+    first = at_start = True
+    numbered = _Lines(content_lines(lines))
+    for number, raw in numbered:
+        was_start, at_start = at_start, False
         try:
             record = json.loads(raw.decode("utf-8"), strict=False)
-        except (ValueError, RecursionError) as exc:
-            if first and whole is not None and raw.lstrip().startswith(b"{"):
+        except RecursionError:
+            on_problem(number, f"too deeply nested (more than about {MAX_DECODED_DEPTH:,} levels); not read")
+            continue
+        except ValueError as exc:
+            if was_start and whole is not None and _cut_object(raw, exc) and \
+                    _first_key(raw.decode("utf-8", errors="replace"), numbered.peek()) == "resourceSpans":
                 yield from _whole_document(whole(), on_problem)
                 return
             on_problem(number, f"invalid JSON: {getattr(exc, 'msg', exc)}")
@@ -326,20 +336,91 @@ def _whole_document(data: bytes, on_problem: OnSpanProblem) -> Iterator[tuple[in
     yield 1, list(spans_of_document(document, lambda message: on_problem(1, message)))
 
 
-def looks_like_spans(head: bytes) -> bool:
-    """Whether the start of a file (its first bytes) reads as OTLP JSON or a JSONL of spans:
-    ``resourceSpans`` near the start, or a first line that is an object with a trace and a span id."""
-    if b'"resourceSpans"' in head:
-        return True
-    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return False
-    if not isinstance(record, dict):
-        return False
-    return is_span(record)
+SNIFF_LINES = 100
+"""The most lines format detection passes over that are no JSON object (not JSON, nested too
+deeply for the decoder, a list) before it decides the file holds no spans."""
+
+
+def looks_like_spans(lines: Iterable[bytes]) -> bool:
+    """Whether a file, given as its lines (bytes, as a binary file yields them), holds OTLP JSON
+    or a JSONL of spans, told by its structure: the first line that is a JSON object decides, a
+    ``{"resourceSpans": …}`` document or a span (a trace and a span id: `is_span`) being traces
+    and any other object not, however long that line is. Lines that are no JSON object (a bad
+    line, one nested too deeply) are passed over, up to `SNIFF_LINES` of them. A first line that
+    opens an object it does not close is traces when that object's first key is ``resourceSpans``
+    (one document written over many lines), and otherwise a bad line."""
+    passed = 0
+    numbered = _Lines(content_lines(lines))
+    for _, raw in numbered:
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            record = json.loads(text, strict=False)
+        except RecursionError:
+            record = None
+        except ValueError as exc:
+            if passed == 0 and _opens_object(text, exc) and _first_key(text, numbered.peek()) == "resourceSpans":
+                return True
+            record = None
+        if isinstance(record, dict):
+            return "resourceSpans" in record or is_span(record)
+        passed += 1
+        if passed >= SNIFF_LINES:
+            return False
+    return False
+
+
+def _opens_object(text: str, exc: ValueError) -> bool:
+    """Whether `text`, which did not parse (`exc`), starts an object its line does not close."""
+    return text.lstrip().startswith("{") and getattr(exc, "pos", -1) >= len(text.rstrip())
+
+
+def _first_key(text: str, more: Iterator[bytes]) -> str | None:
+    """The first key of the object `text` opens, reading lines from `more` until it is written
+    (at most `SNIFF_LINES` of them); None when the object has no key first."""
+    for _ in range(SNIFF_LINES):
+        i = text.index("{") + 1
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i < len(text):
+            if text[i] != '"':
+                return None
+            try:
+                key, _ = json.JSONDecoder(strict=False).raw_decode(text, i)
+            except ValueError:
+                key = None
+            if isinstance(key, str):
+                return key
+        line = next(more, None)
+        if line is None:
+            return None
+        text += line.decode("utf-8", errors="replace")
+    return None
+
+
+def _cut_object(raw: bytes, exc: ValueError) -> bool:
+    """Whether the line `raw`, which did not parse (`exc`), starts an object it does not close."""
+    return _opens_object(raw.decode("utf-8", errors="replace"), exc)
+
+
+class _Lines:
+    """Numbered lines that can be looked ahead at: `peek` yields the raw lines after the current
+    one, and those it yielded come again from the iteration."""
+
+    def __init__(self, numbered: Iterator[tuple[int, bytes]]):
+        self._numbered = numbered
+        self._ahead: list[tuple[int, bytes]] = []
+
+    def __iter__(self) -> "_Lines":
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        return self._ahead.pop(0) if self._ahead else next(self._numbered)
+
+    def peek(self) -> Iterator[bytes]:
+        for entry in self._numbered:
+            self._ahead.append(entry)
+            yield entry[1]
 
 
 __all__ = ["NOT_TRACES", "OnSpanProblem", "Span", "any_value", "attributes_of", "hex_id", "is_span",
-           "looks_like_spans", "read_documents", "read_spans", "span_of", "spans_of_document"]
+           "SNIFF_LINES", "looks_like_spans", "read_documents", "read_spans", "span_of", "spans_of_document"]
