@@ -173,9 +173,8 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.run_lock.RunInUse` (a `FileExistsError`) when another process
-    is scoring the same run now, `engine.run.items.DatasetError` for an unreadable file.
-    """
+    and `resume` is False (`engine.run.run_lock.RunInUse`, one, when another process is scoring the
+    same run now), `engine.run.items.DatasetError` for an unreadable file."""
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
