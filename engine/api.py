@@ -109,24 +109,25 @@ def compare(versions: Any = None, data: Any = None, settings: CompareSettings | 
 
 
 async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None,
-                 **kwargs: Any) -> AlignResult:
+                 *, resume: bool = False, **kwargs: Any) -> AlignResult:
     """Align a scorer with the human labels of `data`: candidate child specs proposed from a train
     split, chosen on a dev split, the chosen one and the parent compared once on a held-out test
     split, the child written as an ``extends:`` spec; return an `AlignResult`.
 
     settings: an `engine.AlignSettings` (labels, split, strategies, candidates, name, out_dir, …);
     run: an `engine.RunSettings`. Keyword arguments naming a field of either are laid over them; the
-    rest (resume, progress, on_phase, optimizer), and every error raised, are
-    `engine.alignment.loop.aalign`'s."""
+    rest (progress, on_phase, optimizer), and every error raised, are `engine.alignment.loop.aalign`'s;
+    resume: continue the alignment in the out folder (`engine.alignment.loop.aalign`'s, not the
+    run setting of that name)."""
     from .alignment.loop import aalign as align_
 
-    return await align_(scorer, data, settings, resolved_settings(run, kwargs), **kwargs)
+    return await align_(scorer, data, settings, resolved_settings(run, kwargs), resume=resume, **kwargs)
 
 
 def align(scorer: Any, data: Any, settings: AlignSettings | None = None, run: RunSettings | None = None,
-          **kwargs: Any) -> AlignResult:
+          *, resume: bool = False, **kwargs: Any) -> AlignResult:
     """Synchronous `aalign` (same arguments; works inside a running event loop too)."""
-    return run_sync(aalign(scorer, data, settings, run, **kwargs), thread_name="scorespec-align")
+    return run_sync(aalign(scorer, data, settings, run, resume=resume, **kwargs), thread_name="scorespec-align")
 
 
 for _sync, _async in ((run_evals, arun_evals), (calibrate, acalibrate), (compare, acompare), (align, aalign)):

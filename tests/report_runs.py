@@ -11,7 +11,7 @@ from typing import Any
 from engine import load_scorer
 from engine.analysis.calibration import calibrate
 from engine.core.errors import ScorerRunError
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.testing import FakeJudge
 
 HOSTILE_ID = "<img src=x onerror=\"window.__pwned='id'\">"

@@ -19,7 +19,7 @@ from engine.core.errors import SpecError
 from engine.core.messages import MessageError, read_tool_calls
 from engine.core.run_fields import run_namespace
 from engine.run.datasets import iter_items
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.items import parse_fields
 from engine.run.readers import read_file
 from engine.spec.compile import compile_file

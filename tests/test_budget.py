@@ -15,7 +15,7 @@ import engine.cli.eval  # noqa: F401  (registers eval and calibrate)
 from engine.bind.load import load_scorer
 from engine.cli.main import app
 from engine.run.budget import Budget, UnpricedModelError, check_priced, spent_before
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.prices import PriceTable, load_prices, parse_prices
 from engine.run.store import Store
 from engine.testing import FakeJudge

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import engine.cli.compare  # noqa: F401  (registers compare)
-import engine.cli.eval  # noqa: F401  (registers eval, runs, show, calibrate)
 from engine.cli.main import app
 
 SPECS = Path(__file__).resolve().parent / "specs"
@@ -152,7 +150,7 @@ _FLAG = __import__("re").compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
 def _flags_and_texts(name: str) -> tuple[set[str], list[str]]:
     import typer.main
 
-    command = typer.main.get_command(app).commands[name]
+    command = typer.main.get_command(app).get_command(None, name)  # the group loads the command's module
     flags = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
     texts = [command.help or ""] + [getattr(param, "help", None) or "" for param in command.params]
     return flags, texts

@@ -24,7 +24,8 @@ from engine.bind.stack import make_judge
 from engine.judge.retries import RetryPolicy
 from engine.cli.main import app
 from engine.judge.rate_limit import RateLimiter
-from engine.run.evals import arun_evals, run_evals
+from engine import run_evals
+from engine.run.evals import arun_evals
 from engine.run.summary import Threshold
 from engine.testing import FakeJudge
 from engine.testing.fake_openai import FakeOpenAIServer

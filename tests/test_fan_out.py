@@ -12,7 +12,7 @@ from engine import load_scorer
 from engine.core.errors import ScorerRunError
 from engine.core.result import Usage
 from engine.judge.call import JudgeAnswer, JudgeCall
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.reporting import EvalReporter
 from engine.testing import FakeJudge
 

@@ -253,7 +253,7 @@ def test_a_compare_run_sets_each_version_against_the_first(store):
     from report_runs import faithfulness_judge, items
 
     from engine import load_scorer
-    from engine.run.evals import run_evals
+    from engine import run_evals
 
     versions = [load_scorer("faithfulness", judge=faithfulness_judge(), label="faithfulness"),
                 load_scorer("faithfulness", judge=faithfulness_judge(strict=True), label="faithfulness@draft")]

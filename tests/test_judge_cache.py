@@ -202,7 +202,7 @@ def test_a_schema_change_changes_the_key_also_for_a_schema_keyed_before():
 def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():
     names = {f.name for f in dataclasses.fields(CallIdentity) if f.init}
     assert names == {"provider", "model", "base_url", "structured_mode", "messages", "schema", "temperature",
-                     "max_tokens", "seed", "sample_index", "probabilities"}
+                     "max_tokens", "seed", "sample_index", "probabilities", "request"}
     with pytest.raises(TypeError, match="api_key"):
         cache_key(**material(), api_key="sk-secret")
     incomplete = material()
@@ -228,6 +228,7 @@ def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():
     ("seed", 0),
     ("sample_index", 1),
     ("probabilities", True),
+    ("request", {"family": "reasoning", "max_completion_tokens": 5120, "reasoning_effort": "low"}),
 ])
 def test_each_field_changes_the_key(field, value):
     assert cache_key(**material(**{field: value})) != cache_key(**material())

@@ -32,7 +32,7 @@ from engine.judge.call import JudgeAnswer, JudgeCall
 from engine.judge.contract import AnswerContract
 from engine.judge.identity import provider_identity
 from engine.judge.rate_limit import RateLimitedJudge
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.spec.compile import load_spec
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.fake_replies import Fault
@@ -395,7 +395,7 @@ def test_the_rate_limit_sits_below_the_cache_so_a_hit_takes_no_token(tmp_path):
 
 CHILD = """
 import json, sys
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.bind.stack import make_judge
 from engine.bind.load import load_scorer
 base_url, spec, cache, first, last = sys.argv[1:]

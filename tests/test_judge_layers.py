@@ -27,8 +27,8 @@ from engine.judge.provider import InstructorJudge, _retry_after
 from engine.judge.rate_limit import RateLimitedJudge, RateLimiter
 from engine.judge.retries import RetryingJudge, RetryPolicy
 from engine.judge.settings import JudgeSettings
+from engine import run_evals
 from engine.judge.stack import JudgeParts, compose
-from engine.run.evals import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.expressions import Expression
 from engine.testing import FakeJudge

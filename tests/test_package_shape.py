@@ -62,12 +62,18 @@ def test_the_entry_points_take_at_most_eight_named_parameters():
     from engine.run import evals
 
     entry_points = [api.run_evals, api.arun_evals, api.calibrate, api.acalibrate, api.compare, api.acompare,
-                    evals.run_evals, evals.arun_evals, calibration.calibrate, calibration.acalibrate,
+                    evals.arun_evals, calibration.calibrate, calibration.acalibrate,
                     compare.compare, compare.acompare, load.load_scorer, stack.make_judge]
     for function in entry_points:
         named = [p for p in inspect.signature(function).parameters.values()
                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
         assert len(named) <= 8, f"{function.__module__}.{function.__qualname__}: {len(named)}"
+
+
+def test_one_function_is_called_run_evals():
+    defined = sorted(path.relative_to(ENGINE).as_posix() for path in ENGINE.rglob("*.py")
+                     if re.search(r"^(async )?def run_evals\(", path.read_text(encoding="utf-8"), re.M))
+    assert defined == ["api.py"]
 
 
 def defined_names(path: Path) -> set[str]:

@@ -20,7 +20,7 @@ from engine.bind.stack import make_judge
 from engine.judge.retries import RetryPolicy
 from engine.cli.main import app
 from engine.core.result import Usage
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.prices import SHIPPED_PRICES, PriceTable, PriceTableError, cost_of, load_prices, parse_prices, usd_text
 
 TABLE = """\

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.cli.main import app
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.settings import RESUMED_FIELDS, RunSettings
 from engine.run.store import Store
 

@@ -16,7 +16,7 @@ import engine
 import engine.cli.compare  # noqa: F401  (registers compare)
 import engine.cli.eval  # noqa: F401  (registers eval, runs, show, calibrate)
 from engine.cli.main import app
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.executor import Executor, LocalExecutor, executor_of
 from engine.run.settings import RunSettings
 from engine.run.store import Store

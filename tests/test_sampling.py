@@ -16,7 +16,7 @@ from engine.judge.retries import RetryPolicy
 from engine.core.errors import SpecError
 from engine.interpret.reduce import agreeing_share, central, majority
 from engine.interpret.scorer import Scorer
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.spec.compile import compile_file
 from engine.spec.sampling import DEFAULT_SAMPLE_TEMPERATURE
 from engine.testing import FakeJudge

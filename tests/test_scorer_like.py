@@ -11,7 +11,8 @@ import pytest
 from engine.bind.load import load_scorer
 from engine.core.result import ItemError, ScoreResult
 from engine.core.scorer_like import ForeignScorer, SpecFree
-from engine.run.evals import resolve_scorers, run_evals
+from engine import run_evals
+from engine.run.evals import resolve_scorers
 
 NUMERIC = str(Path(__file__).resolve().parent / "specs" / "numeric.yaml")  # score = the output as a number
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.cli.main import app
 from engine.run.datasets import iter_items
-from engine.run.evals import run_evals
+from engine import run_evals
 from engine.run.readers import detect_format
 from engine.traces.assemble import TraceOptions, assemble
 from engine.traces.otlp_json import read_spans

@@ -41,6 +41,7 @@ def cli_command() -> Any:
     import typer
 
     import engine.cli.compare  # noqa: F401 - registers compare and, through eval, the batch commands
+    import engine.cli.doctor  # noqa: F401 - registers doctor
     import engine.cli.eval  # noqa: F401
     import engine.cli.main  # noqa: F401 - registers the single-item commands and `cache`
     from engine.cli.app import app

@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import did_you_mean
+from ..core.errors import UserError, did_you_mean
 from ..run.datasets import iter_items
 from ..run.items import DatasetProblem, item_key, label_value
 
 __all__ = ["LabelError", "Labelled", "check_label_classes", "labelled_items", "matches"]
 
 
-class LabelError(ValueError):
+class LabelError(UserError, ValueError):
     """The labels cannot be used as asked (no labelled item, a non-numeric graded label, ...)."""
 
 

@@ -64,7 +64,8 @@ def make_judge(model: str, settings: JudgeSettings | None = None, parts: JudgePa
         settings = settings.replace(retry=settings.retry or LOCAL_RETRY)
     else:
         provider = hosted_judge(model, base_url=settings.base_url, api_key=reveal(settings.api_key), mode=settings.mode,
-                                timeout_s=settings.timeout_s, context_window=settings.context_window)
+                                timeout_s=settings.timeout_s, context_window=settings.context_window,
+                                family=settings.family, reasoning_tokens=settings.reasoning_tokens)
     try:
         provider.recipe = recipe  # how to build it again in another process (`engine.judge.recipe`)
     except AttributeError:  # a provider object that takes no attributes: it cannot be rebuilt elsewhere

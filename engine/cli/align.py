@@ -2,11 +2,13 @@
 that holds up on a held-out test split, and write it as an ``extends:`` child spec
 (`engine.alignment`).
 
-Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit
+Registered on `engine.cli.app.app` when imported (the command group imports it when ``align`` is
+asked for); its judge and run flags are the groups of `engine.cli.flags`, as every batch command
+has them (``--samples`` and ``--language`` included). Exit
 codes: 0 (also when no candidate beat the scorer on dev: nothing written); 1 when the chosen
 candidate is not adopted (its win on dev within noise, or worse on test: written under
-``OUT/rejected/``); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume``
-continues); 130 interrupted.
+``OUT/rejected/``); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -18,27 +20,17 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import EXIT_BUDGET, EXIT_INTERRUPTED, EXIT_THRESHOLD, app, fail
-from .cache import command_cache
+from .app import EXIT_BUDGET, EXIT_THRESHOLD, app, fail
+from .errors import run_async
+from .flags import JudgeFlags, RunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies
 from .options import (
     AsJson,
-    BaseUrl,
-    Cache,
     Cutoff,
-    Fields,
     LabelField,
-    Limit,
-    LocalConcurrency,
-    MaxCost,
-    Model,
     Negative,
-    NoCache,
-    Options,
     Positive,
-    Prices,
     Quiet,
-    Refresh,
     Report,
     with_help,
 )
@@ -51,6 +43,7 @@ AlignReport = with_help(Report, "Write an HTML page of the alignment: the candid
 
 
 @app.command("align")
+@with_flag_groups
 def align_cmd(
     scorer: Annotated[str, typer.Argument(metavar="SCORER", help="The scorer to align: an id or a spec file.")],
     data: Annotated[Path, typer.Option("--data", help="JSONL, CSV or JSON-array file of labelled items.")],
@@ -77,17 +70,8 @@ def align_cmd(
                                                 "SCORER_aligned].")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where scorer_specs/NEW_ID.yaml, "
                                           "prompts/NEW_ID/ and NEW_ID.align.json go.")] = Path("."),
-    limit: Limit = None,
-    field: Fields = [],
-    model: Model = None,
-    base_url: BaseUrl = None,
-    option: Options = [],
-    concurrency: LocalConcurrency = None,
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    prices: Prices = None,
-    max_cost: MaxCost = None,
+    judge: JudgeFlags = JudgeFlags(),
+    run: RunFlags = RunFlags(),
     resume: Annotated[bool, typer.Option("--resume", help="Continue the alignment in --out-dir (its split and "
                                          "proposals; the judge-call cache answers what was asked).")] = False,
     report_file: AlignReport = None,
@@ -101,8 +85,7 @@ def align_cmd(
     worse on test, is adopted: else it goes to OUT/rejected/, exit 1). Exit 2 on errors, 3 when the
     --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
-    from ..run.settings import RunSettings
-    from .loading import _load_scorers
+    from .loading import load_scorers
 
     for path, flag in ((data, "--data"), (test, "--test")):
         if path is not None and not path.is_file():
@@ -118,11 +101,11 @@ def align_cmd(
                                  candidates=candidates, optimizer_model=optimizer_model, name=name, out_dir=out_dir)
     except (TypeError, ValueError) as exc:
         fail(str(exc))
-    run = RunSettings(concurrency=concurrency, fields=field or None, prices=prices, max_cost=max_cost, limit=limit)
-    (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh), refresh)
+    run_settings, judge_settings = build_settings(judge, run)
+    (loaded,) = load_scorers([scorer], judge_settings, judge.option, run_settings.samples)
     if resume:
         _note_nothing_to_resume(out_dir, settings.name or f"{loaded.id}_aligned")
-    result = _align(loaded, data, settings, run, resume, quiet)
+    result = _align(loaded, data, settings, run_settings, resume, quiet)
     _print(result, as_json)
     if report_file is not None:
         from ..report.align_section import write_align_report
@@ -153,25 +136,17 @@ def _note_nothing_to_resume(out_dir: Path, name: str) -> None:
 
 
 def _align(loaded: Any, data: Path, settings: Any, run: Any, resume: bool, quiet: bool) -> Any:
-    """`aalign` on the terminal; exits with a message on bad input, 130 when interrupted."""
-    import asyncio
-
-    from ..alignment.loop import aalign
-    from ..run.items import DatasetError
+    """`engine.api.aalign` on the terminal, its phases on stderr (unless `quiet`)."""
+    from ..api import aalign
     from .output import ConsoleReporter, err_console
 
     def phase(line: str) -> None:
         if not quiet:
             err_console().print(f"align: {line}", markup=False, highlight=False, soft_wrap=True)
 
-    try:
-        return asyncio.run(aalign(loaded, data, settings, run, resume=resume, on_phase=phase,
-                                  progress=ConsoleReporter(quiet=quiet, per_item=False)))
-    except KeyboardInterrupt:
-        err_console().print("interrupted: run the same command with --resume to continue", markup=False)
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except (ValueError, FileExistsError, DatasetError) as exc:  # LabelError is a ValueError
-        fail(str(exc))
+    return run_async(aalign(loaded, data, settings, run, resume=resume, on_phase=phase,
+                            progress=ConsoleReporter(quiet=quiet, per_item=False)),
+                     "interrupted: run the same command with --resume to continue")
 
 
 def _print(result: Any, as_json: bool) -> None:

@@ -1,9 +1,23 @@
 """What every `scorespec` command shares: the typer `app` the commands register on, the exit
 codes, the rich consoles, `fail`, and the ``--option`` parser.
 
-`engine.cli.main` (single-item commands, the console script) and `engine.cli.eval` (batch commands)
-both import from here, neither from the other's commands. This module imports only typer at
-load time, so ``scorespec --help`` stays quick.
+`engine.cli.main` (single-item commands, the console script) and the batch commands' modules
+(`engine.cli.eval`, `calibrate`, `compare`, `align`, `runs`) all import from here, none from
+another's commands. This module imports only typer at load time, so ``scorespec --help`` stays
+quick.
+
+The command group (`Commands`) loads a command's module when the command is asked for: a module
+of this package that declares ``@app.command("NAME")`` is found by reading the package's sources
+(no list of commands is kept by hand), so ``scorespec run`` never imports the batch commands.
+It also handles errors once for every command (`handled`):
+
+- a `engine.core.errors.UserError` (a spec, a data set, an option, a model string, a label, a price
+  table, a report, a language, Ray, Phoenix, OTLP, the store's version, a pattern): its message as
+  ``error: MESSAGE`` on stderr, exit 2;
+- typer's own exits and usage errors: as typer gives them;
+- anything else is a fault of scorespec: ``error: internal error (TYPE: MESSAGE); please report
+  it`` naming the file that keeps the traceback (`keep_traceback`), exit 2 (never 1, "below
+  threshold").
 
 Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
 problem, bad input, an item that failed, a usage error); 3 a run stopped before the end of its
@@ -12,10 +26,17 @@ data because the next item would have passed its ``--max-cost`` budget (resume i
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Any
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from . import help_types  # noqa: F401  (--help names a repeatable value's element type)
 
@@ -26,7 +47,54 @@ EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is s
 MODEL_HELP = ("provider/model, local, local-tiny or llamacpp/PATH.gguf; an embedded model takes settings after '?': "
               "'local?slots=1&threads=2' (the docs' guide to the embedded judges).")
 
+#: ``@app.command("NAME")`` in a module's source: the commands that module declares.
+_DECLARED = re.compile(r'^@app\.command\(\s*"([a-z][a-z-]*)"', re.M)
+
+
+def declared_commands() -> dict[str, str]:
+    """Command name → the module of this package that declares it, read from the sources (in
+    file-name order), e.g. ``{"eval": "engine.cli.eval", "show": "engine.cli.runs", …}``."""
+    found: dict[str, str] = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        for name in _DECLARED.findall(path.read_text(encoding="utf-8")):
+            found.setdefault(name, f"{__package__}.{path.stem}")
+    return found
+
+
+class Commands(TyperGroup):
+    """The ``scorespec`` group: the commands registered so far, and those declared in a module not
+    yet imported, loaded when asked for (their name, or ``--help``); errors handled once
+    (`handled`)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(self.commands)
+        return names + [name for name in declared_commands() if name not in self.commands]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands:
+            module = declared_commands().get(cmd_name)
+            if module is None:
+                return None
+            importlib.import_module(module)
+            self._add_registered()
+        return self.commands.get(cmd_name)
+
+    def _add_registered(self) -> None:
+        """Add the commands registered on `app` since this group was built."""
+        from typer.main import get_command_from_info
+
+        for info in app.registered_commands:
+            if info.name and info.name not in self.commands:
+                self.commands[info.name] = get_command_from_info(
+                    info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
+
+    def invoke(self, ctx: Any) -> Any:
+        with handled():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -135,6 +203,10 @@ def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], id
         if key.startswith(name + ".") and len(key) > len(name) + 1:
             return [(name, key[len(name) + 1:])]
     head, dot, rest = key.partition(".")
+    from ..spec.judge_overrides import JUDGE_OPTIONS
+
+    if key in JUDGE_OPTIONS:  # a judge setting (``judge.reasoning_effort``): every scorer's judge
+        return [(name, key) for name in by_name]
     if dot and head in ids and rest:
         return [(name, rest) for name, c in by_name.items() if c.id == head]
     if len(ids) == 1 and (not dot or all(key in c.options.schemas for c in by_name.values())):
@@ -145,3 +217,48 @@ def _option_targets(pair: str, key: str, value: str, by_name: dict[str, Any], id
     fail(f"--option {pair!r}: {len(ids)} scorers run ({', '.join(ids)}): say whose option it is, "
          f"as ID.key=value (e.g. {ids[0]}.{key}={value})")
     raise AssertionError  # fail exits
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """Run a command: a `UserError` becomes ``error: MESSAGE`` and exit 2, any other exception an
+    internal error (`internal_error`); typer's exits and usage errors pass through."""
+    from ..core.errors import UserError
+
+    try:
+        yield
+    except (typer.Exit, typer.Abort, typer.TyperException):
+        raise
+    except UserError as exc:
+        fail(str(exc))
+    except Exception as exc:
+        internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Say that scorespec failed (not the user), name the file keeping the traceback, exit 2."""
+    kept = keep_traceback(exc)
+    where = f"with the traceback kept in {kept}" if kept else "with the traceback above"
+    stderr_console().print(f"error: internal error ({type(exc).__name__}: {exc}); please report it, {where}",
+                           markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+def keep_traceback(exc: BaseException) -> str | None:
+    """Write the command line and `exc`'s traceback to a new file in the temporary folder
+    (``scorespec-traceback-*.txt``); its path, or None (the traceback printed on stderr instead)
+    when no file can be written."""
+    import tempfile
+    import traceback
+
+    from .. import __version__
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="scorespec-traceback-", suffix=".txt", delete=False,
+                                         encoding="utf-8") as file:
+            file.write(f"scorespec {__version__}: {' '.join(sys.argv)}\n\n{text}")
+            return file.name
+    except OSError:
+        sys.stderr.write(text)
+        return None

@@ -1,7 +1,9 @@
 """The CLI's calibration commands: ``scorespec calibrate`` (a scorer's agreement with human labels,
 `engine.analysis.calibration`) and ``scorespec calibrations`` (the stored figures, newest first).
 
-Registered on `engine.cli.app.app` when imported (`engine.cli.eval` imports this module). Exit codes
+Registered on `engine.cli.app.app` when imported (the command group imports it when ``calibrate``
+or ``calibrations`` is asked for); its judge, run and out-file flags are the groups of
+`engine.cli.flags`. Exit codes
 of ``calibrate``: 0; 2 on errors (failed items included: resume to retry them); 3 when the
 ``--max-cost`` budget stopped it (the figures cover the items scored); 130 interrupted.
 """
@@ -15,34 +17,21 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import EXIT_BUDGET, EXIT_INTERRUPTED, app, fail
-from .cache import cache_line, command_cache
+from .app import EXIT_BUDGET, app, fail
+from .cache import cache_line
+from .errors import run_async
+from .flags import JudgeFlags, OutFlags, RunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies, write_run_report
 from .options import (
     AsJson,
-    BaseUrl,
-    Cache,
     Cutoff,
-    Fields,
     FiguresJson,
     LabelField,
     LabelsJunit,
-    Language,
-    Limit,
-    LocalConcurrency,
-    MaxCost,
-    Model,
     Negative,
-    NoCache,
-    Options,
-    Out,
     Positive,
-    Prices,
     Quiet,
-    Refresh,
     Report,
-    ResumeOut,
-    Samples,
     StorePath,
     SummaryMd,
     Top,
@@ -54,6 +43,7 @@ __all__ = ["calibrate_cmd", "calibrations_cmd"]
 
 
 @app.command("calibrate")
+@with_flag_groups
 def calibrate_cmd(
     scorer: Annotated[str, typer.Argument(metavar="SCORER", help="A scorer id or spec file (LABEL=SPEC: under a "
                                                                   "label).")],
@@ -66,27 +56,15 @@ def calibrate_cmd(
                                                        "(eval's --threshold bounds a mean instead).")] = None,
     not_scorable_score: Annotated[Optional[float], typer.Option(
         "--not-scorable-score", help="Score given to not scorable items [default: left out of the figures].")] = None,
-    limit: Limit = None,
     top: Top = 5,
-    field: Fields = [],
-    model: Model = None,
-    base_url: BaseUrl = None,
-    concurrency: LocalConcurrency = None,
-    option: Options = [],
-    out: Out = None,
-    resume: ResumeOut = False,
+    judge: JudgeFlags = JudgeFlags(),
+    run: RunFlags = RunFlags(),
+    out: OutFlags = OutFlags(),
     store: StorePath = None,
     quiet: Quiet = False,
     as_json: FiguresJson = False,
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
     junit: LabelsJunit = None,
     summary_md: SummaryMd = None,
-    samples: Samples = None,
-    language: Language = None,
-    prices: Prices = None,
-    max_cost: MaxCost = None,
     report_file: Report = None,
     confidence: Confidence = 0.95,
 ) -> None:
@@ -96,14 +74,13 @@ def calibrate_cmd(
     included: resume to retry them), or 3 when the --max-cost budget stopped it (the figures
     cover the items scored)."""
     from ..analysis.calibration import CalibrationSettings
-    from ..run.settings import RunSettings
-    from .loading import _load_scorers
+    from .loading import load_scorers
 
     if not data.is_file():
         fail(f"--data {data}: no such file")
     if negative and not positive:
         fail("--negative needs --positive too")
-    if resume and out is None:
+    if out.resume and out.out is None:
         fail("--resume needs --out FILE")
     cutoff = _cutoff(cutoff, threshold)
     if report_file is not None:
@@ -111,15 +88,13 @@ def calibrate_cmd(
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
                                  negative=negative or None, cutoff=cutoff, not_scorable_score=not_scorable_score,
                                  top=top, confidence=confidence)
-    run = RunSettings(concurrency=concurrency, fields=field or None, samples=samples, prices=prices,
-                      max_cost=max_cost, limit=limit, out=out, resume=resume, language=language)
-    choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": option,
-              "model": model, "base_url": base_url}
+    settings, judge_settings = build_settings(judge, run, out)
+    choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": judge.option,
+              "model": judge.model, "base_url": judge.base_url}
     db = open_store(store)
     try:
-        (loaded,) = _load_scorers([scorer], model, base_url, option, command_cache(cache, no_cache, refresh),
-                                  refresh, samples)
-        report = _calibrate(loaded, data, labels, run, db, quiet, choice)
+        (loaded,) = load_scorers([scorer], judge_settings, judge.option, settings.samples)
+        report = _calibrate(loaded, data, labels, settings, db, quiet, choice)
         _print_calibration(report, as_json)
         if junit or summary_md:
             from ..report.ci import calibration_report
@@ -148,22 +123,14 @@ def _cutoff(cutoff: Optional[float], threshold: Optional[float]) -> Optional[flo
 
 
 def _calibrate(loaded: Any, data: Path, labels: Any, run: Any, db: Any, quiet: bool, choice: dict[str, Any]) -> Any:
-    """`acalibrate` on the terminal; exits with a message on bad input, 130 when interrupted."""
-    import asyncio
+    """`engine.api.acalibrate` on the terminal."""
+    from ..api import acalibrate
+    from .output import ConsoleReporter
 
-    from ..analysis.calibration import acalibrate
-    from ..run.items import DatasetError
-    from .output import ConsoleReporter, err_console
-
-    try:
-        return asyncio.run(acalibrate(loaded, data, labels, run, store=db,
-                                      progress=ConsoleReporter(quiet=quiet, per_item=False), config={"cli": choice}))
-    except KeyboardInterrupt:
-        err_console().print("interrupted: every completed result is saved; run the same command with --out FILE "
-                            "--resume to continue", markup=False)
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except (ValueError, FileExistsError, DatasetError) as exc:  # LabelError is a ValueError
-        fail(str(exc))
+    return run_async(acalibrate(loaded, data, labels, run, store=db, progress=ConsoleReporter(quiet=quiet, per_item=False),
+                                config={"cli": choice}),
+                     "interrupted: every completed result is saved; run the same command with --out FILE --resume "
+                     "to continue")
 
 
 def _print_calibration(report: Any, as_json: bool) -> None:

@@ -1,7 +1,8 @@
 """``scorespec compare``: versions of a scorer side by side, with evidence (`engine.analysis.compare`).
 
-Registered on `engine.cli.app.app` when imported (`engine.cli.main.main` does so with the batch
-commands). ``compare A B [C…] --data FILE`` runs every version in one batch run (eval's flags);
+Registered on `engine.cli.app.app` when imported (the command group imports it when ``compare`` is
+asked for). ``compare A B [C…] --data FILE`` runs every version in one batch run (the judge, run
+and out-file flags of `engine.cli.flags`, as eval has them);
 ``compare --runs RUN_A RUN_B`` reads finished runs. The result (`engine.analysis.comparison.Comparison`)
 is printed as tables, or as JSON with ``--json``. Exit codes: 0; 1 when ``--fail-if-worse
 DELTA`` finds a version worse than the baseline by more than DELTA with its interval excluding
@@ -18,35 +19,20 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .app import app, fail
-from .cache import command_cache
 from .ci_files import write_reports_or_exit
+from .errors import run_async
+from .flags import JudgeFlags, RunFlags, StoredRunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies, write_run_report
 from .options import (
-    BaseUrl,
-    Cache,
     CompareCutoff,
     CompareLabelField,
     CompareTop,
     ComparisonJson,
-    Fields,
     LabelsJunit,
-    Language,
-    LocalConcurrency,
-    MaxCost,
-    Model,
     Negative,
-    NoCache,
-    Options,
-    Out,
     Positive,
-    Prices,
     Quiet,
-    RateLimit,
-    Refresh,
     Report,
-    Resume,
-    RunId,
-    Samples,
     StorePath,
     SummaryMd,
 )
@@ -64,6 +50,7 @@ SHOWN_CHANGES = 20  # status changes listed on the terminal (--json lists all)
 
 
 @app.command("compare")
+@with_flag_groups
 def compare_cmd(
     versions: Annotated[Optional[list[str]], typer.Argument(
         metavar="VERSION...", help="Scorer ids or spec files, the first the baseline; LABEL=SPEC names a version "
@@ -73,15 +60,9 @@ def compare_cmd(
         "instead of running versions.")] = False,
     data: Annotated[Optional[Path], typer.Option("--data", help="JSONL, CSV or JSON-array file of items (with "
                                                                 "--runs: only for human labels).")] = None,
-    field: Fields = [],
-    model: Model = None,
-    base_url: BaseUrl = None,
-    concurrency: LocalConcurrency = None,
-    rate_limit: RateLimit = None,
-    option: Options = [],
-    out: Out = None,
-    resume: Resume = False,
-    run_id: RunId = None,
+    judge: JudgeFlags = JudgeFlags(),
+    run: RunFlags = RunFlags(),
+    stored: StoredRunFlags = StoredRunFlags(),
     store: StorePath = None,
     label_field: CompareLabelField = None,
     positive: Positive = [],
@@ -94,16 +75,9 @@ def compare_cmd(
         "than DELTA (by direction) with its 95% interval excluding zero.")] = None,
     quiet: Quiet = False,
     as_json: ComparisonJson = False,
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
     junit: LabelsJunit = None,
     summary_md: SummaryMd = None,
     report_file: Report = None,
-    samples: Samples = None,
-    language: Language = None,
-    prices: Prices = None,
-    max_cost: MaxCost = None,
     calibration: CompareCalibrations = [],
     confidence: Confidence = 0.95,
 ) -> None:
@@ -111,7 +85,6 @@ def compare_cmd(
     difference with a 95% interval, wins and losses, the signed-rank test, status changes, the
     items that moved most, and with labels each version's agreement and McNemar's test."""
     from ..analysis.compare import CompareSettings
-    from ..run.settings import RunSettings
     from .runs import open_store
 
     names = list(versions or [])
@@ -124,15 +97,12 @@ def compare_cmd(
     settings = CompareSettings(runs=tuple(names) if runs else None, top=top, seed=seed, cutoff=cutoff,
                                label_field="label" if positive and label_field is None else label_field,
                                positive=positive or None, negative=negative or None)
-    run = RunSettings(concurrency=concurrency, rate_limit=rate_limit, fields=field or None, samples=samples,
-                      prices=prices, max_cost=max_cost, out=out, resume=resume, run_id=run_id,
-                      language=language)
     db = open_store(store)
     try:
-        call = _comparison_call(names, data, settings, run, db, quiet,
-                                (model, base_url, option, command_cache(cache, no_cache, refresh), refresh))
+        call = _comparison_call(names, data, settings, (judge, run, stored), db, quiet)
         calibrations = compare_loaded_or_exit(calibration, db)
-        comparison = _compared(call)
+        comparison = run_async(call, "interrupted: every completed result is saved; run the same command with "
+                                     "--resume to continue")
         correct_comparison_or_exit(comparison, calibrations, confidence, db)
         exit_code = _print_and_write(comparison, db, as_json, fail_if_worse, (junit, summary_md, report_file))
     finally:
@@ -140,49 +110,32 @@ def compare_cmd(
     raise typer.Exit(exit_code)
 
 
-def _comparison_call(names: list[str], data: Optional[Path], settings: Any, run: Any, db: Any, quiet: bool,
-                     loading: tuple[Any, ...]) -> Any:
-    """The `acompare` coroutine: of finished runs, or of the versions loaded (`loading`: model,
-    base URL, --option values, cache, refresh) and run over `data`; exits (2) on bad arguments."""
-    from ..analysis.compare import acompare
-    from .loading import _load_scorers
+def _comparison_call(names: list[str], data: Optional[Path], settings: Any, flags: tuple[Any, Any, Any], db: Any,
+                     quiet: bool) -> Any:
+    """The `engine.api.acompare` coroutine: of finished runs, or of the versions loaded with the
+    judge, run and out-file flags (`flags`) and run over `data`; exits (2) on bad arguments."""
+    from ..api import acompare
+    from .loading import load_scorers
     from .output import ConsoleReporter
 
+    judge, run_flags, stored = flags
     if settings.runs is not None:
         if len(names) < 1:
             fail("give the runs to compare: scorespec compare --runs RUN_A RUN_B (see `scorespec runs`)")
-        return acompare(None, data, settings, run, store=db)
+        return acompare(None, data, settings, build_settings(judge, run_flags, stored)[0], store=db)
     if len(names) < 2:
         fail("give at least two versions, the first the baseline (e.g. scorespec compare faithfulness "
              "faithfulness@draft=my_specs/faith.yaml --data items.jsonl), or --runs RUN_A RUN_B")
     if data is None:
         fail("--data FILE is required (or compare finished runs with --runs)")
-    if run.resume and run.out is None and run.run_id is None:
+    if stored.resume and stored.out is None and stored.run_id is None:
         fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
-    model, base_url, option, cache, refresh = loading
-    scorers = _load_scorers(names, model, base_url, option, cache, refresh, run.samples)
-    choice = {"command": "compare", "scorers": names, "data": str(data.resolve()), "options": option,
-              "model": model, "base_url": base_url}
+    run, judge_settings = build_settings(judge, run_flags, stored)
+    scorers = load_scorers(names, judge_settings, judge.option, run.samples)
+    choice = {"command": "compare", "scorers": names, "data": str(data.resolve()), "options": judge.option,
+              "model": judge.model, "base_url": judge.base_url}
     return acompare(scorers, data, settings, run, store=db, progress=ConsoleReporter(quiet=quiet, per_item=False),
                     config={"cli": choice})
-
-
-def _compared(call: Any) -> Any:
-    """Run the comparison; exits with a message on bad input, 130 when interrupted."""
-    import asyncio
-
-    from ..run.items import DatasetError
-    from .app import EXIT_INTERRUPTED
-    from .output import err_console
-
-    try:
-        return asyncio.run(call)
-    except KeyboardInterrupt:
-        err_console().print("interrupted: every completed result is saved; run the same command with --resume "
-                            "to continue", markup=False)
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except (ValueError, FileExistsError, DatasetError) as exc:
-        fail(str(exc))
 
 
 def _print_and_write(comparison: Any, db: Any, as_json: bool, fail_if_worse: Optional[float],

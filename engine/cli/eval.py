@@ -1,10 +1,11 @@
 """The CLI's ``scorespec eval``: score a dataset with one or more scorers (`engine.run.evals`).
 
-Registered on `engine.cli.app.app` when this module is imported (`engine.cli.main.main` does so at
-startup), with the other batch commands: ``runs`` and ``show`` (`engine.cli.runs`), ``calibrate``
-and ``calibrations`` (`engine.cli.calibrate`), ``align`` (`engine.cli.align`). This module imports little: the eval machinery and the
-terminal output (`engine.cli.output`) are imported by the command that runs. The options the
-judging commands share are declared once, in `engine.cli.options`.
+Registered on `engine.cli.app.app` when this module is imported (the command group imports it
+when ``eval`` is asked for). This module imports little: the eval machinery and the terminal
+output (`engine.cli.output`) are imported by the command that runs. Its judge, run and out-file
+flags are the groups of `engine.cli.flags`, turned into the run's settings by
+`engine.cli.flags.build_settings`; the run is `engine.api.arun_evals`, whose refusals are printed
+as they are raised.
 
 A run records its settings whole (`engine.run.settings.RunSettings`, ``config["settings"]``) and
 which scorers it loaded, on what data (`ScorerChoice`, ``config["cli"]``); ``--resume`` (with
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,55 +34,31 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from ..core import environment
-from .app import EXIT_INTERRUPTED, app, fail
-from .cache import command_cache
+from .app import app, fail
 from .ci_files import ITEM_CUTOFF_HELP, item_cutoffs_or_exit, write_reports_or_exit
+from .errors import run_async
+from .flags import RAY_FLAGS, JudgeFlags, RayRunFlags, StoredRunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies, write_run_report
-from .loading import _load_scorers
+from .loading import load_scorers
 from .options import (
-    ACTORS_HELP,
-    CPUS_PER_ACTOR_HELP,
-    EXECUTOR_HELP,
-    RAY_ADDRESS_HELP,
     AsJson,
-    BaseUrl,
-    Cache,
-    Concurrency,
     DataFormat,
     ExportOtlp,
     ExportPhoenix,
-    Fields,
     ItemPer,
     Junit,
-    Language,
-    Limit,
-    MaxCost,
-    Model,
-    NoCache,
-    Options,
-    Out,
-    Prices,
     Quiet,
-    RateLimit,
-    Refresh,
     Report,
-    Resume,
-    RunId,
-    Samples,
     SpanKinds,
     StorePath,
     SummaryMd,
 )
-from .telemetry import TraceFlags, export_or_exit, trace_data
 from .stats_options import CalibrationRefs, Confidence, CorrectionFlags, ThresholdCorrected, apply_or_exit, loaded_or_exit
+from .telemetry import TraceFlags, export_or_exit, trace_data
 
 if TYPE_CHECKING:
     from ..run.settings import RunSettings
     from ..run.summary import EvalSummary
-
-#: The ray flags of ``eval`` by `engine.ray.cluster.RayOptions` field.
-RAY_FLAGS = {"address": "--ray-address", "actors": "--actors", "cpus_per_actor": "--cpus-per-actor"}
-
 
 @dataclass(frozen=True)
 class ScorerChoice:
@@ -132,6 +108,7 @@ class EvalOutputs:
 
 
 @app.command("eval")
+@with_flag_groups
 def eval_cmd(
     scorer_args: Annotated[Optional[list[str]], typer.Argument(
         metavar="SCORER...", help="Scorer ids or spec files; LABEL=SPEC runs one under a label (e.g. two versions "
@@ -141,69 +118,52 @@ def eval_cmd(
     data_arg: Annotated[Optional[str], typer.Option(
         "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items, OTLP JSON traces, "
         "phoenix://HOST:PORT[/PROJECT] (on Ray also a folder, a glob or a URL Ray Data reads).")] = None,
-    field: Fields = [],
     data_format: DataFormat = None,
     item_per: ItemPer = None,
     span_kind: SpanKinds = [],
     export_otlp: ExportOtlp = None,
     export_phoenix: ExportPhoenix = None,
-    model: Model = None,
-    base_url: BaseUrl = None,
-    concurrency: Concurrency = None,
-    rate_limit: RateLimit = None,
+    judge: JudgeFlags = JudgeFlags(),
+    run: RayRunFlags = RayRunFlags(),
+    stored: StoredRunFlags = StoredRunFlags(),
     threshold: Annotated[list[str], typer.Option(
         "--threshold", help="LABEL=limit (a mean at least as good as limit: ≥, or ≤ for a lower-is-better "
         "scorer) or LABEL=min:max (repeatable; a scorer's label is its id unless given).")] = [],
-    option: Options = [],
-    out: Out = None,
-    resume: Resume = False,
-    limit: Limit = None,
-    run_id: RunId = None,
     store: StorePath = None,
     quiet: Quiet = False,
     as_json: AsJson = False,
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
     junit: Junit = None,
     summary_md: SummaryMd = None,
     item_cutoff: Annotated[list[str], typer.Option("--item-cutoff", metavar="ID=VALUE", help=ITEM_CUTOFF_HELP)] = [],
-    samples: Samples = None,
-    language: Language = None,
-    prices: Prices = None,
-    max_cost: MaxCost = None,
     report_file: Report = None,
-    executor: Annotated[Optional[str], typer.Option("--executor", metavar="local|ray", help=EXECUTOR_HELP)] = None,
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", metavar="ADDR", help=RAY_ADDRESS_HELP)] = None,
-    actors: Annotated[Optional[int], typer.Option("--actors", min=1, help=ACTORS_HELP)] = None,
-    cpus_per_actor: Annotated[Optional[float], typer.Option("--cpus-per-actor", min=0.01,
-                                                            help=CPUS_PER_ACTOR_HELP)] = None,
     calibration: CalibrationRefs = [],
     threshold_corrected: ThresholdCorrected = [],
     confidence: Confidence = 0.95,
 ) -> None:
     """Score a dataset with one or more scorers; print a summary; exit 0 passed, 1 below a
     threshold (or an item below its --item-cutoff), 2 errors, 3 stopped by the --max-cost budget."""
-    from ..run.settings import RunSettings
-
-    ray = {name: value for name, value in (("address", ray_address), ("actors", actors),
-                                           ("cpus_per_actor", cpus_per_actor)) if value is not None}
-    settings = RunSettings(concurrency=concurrency, rate_limit=rate_limit, thresholds=threshold or None,
-                           fields=field or None, samples=samples, prices=prices, max_cost=max_cost, limit=limit,
-                           executor=executor, ray=ray or None, out=out, resume=resume, run_id=run_id,
-                           language=language)
     # $SCORESPEC_MODEL stands for --model for every scorer (`engine.judge.model`): the run records it
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
-    model = model or environment.value("SCORESPEC_MODEL")
-    choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(option), model, base_url)
+    model = judge.model or environment.value("SCORESPEC_MODEL")
+    choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
+                          judge.base_url)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
-    run_eval(choice, settings, outputs, store, (cache, no_cache, refresh))
+    run_eval(choice, EvalFlags(judge, run, stored, tuple(threshold)), outputs, store)
 
 
-def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, store: Optional[Path],
-             cache_flags: tuple[Optional[str], bool, bool]) -> None:
+@dataclass(frozen=True)
+class EvalFlags:
+    """The flag groups of ``eval`` as given, and its ``--threshold`` values."""
+
+    judge: JudgeFlags
+    run: RayRunFlags
+    stored: StoredRunFlags
+    thresholds: tuple[str, ...] = ()
+
+
+def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store: Optional[Path]) -> None:
     """``eval`` once its flags are read: resume what the stored run recorded, check, load the
     scorers, run, print and write the reports; exits with the run's exit code (see the module
     docstring)."""
@@ -213,14 +173,18 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
         check_report_dependencies()
     db = open_store(store)
     try:
-        choice, settings = _resumed(db, choice, settings)
+        record = _stored_record(db, flags.stored)
+        if record is not None:
+            choice = _resumed_choice(record, choice)
+        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options))
+        settings, judge_settings = build_settings(judge, flags.run, flags.stored, thresholds=list(flags.thresholds))
+        if record is not None:
+            settings = _resumed_settings(record, settings)
         data = _checked_data(choice, settings)
         corrections = loaded_or_exit(outputs.correction, db)
-        scorers = _load_scorers(list(choice.scorers), choice.model, choice.base_url, list(choice.options),
-                                command_cache(*cache_flags), cache_flags[2], settings.samples)
+        scorers = load_scorers(list(choice.scorers), judge_settings, list(choice.options), settings.samples)
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
             settings.item_cutoffs or {})  # resumed: the run's own
-        _check_fields(settings, scorers)
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
         summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
@@ -233,38 +197,45 @@ def run_eval(choice: ScorerChoice, settings: RunSettings, outputs: EvalOutputs, 
         db.close()
 
 
-def _resumed(db: Any, choice: ScorerChoice, settings: RunSettings) -> tuple[ScorerChoice, RunSettings]:
-    """With ``--resume``, the stored run (by ``--run-id``, else by its ``--out`` file) fills in
-    what the flags leave unset (`ScorerChoice.resumed_from`, `RunSettings.resumed_from`: a flag
-    given wins); a run id given becomes the stored run's whole id, and the out file, unless
-    given, the run's. Exits 2 when the flags name other scorers, options, data or model than the run
-    (`_check_same_choice`). No stored run (an out file written without a store): as given."""
+def _stored_record(db: Any, flags: StoredRunFlags) -> dict[str, Any] | None:
+    """With ``--resume``, the stored run it continues (by ``--run-id``, else by its ``--out``
+    file), read once; None without ``--resume``, or for an out file the store does not know
+    (written without a store: it resumes from the file alone, as before)."""
     from ..run.resume import stored_run_of
-    from ..run.settings import RunSettings
     from .runs import find_run
 
-    if not settings.resume:
-        return choice, settings
-    if settings.out is None and settings.run_id is not None:
-        stored = find_run(db, settings.run_id)
-    else:  # with --out, a run the store does not hold resumes from the out file alone, as before
-        try:
-            stored = stored_run_of(Path(settings.out) if settings.out is not None else None, settings.run_id, db)
-        except LookupError as exc:
-            fail(str(exc))
-        if stored is None:
-            return choice, settings
-    config = stored.get("config") or {}
-    stored_choice = ScorerChoice.from_stored(config)
+    if not flags.resume:
+        return None
+    if flags.out is None and flags.run_id is not None:
+        return find_run(db, flags.run_id)
+    try:
+        return stored_run_of(Path(flags.out) if flags.out is not None else None, flags.run_id, db)
+    except LookupError as exc:  # a run-id prefix of several runs
+        fail(str(exc))
+
+
+def _resumed_choice(record: dict[str, Any], choice: ScorerChoice) -> ScorerChoice:
+    """`choice` with what it leaves unset taken from the stored run `record`; exits 2 when it
+    names other scorers, options, data or model than the run (`_check_same_choice`)."""
+    stored_choice = ScorerChoice.from_stored(record.get("config"))
     if stored_choice.scorers:  # a run the CLI recorded (a run from Python has no choice to compare)
-        _check_same_choice(stored["run_id"], choice, stored_choice)
-    settings = settings.resumed_from(RunSettings.from_stored(config))
-    out = settings.out if settings.out is not None or not stored.get("out") else Path(stored["out"])
+        _check_same_choice(record["run_id"], choice, stored_choice)
+    return choice.resumed_from(stored_choice)
+
+
+def _resumed_settings(record: dict[str, Any], settings: RunSettings) -> RunSettings:
+    """`settings` with what the flags leave unset taken from the stored run `record`
+    (`RunSettings.resumed_from`: a flag given wins); a run id given becomes the stored run's whole
+    id, and the out file, unless given, the run's."""
+    from ..run.settings import RunSettings
+
+    settings = settings.resumed_from(RunSettings.from_stored(record.get("config")))
+    out = settings.out if settings.out is not None or not record.get("out") else Path(record["out"])
     # by --run-id, the stored run's whole id (a prefix may be given); by --out, the out file names the
     # run (`engine.run.resume.find_prior` finds it there, or in the store for an out file a stopped
     # driver left empty)
-    run_id = stored["run_id"] if settings.run_id is not None else None
-    return choice.resumed_from(stored_choice), dataclasses.replace(settings, run_id=run_id, out=out)
+    run_id = record["run_id"] if settings.run_id is not None else None
+    return dataclasses.replace(settings, run_id=run_id, out=out)
 
 
 def _check_same_choice(run_id: str, given: ScorerChoice, stored: ScorerChoice) -> None:
@@ -323,12 +294,6 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
         fail(f"--data {data}: no such file")
     if settings.resume and settings.out is None and settings.run_id is None:
         fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
-    try:
-        from ..run.summary import parse_thresholds
-
-        parse_thresholds(settings.thresholds)
-    except ValueError as exc:
-        fail(str(exc))
     return data
 
 
@@ -342,47 +307,17 @@ def _on_ray(settings: RunSettings) -> bool:
     return settings.executor == "ray"
 
 
-def _check_fields(settings: RunSettings, scorers: list[Any]) -> None:
-    """Each --field names a run field, or a field a scorer declares (exits 2 when not)."""
-    from ..run.items import parse_fields
-    from ..run.runner import declared_names
-
-    try:
-        parse_fields(settings.fields or (), declared_names(scorers))
-    except ValueError as exc:
-        fail(str(exc))
-
-
 def _run(data: Any, scorers: list[Any], settings: RunSettings, db: Any, quiet: bool,
          choice: ScorerChoice) -> EvalSummary:
-    """The run on the terminal; exits with a message on bad input, 130 when interrupted."""
-    import asyncio
+    """The run on the terminal (`engine.api.arun_evals`, which resolves the executor)."""
+    from ..api import arun_evals
+    from .output import ConsoleReporter
 
-    from ..run.evals import arun_evals
-    from ..run.items import DatasetError
-    from .output import ConsoleReporter, err_console
-
-    try:
-        if settings.executor == "ray":
-            from ..ray.runner import with_ray_executor
-
-            settings = with_ray_executor(settings)
-        if isinstance(data, str) and "://" not in data:
-            data = Path(data)
-        return asyncio.run(arun_evals(data, scorers, settings, store=db,
-                                      progress=ConsoleReporter(quiet=quiet), config={"cli": choice.to_json_dict()}))
-    except KeyboardInterrupt:
-        err_console().print("interrupted: every completed result is saved; run the same command with --resume "
-                            "to continue", markup=False)
-        raise typer.Exit(EXIT_INTERRUPTED)
-    except (ValueError, FileExistsError, DatasetError, ImportError, ConnectionError) as exc:
-        fail(str(exc))
-    except RuntimeError as exc:
-        from ..ray.cluster import RayRunError
-
-        if not isinstance(exc, RayRunError):
-            raise
-        fail(str(exc))
+    if isinstance(data, str) and "://" not in data:
+        data = Path(data)
+    return run_async(arun_evals(data, scorers, settings, store=db, progress=ConsoleReporter(quiet=quiet),
+                                config={"cli": choice.to_json_dict()}),
+                     "interrupted: every completed result is saved; run the same command with --resume to continue")
 
 
 def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str, float], outputs: EvalOutputs,
@@ -414,9 +349,4 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
     raise typer.Exit(exit_code)
 
 
-# the other batch commands, registered after eval (the order `scorespec --help` lists them in)
-from . import runs as _runs  # noqa: E402,F401,I001
-from . import align as _align  # noqa: E402,F401
-from . import calibrate as _calibrate  # noqa: E402,F401
-
-__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalOutputs", "RAY_FLAGS"]
+__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalFlags", "EvalOutputs"]

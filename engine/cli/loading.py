@@ -1,14 +1,39 @@
-"""Loading the scorers a batch command names (``eval``, ``calibrate``, ``compare``): each ``SPEC`` or
-``LABEL=SPEC``, with the judge model, server, cache and ``--option`` values the flags give; exits
-with a message on bad input."""
+"""Loading the scorers a batch command names (``eval``, ``calibrate``, ``compare``, ``align``): each
+``SPEC`` or ``LABEL=SPEC``, with the judge's settings (`engine.cli.flags.build_settings`) and the
+``--option`` values the flags give; exits with a message on bad input."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .app import fail, parse_options
 
-__all__ = ["_load_scorers"]
+if TYPE_CHECKING:
+    from ..judge.settings import JudgeSettings
+
+__all__ = ["load_scorers"]
+
+
+def _check_credentials(scorer: Any) -> None:
+    """Exit with one message, before any item, when `scorer`'s hosted judge has no API key (its
+    client refuses to be built: `engine.judge.call.MissingCredentials`), instead of failing every
+    item with kind ``auth``. An embedded judge is not built here (it loads a model)."""
+    from ..judge.call import MissingCredentials
+    from ..judge.model import is_local
+
+    model = getattr(scorer, "model", None)
+    if not getattr(getattr(scorer, "plan", None), "uses_judge", False) or not model or is_local(model):
+        return
+    try:
+        scorer.judge
+    except MissingCredentials as exc:
+        provider = model.split("/", 1)[0]
+        variable = {"anthropic": "ANTHROPIC_API_KEY"}.get(provider, "OPENAI_API_KEY")
+        fail(f"the judge {model} has no API key ({exc}): set {variable}, or give --base-url for an "
+             f"OpenAI-compatible server that needs none; no item was scored (check the judge with "
+             f"`scorespec doctor --model {model}`)")
+    except Exception:  # any other failure to build shows on each item, as before
+        return
 
 
 def _problems_text(failed: dict[str, list[Any]], count: int) -> str:
@@ -26,18 +51,17 @@ def _problems_text(failed: dict[str, list[Any]], count: int) -> str:
     return "\n".join([*lines, f"{len(problems) + len(messages)} problem(s) in {len(failed)} of {count} spec(s)"])
 
 
-def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str], options: list[str],
-                  cache: Any = None, refresh: bool = False, samples: Optional[int] = None) -> list[Any]:
+def load_scorers(names: list[str], judge: JudgeSettings, options: list[str],
+                 samples: Optional[int] = None) -> list[Any]:
     """Compiled `Scorer`s for `names`, each ``SPEC`` or ``LABEL=SPEC`` (`engine.run.evals.
-    scorer_reference`: one spec may run twice under two labels); options are ``LABEL.key=value``,
+    scorer_reference`: one spec may run twice under two labels), bound to the judge `judge`
+    describes; options are ``LABEL.key=value``,
     ``ID.key=value``, or ``key=value`` when one spec runs (`engine.cli.app.parse_options`);
     `samples` for every prompt stage that can be sampled (a note names the others). Exits with a
     message on bad input."""
     from ..bind.stack import bind
     from ..core.errors import SpecError
-    from ..interpret.scorer import OptionError, check_label
-    from ..judge.model import ModelError
-    from ..judge.settings import JudgeSettings
+    from ..interpret.scorer import check_label
     from ..run.evals import check_labels, scorer_reference
     from ..spec.compile import load_spec
 
@@ -60,16 +84,10 @@ def _load_scorers(names: list[str], model: Optional[str], base_url: Optional[str
     except ValueError as exc:
         fail(str(exc))
     by_label = parse_options(options, compiled_list, labels)
-    try:
-        settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
-    except ValueError as exc:  # a base URL that is no http(s) URL
-        fail(str(exc))
     scorers = []
     for compiled, label in zip(compiled_list, labels):
-        try:
-            scorers.append(bind(compiled, settings, options=by_label[label], label=label, samples=samples))
-        except (OptionError, ModelError) as exc:
-            fail(str(exc))
+        scorers.append(bind(compiled, judge, options=by_label[label], label=label, samples=samples))
+        _check_credentials(scorers[-1])
         if samples is not None and samples > 1 and scorers[-1].unsampled:
             from .output import err_console
 

@@ -1,8 +1,10 @@
 """The `scorespec` command line (typer + rich): the console script `main`, and the commands on
 one spec or item (``list``, ``schema``, ``validate``, ``run``, ``render``).
 
-`main` registers the batch commands (`engine.cli.eval`) when they may be needed. The `app`, exit
-codes, `fail` and the ``--option`` parser live in `engine.cli.app`, shared with `engine.cli.eval`.
+The batch commands live in their own modules (`engine.cli.eval`, `calibrate`, `compare`, `align`,
+`runs`), which the command group (`engine.cli.app.Commands`) imports when one is asked for. The
+`app`, exit codes, `fail` and the ``--option`` parser live in `engine.cli.app`; errors are handled
+once for every command (`engine.cli.errors`).
 Exit codes (all commands): 0 success; 1 an eval's threshold was not met; 2 errors (a spec
 problem, bad input, an item that failed, a usage error).
 """
@@ -19,10 +21,9 @@ import typer
 from .app import EXIT_ERROR, app, fail, parse_options
 from .app import stderr_console as _stderr
 from .app import stdout_console as _stdout
-from .cache import cache_app, command_cache
+from .cache import cache_app
+from .flags import JudgeFlags, build_settings, with_flag_groups
 from .options import (
-    BaseUrl,
-    Cache,
     ItemContext,
     ItemFields,
     ItemGroundTruth,
@@ -31,10 +32,7 @@ from .options import (
     ItemOutput,
     ItemToolCallsFile,
     Language,
-    Model,
-    NoCache,
     Options,
-    Refresh,
     SpecArg,
 )
 
@@ -176,13 +174,10 @@ def _relative(path: Path) -> Path:
         return path
 
 
-def _load(spec: str, model: Optional[str], options: list[str], base_url: Optional[str], judge: Any = None,
-          cache: Any = None, refresh: bool = False) -> Any:
+def _load(spec: str, judge_flags: JudgeFlags, judge: Any = None) -> Any:
+    """The scorer `spec` names, bound to the judge the flags describe (or to `judge`)."""
     from ..bind.stack import bind
     from ..core.errors import SpecError
-    from ..interpret.scorer import OptionError
-    from ..judge.model import ModelError
-    from ..judge.settings import JudgeSettings
     from ..spec.compile import load_spec
 
     try:
@@ -191,15 +186,8 @@ def _load(spec: str, model: Optional[str], options: list[str], base_url: Optiona
         fail("the spec has problems:\n" + exc.render())
     except FileNotFoundError as exc:
         fail(str(exc))
-    try:
-        settings = JudgeSettings(model=model, base_url=base_url, cache=cache, refresh=refresh)
-    except ValueError as exc:  # a base URL that is no http(s) URL
-        fail(str(exc))
-    try:
-        return bind(compiled, settings, judge=judge, options=parse_options(options, [compiled])[compiled.id])
-    except (OptionError, ModelError) as exc:
-        fail(str(exc))
-
+    _, settings = build_settings(judge_flags)
+    return bind(compiled, settings, judge=judge, options=parse_options(judge_flags.option, [compiled])[compiled.id])
 
 
 def _item(scorer: Any, output: Optional[str], input: Optional[str], ground_truth: Optional[str],
@@ -226,6 +214,7 @@ class _NoJudge:
 
 
 @app.command("run")
+@with_flag_groups
 def run_cmd(
     spec: SpecArg,
     output: ItemOutput = None,
@@ -235,17 +224,12 @@ def run_cmd(
     messages_file: ItemMessagesFile = None,
     tool_calls_file: ItemToolCallsFile = None,
     field: ItemFields = [],
-    model: Model = None,
-    base_url: BaseUrl = None,
-    option: Options = [],
+    judge: JudgeFlags = JudgeFlags(),
     as_json: bool = typer.Option(False, "--json", help="Print only the result's JSON on stdout."),
-    cache: Cache = None,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
     language: Language = None,
 ) -> None:
     """Score one item and print the score, the reason and a per-stage summary."""
-    scorer = _load(spec, model, option, base_url, cache=command_cache(cache, no_cache, refresh), refresh=refresh)
+    scorer = _load(spec, judge)
     if language is not None:
         scorer = scorer.with_language(language)
     item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
@@ -349,7 +333,7 @@ def render_cmd(
     if resolved:
         _print_resolved(spec)
         return
-    scorer = _load(spec, None, option, None, judge=_NoJudge())
+    scorer = _load(spec, JudgeFlags(option=option, no_cache=True), judge=_NoJudge())
     if language is not None:
         scorer = scorer.with_language(language)
     item = _item(scorer, output, input, ground_truth, context, messages_file, tool_calls_file, field)
@@ -452,25 +436,11 @@ def _new_lines(spec_id: str, extends: Optional[str], written: list[Path], stages
     return lines
 
 
-BATCH_COMMANDS = {"eval", "runs", "show", "calibrate", "calibrations", "compare", "report", "align"}
-
-
 def main(argv: list[str] | None = None) -> None:
-    """The console script. The batch commands (`engine.cli.eval`, `engine.cli.compare`) are
-    registered only when they may be needed (their name, or help), which keeps `validate`, `run`
-    and `list` quick to start."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in BATCH_COMMANDS or args[0].startswith("-"):
-        import engine.cli.compare  # noqa: F401 - registers the commands on `app`
-        import engine.cli.eval  # noqa: F401
-    try:
-        app(args=args)
-    except Exception as exc:  # a bug, not a user error: say so, and exit 2 (never 1, "below threshold")
-        import traceback
-
-        traceback.print_exc()
-        _stderr().print(f"error: internal error ({type(exc).__name__}: {exc}); please report it", markup=False)
-        sys.exit(EXIT_ERROR)
+    """The console script: the ``scorespec`` command group (`engine.cli.app.Commands` loads a
+    batch command's module when it is asked for, which keeps `validate`, `run` and `list` quick
+    to start, and handles every command's errors)."""
+    app(args=sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli.main`: use the importable module's app

@@ -217,12 +217,18 @@ VERDICT_TEXT = {"passed": "[green]passed[/green]", "below_threshold": "[red]belo
                 "errors": "[red]errors[/red]", "budget_reached": "[yellow]budget reached[/yellow]"}
 
 
-def tokens_text(tokens_in: int, tokens_out: int, usd: float | None, hits: int = 0) -> str:
-    """``12,345 tokens in · 678 out · $0.0023 · 4 cache hits (free)``; the cost left out when
-    unknown (no price)."""
+def tokens_text(tokens_in: int, tokens_out: int, usd: float | None, hits: int = 0, *, reasoning: int = 0,
+                unreported: int = 0) -> str:
+    """``12,345 tokens in · 678 out (512 reasoning) · $0.0023 · 4 cache hits (free)``; the cost
+    left out when unknown (no price); `unreported` calls (no usage reported) make the tokens
+    ``unknown for N call(s)``, never a silent 0."""
     from ..run.prices import usd_text
 
     text = f"{tokens_in:,} tokens in · {tokens_out:,} out"
+    if reasoning:
+        text += f" ({reasoning:,} reasoning)"
+    if unreported:
+        text += f" · tokens unknown for {unreported} call{'s' if unreported != 1 else ''} (no usage reported)"
     if usd is not None:
         text += f" · {usd_text(usd)}"
     if hits:
@@ -240,9 +246,11 @@ def usage_lines(summary: EvalSummary) -> list[str]:
     for model, usage in summary.usage_by_model.items():
         if usage.calls or usage.cache_hits:
             usd = cost.by_model.get(model) if cost is not None else None
-            lines.append(f"{model}: " + tokens_text(usage.tokens_in, usage.tokens_out, usd, usage.cache_hits))
+            lines.append(f"{model}: " + tokens_text(usage.tokens_in, usage.tokens_out, usd, usage.cache_hits,
+                                                    reasoning=usage.reasoning_tokens, unreported=usage.unreported))
     if cost is not None and cost.by_model:
-        lines.append(f"cost: {usd_text(cost.usd)}" + ("" if cost.complete else " (priced models only)")
+        lines.append(f"cost: {usd_text(cost.usd)}" + ("" if cost.complete else " (incomplete)" if cost.unreported
+                                                       else " (priced models only)")
                      + f" · {cost.prices}")
     if summary.budget is not None:
         budget = summary.budget

@@ -44,6 +44,10 @@ VARIABLES: tuple[Variable, ...] = (
              "the spec's `judge.model`, else `local`", "every judging command, `load_scorer`", "judge"),
     Variable("SCORESPEC_MODE", "instructor's structured-output mode for hosted judges (`tools`, `json_schema`, "
              "`json`, `md_json`…).", "per provider (`tools`)", "hosted judges, unless `mode=` is given", "judge"),
+    Variable("SCORESPEC_MODEL_FAMILY", "What a hosted model the table does not know accepts in a request: `chat`, "
+             "`reasoning` (OpenAI's reasoning rules) or `thinking` (Anthropic's extended thinking).",
+             "from the model's name, else `chat`", "hosted judges, unless the spec's `judge.family` or "
+             "`family=` is given", "judge"),
     Variable("SCORESPEC_CONTEXT_WINDOW", "The judge model's context window in tokens, checked before each call; "
              "0 turns the check off.", "known per model, else no check",
              "every judge, unless `context_window=` is given", "judge"),

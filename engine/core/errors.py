@@ -1,5 +1,11 @@
 """Errors a spec author or a user can act on.
 
+`UserError` is the base of every error whose message a user reads and can act on (a spec, a
+data set, an option, a model string, a label, a price table, a report, a language, Ray, Phoenix,
+OTLP, the store's version, a pattern): the command line prints its message and exits 2, and
+prints anything else as an internal error. Each such class keeps its other base
+(`ValueError`, `ImportError`, `ConnectionError`, …), so ``except ValueError`` still catches it.
+
 A `Problem` is one finding about a spec (data, not text); `SpecError` carries every problem
 found in a file (or a directory) at once. Text is rendered only at the edge, as
 ``file:line:col: key.path: message (hint) [code]`` — a warning as
@@ -54,7 +60,14 @@ class Problem:
         return f"{text} [{self.code}]"
 
 
-class SpecError(Exception):
+class UserError(Exception):
+    """An error the user can act on: bad input, a missing optional package, a server that cannot
+    be reached. Its message says what is wrong and where (the file, line, key, item or flag); the
+    command line prints it as ``error: MESSAGE`` and exits 2. A subclass also derives from the
+    built-in error it has always been (``class DatasetError(UserError, ValueError)``)."""
+
+
+class SpecError(UserError):
     """A spec (or several) failed to load; `problems` lists every finding, in file order."""
 
     def __init__(self, problems: Iterable[Problem]):

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .errors import UserError
+
 __all__ = ["AUTO", "DEFAULT_LANGUAGE", "LANGUAGE_NAMES", "MIN_CONFIDENCE", "ItemLanguage", "LanguageError",
            "SAMPLE_CHARS", "check_language", "detect", "item_language", "language_name", "obviously_english"]
 
@@ -96,7 +98,7 @@ LANGUAGE_NAMES: dict[str, str] = dict(
 _DETECTOR_CODES = {"yue": "zh", "wuu": "zh", "ary": "ar", "arz": "ar", "uzs": "uz", "gug": "gn", "sdh": "ku"}
 
 
-class LanguageError(ValueError):
+class LanguageError(UserError, ValueError):
     """A language setting that is neither ``auto`` nor an ISO 639-1 code; the message names it."""
 
 

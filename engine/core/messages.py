@@ -34,6 +34,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import UserError
+
 Message = dict[str, Any]
 ToolCall = dict[str, Any]
 
@@ -43,7 +45,7 @@ TOOL_PARTS = ("tool-call", "tool-result", "tool-invocation")
 SYSTEM_ROLES = ("system", "developer")
 
 
-class MessageError(ValueError):
+class MessageError(UserError, ValueError):
     """A value that cannot be read as messages or tool calls; the text names the place
     (``input[1].content``) and what is wrong."""
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .errors import UserError
+
 MAX_PATTERN_CHARS = 10_000
 SEARCH_SECONDS = 1.0
 """The default time budget of one search."""
 
 
-class PatternError(ValueError):
+class PatternError(UserError, ValueError):
     """A pattern that does not compile, is too long, or a search that ran out of time."""
 
 

@@ -26,7 +26,11 @@ class Usage(_Out):
     waits between transport retries included.
     `cache_hits`: calls answered from the judge-call cache (a hit makes no request: it adds 0
     to `calls` and to the tokens); `cache_misses`: calls the cache did not answer, so the judge
-    was asked (both 0 when no cache is used; see `engine.judge.cache.layer`)."""
+    was asked (both 0 when no cache is used; see `engine.judge.cache.layer`). `reasoning_tokens`
+    (JSON ``reasoningTokens``): the part of `tokens_out` a reasoning model spent reasoning (output
+    tokens on every bill; shown apart). `unreported` (JSON ``unreportedCalls``): calls whose
+    provider reported no usable usage, so the tokens (and the cost) are unknown, not 0. Both are
+    left out of the JSON when 0."""
 
     calls: int = 0
     tokens_in: int = 0
@@ -36,6 +40,22 @@ class Usage(_Out):
     seconds: float = 0.0
     cache_hits: int = 0
     cache_misses: int = 0
+    reasoning_tokens: int = 0
+    unreported: int = Field(0, alias="unreportedCalls")
+
+    @property
+    def tokens_known(self) -> bool:
+        """Whether every call's tokens were reported (no `unreported` call)."""
+        return not self.unreported
+
+    @model_serializer(mode="wrap")
+    def _zero_extras_left_out(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("reasoningTokens", "reasoning_tokens", "unreportedCalls", "unreported"):
+                if data.get(key) == 0:
+                    del data[key]
+        return data
 
     def add(self, other: "Usage") -> None:
         """Add `other`'s counts and seconds to these, in place (a few times per item: the fields'
@@ -85,6 +105,13 @@ class PromptStageRecord(_StageRecordBase):
     (``{"statements": 41}``: the result holds the first ``maxItems``; with ``for_each`` a list,
     one per element, None for an element where nothing was left out; a sampled question's: the
     most over its samples). Left out of the JSON when None: nothing was left out.
+
+    `reasoning_effort` (JSON ``reasoningEffort``): the effort a reasoning model was asked with.
+    `probs_source` (``probsSource``): for a stage that asked for label probabilities, where they
+    came from: ``logprobs`` (the judge reported them), ``sampled`` (the share of samples giving
+    each label, for a judge without them) or ``hard`` (the label given counts 1). `sampled_at`
+    (``sampledAt``): the temperature samples were drawn at when the model takes only its own (1),
+    not the one the stage asked for. Each left out of the JSON when None.
     """
 
     kind: Literal["prompt"] = "prompt"
@@ -94,11 +121,15 @@ class PromptStageRecord(_StageRecordBase):
     spread: dict[str, float] | None = None
     answer_probs: Any = None
     listed: Any = None
+    reasoning_effort: str | None = None
+    probs_source: str | None = None
+    sampled_at: float | None = None
 
     @model_serializer(mode="wrap")
     def _sampling_keys_when_sampled(self, handler: Any) -> Any:
         return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
-                                             "answer_probs", "listed"))
+                                             "answer_probs", "listed", "reasoningEffort", "reasoning_effort",
+                                             "probsSource", "probs_source", "sampledAt", "sampled_at"))
 
 
 class RuleStageRecord(_StageRecordBase):

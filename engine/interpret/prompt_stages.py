@@ -171,6 +171,8 @@ class PromptRunner:
         finally:
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
             record.samples = samples
+            record.sampled_at = next((p.record.sampled_at for p in parts if p.record.sampled_at is not None), None)
+            record.reasoning_effort = stage.reasoning_effort
         reduced = _reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
         work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
@@ -203,7 +205,8 @@ class PromptRunner:
             temperature = stage.sampling.temperature
         asked = stage.probabilities is not False and wants_probs(stage, ns)
         call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
-                         sample_index or 0, probabilities=asked)
+                         sample_index or 0, probabilities=asked, reasoning_effort=stage.reasoning_effort,
+                         reasoning_tokens=stage.reasoning_tokens, family=stage.family)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
@@ -214,6 +217,9 @@ class PromptRunner:
         record.raw_answer = reply.raw
         record.attempts = reply.attempts
         record.usage = reply.usage
+        record.reasoning_effort = stage.reasoning_effort
+        if sample_index is not None and getattr(reply, "sampled_at", None) is not None:
+            record.sampled_at = reply.sampled_at  # a model that takes only its own temperature
         data = reply.data
         if stage.pages:  # a full list asked for again, page by page
             data = yield from self._pages(stage, schema, call, reply, work)
@@ -226,6 +232,7 @@ class PromptRunner:
         if stage.probabilities is not False:  # what `answer_probs` holds: reported, else the hard labels
             reported = reply.answer_probs if asked else None
             record.answer_probs = reported
+            record.probs_source = ("logprobs" if reported else "hard") if asked else None
             work.used_probs, filled = with_hard_labels(data, reported, schema.labels)
             work.hard_labels = {name: 1 for name in filled} if asked else {}
             work.answers = 1
@@ -340,6 +347,18 @@ def _majority_labels(work: StageWork, parts: list[StageWork], answer: Any, schem
             work.used_probs[name] = hard[name]
 
 
+def _source(reported: bool, sources: list[str | None], *, sampled: bool) -> str | None:
+    """Where a stage's label probabilities came from (`PromptStageRecord.probs_source`): the
+    judge's ``logprobs`` when any call reported them; ``sampled`` when a question's samples were
+    counted (the share giving each label); else ``hard``; None when no call asked for them."""
+    known = [s for s in sources if s]
+    if not known:
+        return None
+    if reported or "logprobs" in known:
+        return "logprobs"
+    return "sampled" if sampled or "sampled" in known else "hard"
+
+
 def _gather_probs(work: StageWork, parts: list[StageWork], *, each: bool) -> None:
     """A stage's label probabilities from its calls' `parts`: with ``for_each`` (`each`) a list,
     one per element; for a sampled question the mean over its samples. Fields counted by their
@@ -354,6 +373,8 @@ def _gather_probs(work: StageWork, parts: list[StageWork], *, each: bool) -> Non
         record.answer_probs = mean_probs([p.record.answer_probs for p in answered if p.record.answer_probs]) or None
         work.used_probs = mean_probs([p.used_probs for p in answered])
     work.answers = sum(part.answers for part in answered)
+    record.probs_source = _source(record.answer_probs is not None, [p.record.probs_source for p in parts],
+                                  sampled=not each and len(answered) > 1)
     work.hard_labels = {}
     for part in answered:
         for name, n in part.hard_labels.items():

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from ..core.errors import ScorerRunError, did_you_mean
+from ..core.errors import ScorerRunError, UserError, did_you_mean
 from ..core.language import AUTO, check_language
 from ..core.result import ScoreResult
 from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
@@ -22,6 +22,7 @@ from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.model import resolve_model
 from ..judge.stack import GivenJudge, JudgeParts
 from ..spec.field_reads import reads_language
+from ..spec.judge_overrides import split_judge_options, with_judge_options
 from ..spec.plans import ScorerPlan
 from ..spec.sampling import with_samples
 from .fan_out import FanOut, drive_part, drive_sync, parallel_calls
@@ -50,7 +51,7 @@ class _RenderStop(Exception):
     """`Scorer.render` reached a stage whose answer it was not given."""
 
 
-class OptionError(ValueError):
+class OptionError(UserError, ValueError):
     """An option a caller gave is unknown or fails its schema; the message names it."""
 
 
@@ -83,7 +84,9 @@ class Scorer:
         self.reads_language = reads_language(plan)
         self.id = plan.id
         self.label = plan.id if label is None else check_label(label)
-        self.options = self._merge_options(options or {})
+        given, judge_options = _judge_options(self.id, options or {})
+        self.plan = with_judge_options(self.plan, judge_options)  # ``--option judge.reasoning_effort=…``
+        self.options = self._merge_options(given)
         self.model = resolve_model(model, plan.model) if plan.uses_judge else None
         if judge is not None:
             self.model = getattr(judge, "model", self.model)
@@ -285,6 +288,15 @@ class Scorer:
         """The interpreter's run of `item` (`engine.interpret.interpreter.Interpreter.run`)."""
         return Interpreter(self.plan, self.options, self.label, self.model, self.language,
                            self.reads_language).run(item, run_id)
+
+
+def _judge_options(scorer_id: str, given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the options of the spec, the judge options: `engine.spec.judge_overrides`); `OptionError`
+    for a judge option with a bad value."""
+    try:
+        return split_judge_options(given)
+    except ValueError as exc:
+        raise OptionError(f"{scorer_id}: {exc}") from None
 
 
 def check_label(label: Any) -> str:

@@ -30,7 +30,11 @@ class JudgeCall:
     often an invalid answer is asked again; `max_tokens` the room for the answer, in tokens;
     `sample_index` which sample of a sampled stage's question this is (0 for the first, and for
     a stage asked once): the judge-call cache keys each sample apart; `probabilities`: also
-    report the answer's label probabilities (`JudgeAnswer.answer_probs`), when the judge can."""
+    report the answer's label probabilities (`JudgeAnswer.answer_probs`), when the judge can;
+    `reasoning_effort` (``minimal``/``low``/``medium``/``high``, or None), `reasoning_tokens` (the
+    reasoning budget added to `max_tokens` for a reasoning model, None: the judge's default) and
+    `family` (the spec's declared model family, None: the table's): how a reasoning model is asked
+    (`engine.judge.model_params`)."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -40,6 +44,9 @@ class JudgeCall:
     max_tokens: int = 1024
     sample_index: int = 0
     probabilities: bool = False
+    reasoning_effort: str | None = None
+    reasoning_tokens: int | None = None
+    family: str | None = None
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -61,13 +68,16 @@ class JudgeAnswer:
     first items of, `AnswerContract.keep_first`, as long as the judge wrote it), `raw` (the text
     the model sent), `attempts` (calls made for it) and `usage`. `answer_probs`: for a call that asked for
     probabilities, each label field the judge reported them for → {value: probability}
-    (`engine.core.answer_probs`); None when it reported none (or was not asked)."""
+    (`engine.core.answer_probs`); None when it reported none (or was not asked). `sampled_at`: the
+    temperature the model sampled at when it takes only its own (a reasoning model: 1) and the
+    call asked for another; None otherwise."""
 
     data: Any
     raw: str
     attempts: int = 1
     usage: Usage = field(default_factory=Usage)
     answer_probs: dict[str, dict[str, float]] | None = None
+    sampled_at: float | None = None
 
 
 class Judge(Protocol):

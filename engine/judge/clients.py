@@ -10,11 +10,13 @@ here when none is given, from the provider's key variable (`engine.core.environm
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..core import environment
 from .call import MissingCredentials
 from .identity import provider_identity
+from .model_params import shape_for
 from .openai_path import direct_create, http_client
 from .provider import InstructorJudge
 from .settings import OLLAMA_DEFAULT_URL
@@ -37,21 +39,25 @@ def parse_mode(mode: str) -> Any:
 
 
 def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, mode: str | None = None,
-                 timeout_s: float = 120.0, context_window: int | None = None) -> InstructorJudge:
+                 timeout_s: float = 120.0, context_window: int | None = None, family: str | None = None,
+                 reasoning_tokens: int | None = None) -> InstructorJudge:
     """The provider judge for a ``provider/model`` string (one try per call; no retries).
 
     base_url: the endpoint (None: the provider's own API). mode: instructor's structured-output
     mode (None: per provider; `engine.bind.stack.make_judge` gives the resolved one), default per provider
     (a call that wants label probabilities goes to ``openai``/``ollama`` in json_schema mode,
     with ``logprobs``; other providers report none).
-    timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. The judge
-    makes one client per event loop. Raises `ValueError` for a bad mode or window, ImportError
+    timeout_s: per-request timeout in seconds. context_window: see `engine.judge.window`. family,
+    reasoning_tokens: what the model accepts and its reasoning budget (`engine.judge.model_params`:
+    the table's family unless `family` names one). The judge makes one client per event loop.
+    Raises `ValueError` for a bad mode, window, family or budget, ImportError
     when the provider's package is missing, `engine.judge.call.MissingCredentials` when the
     provider's client refuses to be built without an API key (or endpoint).
     """
     import instructor
 
     window = WindowCheck(resolve_window(model, context_window), model)
+    shape = shape_for(model, family, reasoning_tokens)
     provider, name = model.split("/", 1)
     inst_mode = parse_mode(mode) if mode else None
     if provider in ("openai", "ollama"):
@@ -60,7 +66,7 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         if provider == "ollama":
             base_url = base_url or OLLAMA_DEFAULT_URL
             api_key = api_key or "ollama"
-        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS)
+        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS, shape=shape)
         key = api_key or environment.value("OPENAI_API_KEY") or ("not-needed" if base_url else None)
 
         def build(answer_mode: Any = inst_mode or instructor.Mode.TOOLS) -> Any:
@@ -75,12 +81,14 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
         return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
                                client_factory=build, window=window, identity=identity, logprobs=True,
-                               probs_client_factory=probs_build)
+                               probs_client_factory=probs_build, shape=shape)
     elif provider == "anthropic":
         import anthropic
 
         key = api_key or environment.value("ANTHROPIC_API_KEY")
-        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS)
+        if not _takes_temperature(anthropic):  # the SDK from 1.x has no such parameter
+            shape = dataclasses.replace(shape, temperature_taken=False)
+        identity = provider_identity(model, base_url=base_url, mode=inst_mode or instructor.Mode.TOOLS, shape=shape)
 
         def build() -> Any:
             client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
@@ -99,7 +107,17 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment.api_key_values()), client_factory=build,
                                window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
     return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
-                           client_factory=build, window=window, identity=identity)
+                           client_factory=build, window=window, identity=identity, shape=shape)
+
+
+def _takes_temperature(anthropic: Any) -> bool:
+    """Whether the installed anthropic SDK's ``messages.create`` takes a ``temperature``."""
+    import inspect
+
+    try:
+        return "temperature" in inspect.signature(anthropic.resources.messages.AsyncMessages.create).parameters
+    except (AttributeError, TypeError, ValueError):
+        return True
 
 
 def _set_up(build: Any) -> Any:

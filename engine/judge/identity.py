@@ -29,7 +29,9 @@ class ProviderIdentity:
     embedded model. model: the provider's model name (``gpt-4o-mini``); None for an embedded
     model, whose `weights` file is hashed instead. base_url: the endpoint requests go to (None:
     the provider's default). structured_mode: instructor's mode value (``tool_call``,
-    ``json_schema_mode``…). seed: the sampling seed sent, or None when none is.
+    ``json_schema_mode``…). seed: the sampling seed sent, or None when none is. shape: how a call
+    becomes request parameters (`engine.judge.model_params.RequestShape`; None: a chat request), so
+    the key holds the temperature, limit and reasoning parameters as sent.
     """
 
     provider: str
@@ -38,6 +40,7 @@ class ProviderIdentity:
     structured_mode: str
     seed: int | None = None
     weights: Path | None = None
+    shape: Any = field(default=None, compare=False)
     _weights_sha256: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
@@ -62,10 +65,13 @@ class ProviderIdentity:
         OSError for unreadable weights."""
         if sample_index is None:
             sample_index = call.sample_index
+        sent: dict[str, Any] = {"temperature": call.temperature, "max_tokens": call.max_tokens,
+                                "probabilities": call.probabilities}
+        if self.shape is not None:
+            sent = self.shape.identity_fields(call, call.probabilities)
         return CallIdentity(provider=self.provider, model=self.model_identity(), base_url=self.base_url,
                             structured_mode=self.structured_mode, messages=call.messages,
-                            schema=schema_as_sent(call), temperature=call.temperature, max_tokens=call.max_tokens,
-                            seed=self.seed, sample_index=sample_index, probabilities=call.probabilities)
+                            schema=schema_as_sent(call), seed=self.seed, sample_index=sample_index, **sent)
 
 
 def schema_as_sent(call: JudgeCall) -> Any:
@@ -80,7 +86,8 @@ def schema_as_sent(call: JudgeCall) -> Any:
 
 
 def provider_identity(model: str, *, base_url: str | None = None, mode: Any = None,
-                      weights: str | os.PathLike[str] | None = None, seed: int | None = None) -> ProviderIdentity:
+                      weights: str | os.PathLike[str] | None = None, seed: int | None = None,
+                      shape: Any = None) -> ProviderIdentity:
     """The identity of the judge for model string `model` (``provider/name``, or an embedded
     model with its `weights` file). `mode`: instructor's `Mode` (or its value) the judge uses,
     None for the provider's own default."""
@@ -88,4 +95,5 @@ def provider_identity(model: str, *, base_url: str | None = None, mode: Any = No
     if weights is not None:
         return ProviderIdentity("local", None, None, mode_value, seed, Path(weights))
     provider, _, name = model.partition("/")
-    return ProviderIdentity(provider, name, base_url.rstrip("/") if base_url else None, mode_value, seed)
+    return ProviderIdentity(provider, name, base_url.rstrip("/") if base_url else None, mode_value, seed,
+                            shape=shape)

@@ -19,7 +19,7 @@ import importlib.util
 from collections.abc import Callable
 
 from ..core import environment
-from ..core.errors import did_you_mean
+from ..core.errors import UserError, did_you_mean
 
 DEFAULT_MODEL = "local"
 LOCAL_PREFIXES = ("local", "local-tiny")  # the embedded models' names
@@ -56,7 +56,7 @@ PROVIDER_PACKAGES: dict[str, tuple[str, str]] = {
 FORMS = "'provider/model' (e.g. openai/gpt-4o-mini), 'local', 'local-tiny' or 'llamacpp/PATH.gguf'"
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model string that cannot work here: malformed, an unknown provider or embedded model,
     a provider whose package is not installed, or a ``llamacpp/`` path with no file. The
     message names the model, the accepted forms and the nearest known name."""

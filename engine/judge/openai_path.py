@@ -75,15 +75,37 @@ def direct_create(completions: Any) -> None:
                     options[option] = value
             body = {key: value for key, value in params.items() if value is not NOT_GIVEN}
             if wire is not None and len(options) == len(auth):
-                return await wire.post(body)
+                return checked_completion(await wire.post(body))
             completion = await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
             if isinstance(completion, str):  # the SDK hands back the text of a body that is not JSON
                 raise json.JSONDecodeError("not a JSON document", completion[:200], 0)
-            return completion
-        except json.JSONDecodeError as exc:
+            return checked_completion(completion)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UnreadableResponse(f"the provider's response is not valid JSON: {exc}") from None
 
     completions.create = create
+
+
+def checked_completion(completion: Any) -> Any:
+    """`completion` (the SDK's `ChatCompletion` of an HTTP 200 answer) when it is one: a first
+    choice with a message. Else `UnreadableResponse` (a transport failure: retried, counted) whose
+    message keeps what the body said (an ``error`` object's message, or the body's start): empty or
+    null ``choices``, a choice without a message, an error sent with status 200."""
+    choices = getattr(completion, "choices", None)
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if first is not None and getattr(first, "message", None) is not None:
+        return completion
+    why = "no choices" if first is None else "a choice without a message"
+    try:
+        data = completion.model_dump(mode="json", exclude_unset=True, warnings=False)
+    except Exception:
+        data = {"choices": choices}
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        why = f"an error object: {error.get('message') or error}"
+    said = json.dumps(data, ensure_ascii=False, default=str)[:300]
+    raise UnreadableResponse(f"the provider answered HTTP 200 with a body that is not a chat completion ({why}); "
+                             f"body: {said}")
 
 
 class WirePost:
@@ -146,8 +168,10 @@ class WirePost:
             owner.client = owner.get_client()
         if self._timeout is None:
             limits = self._template.extensions.get("timeout", {})
+            # total: a deadline on the whole request, so a server sending a byte at a time cannot
+            # hold a call past the timeout (sock_read bounds only each read)
             self._timeout = aiohttp.ClientTimeout(sock_connect=limits.get("connect"), sock_read=limits.get("read"),
-                                                  connect=limits.get("pool"))
+                                                  connect=limits.get("pool"), total=limits.get("read"))
         return owner.client
 
     async def post(self, body: dict[str, Any]) -> Any:
@@ -238,4 +262,4 @@ def check_once() -> None:
         patch.reject_async_validators = reject_async_validators
 
 
-__all__ = ["UnreadableResponse", "WirePost", "direct_create", "http_client", "mark_checked", "check_once"]
+__all__ = ["UnreadableResponse", "WirePost", "checked_completion", "direct_create", "http_client", "mark_checked", "check_once"]

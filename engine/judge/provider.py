@@ -31,11 +31,14 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from ..core.answer_probs import TOP_ALTERNATIVES, probs_from_completion
+from ..core.answer_probs import probs_from_completion
 from ..core.errors import ScorerRunError
 from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, WrittenAnswer, as_text, no_valid_answer, written_answer
+from .model_params import RequestShape
+from .usage import add_tokens as _add_tokens
+from .usage import reported as _reported
 from .openai_path import check_once, mark_checked
 from .redaction import kept_secrets, redact, register_secrets
 from .window import WindowCheck
@@ -149,15 +152,17 @@ class InstructorJudge:
     parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
     are asked together (`engine.interpret.fan_out`; 1: one after another); lead_alone: ask such a
     stage's first element alone first, so a prompt cache reads the prefix the elements share
-    once. Raises `ScorerRunError` from `ask`.
+    once. shape: what the model accepts in a request (`engine.judge.model_params.RequestShape`;
+    None: a chat model's parameters). Raises `ScorerRunError` from `ask`.
     """
 
     def __init__(self, client: Any, model: str, *, model_name: str | None = None,
                  secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
                  window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
                  logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None,
-                 parallel_calls: int = 1, lead_alone: bool = False):
+                 parallel_calls: int = 1, lead_alone: bool = False, shape: RequestShape | None = None):
         self.client = client
+        self.shape = shape or RequestShape()
         self.parallel_calls = parallel_calls
         self.lead_alone = lead_alone
         self.sample_seeds = sample_seeds
@@ -212,6 +217,19 @@ class InstructorJudge:
         return redact(text, self._secrets)
 
     async def ask(self, call: JudgeCall) -> JudgeAnswer:
+        """One try at `call`. A call that wants label probabilities from a model that refuses
+        ``logprobs`` (an HTTP 400 naming them) is asked again without, and this judge asks none
+        from then on: one refused request per judge, not one per item; the stage then counts the
+        hard labels (`JudgeAnswer.answer_probs` None)."""
+        try:
+            return await self._ask(call)
+        except ScorerRunError as exc:
+            if not (call.probabilities and self.logprobs and exc.kind == "judge" and _refuses_logprobs(exc.message)):
+                raise
+            self.logprobs = False  # learnt once: every later call of this judge asks for none
+            return await self._ask(call)
+
+    async def _ask(self, call: JudgeCall) -> JudgeAnswer:
         from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
         from instructor.core.hooks import Hooks
 
@@ -226,12 +244,15 @@ class InstructorJudge:
         hooks.on("completion:response", lambda *a, **k: calls.__setitem__(0, calls[0] + 1))
         hooks.on("completion:response", _stop_if_filtered)
         hooks.on("completion:response", context.saw)
-        extra: dict[str, Any] = {"model": self.model_name} if self.model_name else {}
+        probabilities = call.probabilities and self.logprobs and self.shape.gives_probabilities(call)
+        sent = self.shape.params(call, probabilities)  # what this model accepts (`engine.judge.model_params`)
+        # a chat request's parameters in the order they have always been sent
+        params: dict[str, Any] = {k: sent.pop(k) for k in ("temperature", "max_tokens") if k in sent}
+        if self.model_name:
+            params["model"] = self.model_name
         if self.sample_seeds and call.sample_index:
-            extra["seed"] = call.sample_index
-        probabilities = call.probabilities and self.logprobs
-        if probabilities:
-            extra.update(logprobs=True, top_logprobs=TOP_ALTERNATIVES)
+            params["seed"] = call.sample_index
+        params.update(sent)
         usage = Usage()
         compiled = call.contract.compiled  # the stage's schema, compiled once (`engine.core.answer_schema`)
         assert compiled is not None
@@ -245,9 +266,7 @@ class InstructorJudge:
                 max_retries=call.max_reasks,
                 context=context,
                 hooks=hooks,
-                temperature=call.temperature,
-                max_tokens=call.max_tokens,
-                **extra,
+                **params,
             )
         except _Filtered as stopped:
             usage.seconds = time.perf_counter() - started
@@ -259,7 +278,8 @@ class InstructorJudge:
             raise self._failure(error, usage, reasks=n - 1) from None
         except (InstructorRetryException, IncompleteOutputException) as exc:
             usage.seconds = time.perf_counter() - started
-            _add_tokens(usage, getattr(exc, "total_usage", None))
+            _add_tokens(usage, _reported(getattr(exc, "last_completion", None), getattr(exc, "total_usage", None)),
+                        calls=max(calls[0], 1))
             n = max(calls[0], 1)
             error = self._classify_wrapped(exc, call, n)
             raise self._failure(error, usage, reasks=0 if error.kind in ("transport", "auth") else n - 1) from None
@@ -269,10 +289,12 @@ class InstructorJudge:
         usage.seconds = time.perf_counter() - started
         n = max(calls[0], 1)
         usage.calls, usage.reasks = n, n - 1
-        _add_tokens(usage, getattr(answer, "_total_usage", None) or getattr(completion, "usage", None))
+        _add_tokens(usage, _reported(completion, getattr(answer, "_total_usage", None)), calls=n)
         probs = probs_from_completion(completion, call.schema, fields=compiled.labels) if probabilities else None
+        sampled_at = self.shape.sampled_at(call)
         return JudgeAnswer(answer.payload, _raw(completion) or json.dumps(answer.payload), n, usage,
-                           answer_probs=probs or None)
+                           answer_probs=probs or None,
+                           sampled_at=sampled_at if sampled_at != call.temperature else None)
 
     def _classify_wrapped(self, exc: BaseException, call: JudgeCall, n: int) -> ScorerRunError:
         """The failure instructor raised after its tries (`n` answers received)."""
@@ -280,10 +302,9 @@ class InstructorJudge:
 
         cause = exc.__cause__ or exc
         if isinstance(cause, IncompleteOutputException) or isinstance(exc, IncompleteOutputException):
-            error = ScorerRunError(
-                "truncated", f"the answer was cut off at max_tokens={call.max_tokens} (finish_reason length); "
-                "not parsed (raise judge.max_tokens or the stage's max_tokens)",
-                stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)), attempts=n)
+            error = ScorerRunError("truncated", self.shape.cut_off(call, getattr(cause, "last_completion", None)),
+                                   stage=call.stage, raw_answer=_raw(getattr(cause, "last_completion", None)),
+                                   attempts=n)
         elif _is_transport(cause) or isinstance(getattr(cause, "status_code", None), int):
             error = self._classify(cause, call.stage, n)  # the provider answered with an HTTP error
         else:
@@ -306,6 +327,10 @@ class InstructorJudge:
             return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
                                   f"than the model's context window ({described}); shorten the item's text, or "
                                   "use a model with a larger window", stage=stage, attempts=attempts)
+        if getattr(exc, "status_code", None) == 404:
+            described += (" (HTTP 404: the server has no such path or model: check --base-url, which for an "
+                          "OpenAI-compatible server usually ends in /v1, and the model name; `scorespec doctor "
+                          f"--model {self.model}` checks both)")
         return ScorerRunError("judge", described, stage=stage, attempts=attempts)
 
     def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:
@@ -316,6 +341,11 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
+
+
+def _refuses_logprobs(message: str) -> bool:
+    """Whether a provider's refusal (HTTP 400) names the ``logprobs`` parameters."""
+    return "HTTP 400" in message and "logprobs" in message.lower()
 
 
 def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
@@ -434,21 +464,15 @@ def _describe(exc: BaseException, redact_text: Callable[[str], str | None]) -> s
     return f"{text}: {(redact_text(said) or '')[:300]}"
 
 
-def _add_tokens(usage: Usage, total: Any) -> None:
-    if total is None:
-        return
-    usage.tokens_in += int(getattr(total, "prompt_tokens", None) or getattr(total, "input_tokens", 0) or 0)
-    usage.tokens_out += int(getattr(total, "completion_tokens", None) or getattr(total, "output_tokens", 0) or 0)
-
-
 def _raw(completion: Any) -> str | None:
     """The text a chat completion carried (tool-call arguments or content)."""
     try:
         message = completion.choices[0].message
     except (AttributeError, IndexError, TypeError):
-        content = getattr(completion, "content", None)  # anthropic
+        content = getattr(completion, "content", None)  # anthropic: thinking blocks come before the answer
         if isinstance(content, list) and content:
-            block = content[0]
+            blocks = [b for b in content if getattr(b, "type", None) not in ("thinking", "redacted_thinking")]
+            block = blocks[0] if blocks else content[0]
             if hasattr(block, "input"):
                 return json.dumps(getattr(block, "input", None))
             return getattr(block, "text", None)

@@ -26,11 +26,19 @@ from .call import Judge, JudgeAnswer, JudgeCall, JudgeLayer, TransportFailure
 class RetryPolicy:
     """Transport retry policy: up to `max_retries` retries after the first try; waits of
     base_s × 2^n seconds (n = 0 for the first retry), jittered to between half and all of it and
-    capped at max_wait_s, or the server's Retry-After (capped at max_wait_s)."""
+    capped at max_wait_s, or the server's Retry-After (capped at max_wait_s). max_total_wait_s:
+    the most a call waits between its tries in all (seconds); a call whose next wait would pass it
+    gives up then, saying so, instead of waiting out a long Retry-After try after try."""
 
     max_retries: int = 4
     base_s: float = 0.5
     max_wait_s: float = 30.0
+    max_total_wait_s: float = 60.0
+
+    def waited_enough(self, retry_state: RetryCallState) -> bool:
+        """Whether the next wait would take the call past `max_total_wait_s` (a tenacity stop)."""
+        upcoming = getattr(retry_state, "upcoming_sleep", 0.0) or 0.0
+        return retry_state.idle_for + upcoming > self.max_total_wait_s
 
     def wait(self, retry_state: RetryCallState) -> float:
         """Seconds to wait before the next try (a tenacity wait strategy)."""
@@ -68,12 +76,14 @@ class RetryingJudge(JudgeLayer):
         """Tries 2 and on, after the first try failed with `first`."""
         spent = _spent(first)  # the failed tries, summed
         tries = 1
+        waits: list[float] = []
 
         async def sleep(seconds: float) -> None:  # a wait between tries is part of the call's time
             spent.seconds += seconds
             await self._sleep(seconds)
 
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1), wait=self.policy.wait,
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1) | _recorded(self.policy, waits),
+                                 wait=self.policy.wait,
                                  retry=retry_if_exception_type(TransportFailure), sleep=sleep, reraise=True)
         try:
             async for attempt in retrying:
@@ -87,10 +97,27 @@ class RetryingJudge(JudgeLayer):
                         spent.add(_usage_of(exc))
                         raise
         except TransportFailure as exc:  # the last try failed too
+            if waits:  # stopped by the cap on the total wait
+                exc.message += (f" (gave up before a wait of {waits[0]:.0f} s: a call waits at most "
+                                f"{self.policy.max_total_wait_s:g} s in all between its tries)")
             raise _given_up(exc, call, spent, tries) from None
         except ScorerRunError as exc:
             raise _total(exc, spent, tries) from None
         return _retried(answer, spent, tries)
+
+
+def _recorded(policy: RetryPolicy, waits: list[float]) -> Any:
+    """A tenacity stop: `policy.waited_enough`, the wait it refused recorded in `waits`."""
+    from tenacity.stop import stop_base
+
+    class _Cap(stop_base):
+        def __call__(self, retry_state: RetryCallState) -> bool:
+            if policy.waited_enough(retry_state):
+                waits.append(getattr(retry_state, "upcoming_sleep", 0.0) or 0.0)
+                return True
+            return False
+
+    return _Cap()
 
 
 def _usage_of(exc: ScorerRunError) -> Usage:
@@ -116,6 +143,8 @@ def _retried(answer: JudgeAnswer, spent: Usage, tries: int) -> JudgeAnswer:
     usage.calls += spent.calls
     usage.tokens_in += spent.tokens_in
     usage.tokens_out += spent.tokens_out
+    usage.reasoning_tokens += spent.reasoning_tokens
+    usage.unreported += spent.unreported
     usage.seconds += spent.seconds
     usage.transport_retries = tries - 1
     answer.attempts += spent.calls
@@ -126,7 +155,8 @@ def _total(exc: ScorerRunError, spent: Usage, tries: int) -> ScorerRunError:
     """`exc` with the usage of every try: the calls and tokens summed, the last try's re-asks."""
     last = exc.usage if exc.usage is not None and exc.usage is not spent else None
     usage = Usage(calls=spent.calls, tokens_in=spent.tokens_in, tokens_out=spent.tokens_out, seconds=spent.seconds,
-                  reasks=last.reasks if last is not None else 0, transport_retries=tries - 1)
+                  reasks=last.reasks if last is not None else 0, transport_retries=tries - 1,
+                  reasoning_tokens=spent.reasoning_tokens, unreported=spent.unreported)
     exc.usage = usage
     exc.attempts = spent.calls
     return exc

@@ -55,9 +55,16 @@ class JudgeSettings:
     - cache: the judge-call cache (`engine.judge.cache.layer.open_cache`: True for the default,
       a file path, a ``redis://`` URL, a `JudgeCache`; None or False: none); refresh: with a
       cache, ask every call again and overwrite its entry.
+    - family: what the model accepts in a request, ``chat``, ``reasoning`` or ``thinking``
+      (`engine.judge.model_params`; None: the spec's ``judge.family``, else
+      ``$SCORESPEC_MODEL_FAMILY``, else the table's, else ``chat``).
+    - reasoning_tokens: the reasoning budget (tokens > 0) added to each stage's ``max_tokens`` for a
+      reasoning model (None: the spec's ``judge.reasoning_tokens``, else
+      `engine.judge.model_params.DEFAULT_REASONING_TOKENS`).
 
     Raises `ValueError` for a timeout that is not > 0, a base URL without ``http://`` or
-    ``https://``, or a rate limit number that is not > 0.
+    ``https://``, a rate limit number that is not > 0, an unknown family or a budget that is not a
+    whole number > 0.
     """
 
     model: str | None = None
@@ -70,6 +77,8 @@ class JudgeSettings:
     rate_limit: Any = None
     cache: CacheSetting = None
     refresh: bool = False
+    family: str | None = None
+    reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.api_key, str):
@@ -86,6 +95,10 @@ class JudgeSettings:
         if limit is not None and not hasattr(limit, "acquire") and not (
                 isinstance(limit, (int, float)) and limit > 0):
             raise ValueError(f"rate_limit must be requests per second > 0 or a shared limiter, not {limit!r}")
+        if self.family is not None or self.reasoning_tokens is not None:
+            from .model_params import shape_for
+
+            shape_for("", self.family, self.reasoning_tokens)  # raises ValueError naming the bad one
 
     @classmethod
     def of(cls, settings: "JudgeSettings | None") -> "JudgeSettings":

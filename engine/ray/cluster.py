@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UserError
+
 __all__ = ["LOCAL_ONLY_VARIABLE", "PUMP_THREAD", "RayOptions", "RayMissing", "RayRunError", "import_ray",
            "local_only", "ray_session", "this_engine"]
 
@@ -44,11 +46,11 @@ LOCAL_ONLY_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 PUMP_THREAD = "scorespec-ray-output"
 
 
-class RayMissing(ImportError):
+class RayMissing(UserError, ImportError):
     """The Ray executor was asked for, but Ray (with Ray Data) is not installed."""
 
 
-class RayRunError(RuntimeError):
+class RayRunError(UserError, RuntimeError):
     """The Ray run itself failed (an actor that cannot start, a task Ray gave up on); the
     message carries Ray's reason. Every result kept before it is saved: resume the run."""
 

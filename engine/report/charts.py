@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.errors import UserError
+
 __all__ = ["ReportDependencyError", "chart_libraries", "count_ticks", "histogram_bins", "histogram_chart",
            "histogram_svg", "roc_svg", "confusion_svg", "scatter_chart", "scatter_svg", "scatter_points"]
 
@@ -25,7 +27,7 @@ BINS = 20
 SCATTER_CELLS = 2000  # at most this many distinct (x, y) points: else rounded to a 50 × 50 grid
 
 
-class ReportDependencyError(ImportError):
+class ReportDependencyError(UserError, ImportError):
     """altair or vl-convert is missing: the HTML report needs ``pip install 'scorespec[report]'``."""
 
 

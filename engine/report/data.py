@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UserError
 from ..core.result import Usage, result_status
 from ..run.items import item_key
 from ..run.outfile import iter_out_lines
@@ -28,7 +29,7 @@ __all__ = ["ReportError", "ReportRun", "LabelSpec", "load_run", "run_from_store"
            "label_summary", "spread", "usage_totals"]
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """The run to report cannot be found or read (the message says which and why)."""
 
 

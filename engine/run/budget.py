@@ -20,13 +20,14 @@ import asyncio
 import math
 from collections.abc import Iterable, Mapping
 
+from ..core.errors import UserError
 from ..core.result import Usage
 from .prices import PriceTable, usd_text
 
 __all__ = ["Budget", "UnpricedModelError", "check_max_cost", "check_priced", "spent_before"]
 
 
-class UnpricedModelError(ValueError):
+class UnpricedModelError(UserError, ValueError):
     """A budget was asked for and a judge model of the run has no price (see `check_priced`)."""
 
 
@@ -112,11 +113,18 @@ class Budget:
             self.in_flight += 1
             return True
 
-    def finished(self, cost: float) -> None:
-        """An admitted item is done; it cost `cost` US dollars."""
+    def finished(self, cost: float | None, why_unknown: str | None = None) -> None:
+        """An admitted item is done; it cost `cost` US dollars. None: its cost cannot be known
+        (`why_unknown` says why, e.g. a provider that reports no usage): the run starts no further
+        item, since it can no longer tell what it has spent."""
         self.in_flight = max(self.in_flight - 1, 0)
         self.done += 1
-        self.spent += cost
+        if cost is None:
+            if self.stopped is None:
+                self.stopped = (f"the cost of an item cannot be known ({why_unknown or 'unknown usage'}), so the "
+                                f"budget of {usd_text(self.max_usd)} cannot be kept: stopped before the next item")
+        else:
+            self.spent += cost
         self._changed.set()
 
     def to_json_dict(self) -> dict[str, object]:

@@ -1,9 +1,11 @@
 """Batch evaluation: many items × several scorers, concurrent, failure-isolated, resumable.
 
-`run_evals(data, scorers, ...)` (or ``await arun_evals(...)``) is the seed's ``runEvals``
-(data, scorers, target, onItemComplete → a mean score per scorer), extended. A scorer in a run
-is known by its label — its id unless given (`Scorer.label`) — so one run can hold two versions
-of one scorer; results, the out file, the store, summaries and thresholds use the label. Its parts:
+``await arun_evals(data, scorers, ...)`` is the seed's ``runEvals`` (data, scorers, target,
+onItemComplete → a mean score per scorer), extended; its synchronous form, and the one public
+entry point, is `engine.run_evals` (`engine.api`, which also resolves ``executor="ray"``). A
+scorer in a run is known by its label — its id unless given (`Scorer.label`) — so one run can
+hold two versions of one scorer; results, the out file, the store, summaries and thresholds use
+the label. Its parts:
 
 - `engine.run.runner`: the concurrency (items streamed into ``concurrency`` workers, a shared rate
   limit), failure isolation (a failed item is a result with ``error``, never a low score; a
@@ -41,7 +43,6 @@ from typing import Any
 
 from ..core.direction import direction_of
 from ..core.result import ScoreResult
-from ..core.sync import run_sync
 from ..traces.source import TraceSource
 from .budget import Budget, check_max_cost, check_priced, spent_before
 from .datasets import data_len
@@ -413,11 +414,4 @@ def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str,
     return summary
 
 
-def run_evals(data: Any, scorers: Any, settings: RunSettings | None = None, **kwargs: Any) -> EvalSummary:
-    """Synchronous `arun_evals` (same arguments). Inside a running event loop (a notebook) the
-    run happens on a private loop in a worker thread."""
-    return run_sync(arun_evals(data, scorers, settings, **kwargs), thread_name="scorespec-run-evals")
-
-
-__all__ = ["run_evals", "arun_evals", "resolve_scorers", "check_labels", "scorer_reference", "default_concurrency",
-           "new_run_id"]
+__all__ = ["arun_evals", "resolve_scorers", "check_labels", "scorer_reference", "default_concurrency", "new_run_id"]

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import UserError
 from ..core.messages import is_messages
 from ..core.run_fields import ITEM_FIELDS, RUN_FIELDS, coerce_context
 
@@ -55,7 +56,7 @@ class DatasetProblem:
         return self.render()
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """The dataset as a whole cannot be read (missing file, unknown format, a mapped column
     absent from a CSV header). Single bad records are `DatasetProblem`s instead."""
 

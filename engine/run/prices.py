@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import environment
-from ..core.errors import Problem, did_you_mean
+from ..core.errors import Problem, UserError, did_you_mean
 from ..core.result import Usage
 
 PRICES_ENV = "SCORESPEC_PRICES"
@@ -45,7 +45,7 @@ __all__ = ["Cost", "Price", "PriceTable", "PriceTableError", "PRICES_ENV", "SHIP
            "default_prices_path", "load_prices", "parse_prices", "usage_by_model", "usd_text"]
 
 
-class PriceTableError(ValueError):
+class PriceTableError(UserError, ValueError):
     """A price table cannot be used: an unreadable file or entries that are not prices. The
     message lists every problem as ``file:line:col: key: message``."""
 
@@ -106,8 +106,11 @@ class PriceTable:
         return next((found for t in self._tables if (found := t.find(model)) is not None), None)
 
     def cost(self, model: str | None, usage: Usage) -> float | None:
-        """US dollars for `usage` on `model`: 0 when it used no tokens, None when it did and the
-        model has no price."""
+        """US dollars for `usage` on `model`: None when a call's tokens are unknown (the provider
+        reported no usage: `Usage.unreported`), 0 when it used no tokens, None when it did and the
+        model has no price. Reasoning tokens are part of `Usage.tokens_out` and cost as output."""
+        if usage.unreported and not (model and self.price(model) is FREE):
+            return None
         if not usage.tokens_in and not usage.tokens_out:
             return 0.0
         price = self.price(model)
@@ -244,24 +247,31 @@ class Cost:
     by_model: dict[str, float | None] = field(default_factory=dict)
     unpriced: tuple[str, ...] = ()
     prices: str = ""
+    unreported: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        """True when every model that used tokens has a price."""
-        return not self.unpriced
+        """True when every model that used tokens has a price and reported every call's usage."""
+        return not self.unpriced and not self.unreported
 
     @property
     def note(self) -> str | None:
         """Why the cost is incomplete (None when it is complete)."""
-        if not self.unpriced:
-            return None
-        names = ", ".join(self.unpriced)
-        return (f"no price for {names} in {self.prices}: tokens only (add the model to a price table: "
-                "--prices FILE, $SCORESPEC_PRICES or prices.yaml in the cache folder)")
+        notes = []
+        if self.unreported:
+            notes.append(f"{', '.join(self.unreported)} reported no token usage for some calls: their tokens and "
+                         "cost are unknown, not counted")
+        if self.unpriced:
+            notes.append(f"no price for {', '.join(self.unpriced)} in {self.prices}: tokens only (add the model to "
+                         "a price table: --prices FILE, $SCORESPEC_PRICES or prices.yaml in the cache folder)")
+        return "; ".join(notes) or None
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"usd": self.usd, "byModel": dict(self.by_model), "unpriced": list(self.unpriced),
-                "complete": self.complete, "prices": self.prices, "note": self.note}
+        out = {"usd": self.usd, "byModel": dict(self.by_model), "unpriced": list(self.unpriced),
+               "complete": self.complete, "prices": self.prices, "note": self.note}
+        if self.unreported:
+            out["unreported"] = list(self.unreported)
+        return out
 
 
 def cost_of(usage_by_model: Mapping[str | None, Usage], prices: PriceTable) -> Cost:
@@ -271,10 +281,11 @@ def cost_of(usage_by_model: Mapping[str | None, Usage], prices: PriceTable) -> C
     for model, usage in usage_by_model.items():
         if model:
             by_model[model] = prices.cost(model, usage)
-    unpriced = tuple(m for m, usd in by_model.items() if usd is None)
+    unreported = tuple(m for m, usage in usage_by_model.items() if m and usage.unreported and by_model[m] is None)
+    unpriced = tuple(m for m, usd in by_model.items() if usd is None and m not in unreported)
     known = [usd for usd in by_model.values() if usd is not None]
-    usd = sum(known) if known or not unpriced else None
-    return Cost(usd, by_model, unpriced, prices.describe())
+    usd = sum(known) if known or not (unpriced or unreported) else None
+    return Cost(usd, by_model, unpriced, prices.describe(), unreported)
 
 
 def usd_text(usd: float | None) -> str:

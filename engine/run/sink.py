@@ -101,7 +101,12 @@ class ResultSink:
         and passed to ``on_item_complete``."""
         self.state.done_items += 1
         if self.budget is not None:
-            self.budget.finished(sum(r.cost_usd or 0.0 for r in results.values()))
+            unknown = [r for r in results.values() if r.model and r.usage.unreported and r.cost_usd is None]
+            if unknown:
+                self.budget.finished(None, f"{unknown[0].model} reported no token usage for "
+                                           f"{unknown[0].usage.unreported} call(s)")
+            else:
+                self.budget.finished(sum(r.cost_usd or 0.0 for r in results.values()))
         self.reporter.item_done(self.state, item, results)
         if self.on_item_complete is not None:
             outcome = self.on_item_complete(item, results)

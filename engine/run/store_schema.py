@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..core.errors import UserError
+
 SCHEMA_VERSION = 3
 
 RUNS = """CREATE TABLE IF NOT EXISTS runs (
@@ -76,7 +78,7 @@ TABLES = (RUNS, ITEMS, RESULTS, CALIBRATIONS, SPECS, "CREATE INDEX IF NOT EXISTS
 _RESULT_COLUMNS = "status, score, spec_hash, model, usage, result, created_at, updated_at"
 
 
-class StoreVersionError(RuntimeError):
+class StoreVersionError(UserError, RuntimeError):
     """The store was written by a newer scorespec (a schema version above `SCHEMA_VERSION`)."""
 
 

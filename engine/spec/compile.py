@@ -245,6 +245,8 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         when=when, for_each=for_each, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
         sampling=sampling, probabilities=probabilities, keep_first=keep_first, pages=pages,
         examples=checked_examples(stage, key, schema_exprs, c.doc),
+        reasoning_effort=stage.reasoning_effort or judge.reasoning_effort,
+        reasoning_tokens=stage.reasoning_tokens or judge.reasoning_tokens, family=judge.family,
     )
     return plan, shape
 

@@ -63,6 +63,21 @@ class JudgeSpec(_Model):
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an invalid answer or a failed check."
     )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="How hard a reasoning model thinks before it answers (sent as `reasoning_effort` to "
+        "OpenAI's reasoning models; turns on extended thinking for Anthropic's). Part of the cache key and of "
+        "the result. Settable per run with `--option judge.reasoning_effort=low`.",
+    )
+    reasoning_tokens: int | None = Field(
+        None, ge=1, description="The room for a reasoning model's hidden reasoning, in tokens, added to each "
+        "stage's max_tokens (which stays the room for the answer). Default 4096.",
+    )
+    family: Literal["chat", "reasoning", "thinking"] | None = Field(
+        None, description="What the model accepts in a request, for a model scorespec's table does not know: "
+        "`chat` (temperature, max_tokens, logprobs), `reasoning` (OpenAI's reasoning rules: "
+        "max_completion_tokens, no temperature or logprobs) or `thinking` (Anthropic's extended thinking). "
+        "Default: from the model's name.",
+    )
 
 
 def _after() -> Any:
@@ -117,6 +132,9 @@ class PromptStage(_Model):
     )
     temperature: float | None = Field(None, ge=0, le=2, description="Overrides judge.temperature.")
     max_tokens: int | None = Field(None, ge=1, description="Overrides judge.max_tokens.")
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="Overrides judge.reasoning_effort.")
+    reasoning_tokens: int | None = Field(None, ge=1, description="Overrides judge.reasoning_tokens.")
     samples: int | None = Field(
         None, ge=1, le=MAX_SAMPLES,
         description="Ask the judge this many times (with for_each: per element) and reduce the answers to one "

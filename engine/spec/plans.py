@@ -81,6 +81,8 @@ class PromptStagePlan:
     page while a page comes back full (`engine.interpret.pages`); how many were listed in all is
     ``listed.STAGE``.
     examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
+    reasoning_effort, reasoning_tokens, family: how a reasoning model is asked (the stage's, else the
+    judge block's; `engine.judge.model_params`), None when not given.
     """
 
     id: str
@@ -100,6 +102,9 @@ class PromptStagePlan:
     pages: tuple[str, ...] = ()
     answer: AnswerSchema | None = field(default=None, compare=False, repr=False)
     examples: tuple[Mapping[str, Any], ...] = ()
+    reasoning_effort: str | None = None
+    reasoning_tokens: int | None = None
+    family: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:

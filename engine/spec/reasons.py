@@ -93,6 +93,7 @@ def reason_plans(spec: Spec, c: Compiler, scope: Scope) -> list[ReasonPlan]:
         template = c.template_file(case.prompt, f"{key}.prompt", scope) if case.prompt else None
         if template is not None:
             prompt = PromptStagePlan("reason", template, REASON_SCHEMA, judge.temperature, judge.max_tokens,
-                                     judge.max_reasks)
+                                     judge.max_reasks, reasoning_effort=judge.reasoning_effort,
+                                     reasoning_tokens=judge.reasoning_tokens, family=judge.family)
             reasons.append(ReasonPlan(when, prompt=prompt))
     return reasons

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import UserError
 from .catalog import builtin_prompts_dir, builtin_specs_dir, is_abstract, resolve_spec
 from .compile import load_spec
 from .plans import PromptStagePlan
@@ -97,7 +98,7 @@ _INHERITED_STAGE = """\
 """
 
 
-class StageChoiceError(ValueError):
+class StageChoiceError(UserError, ValueError):
     """``--stage`` / ``--all-stages`` that cannot be followed: a stage id the parent has no prompt
     stage of (the message lists its prompt stages), or a stage asked for without a parent."""
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import UserError
 from .document import Document, parse_document
 from .inherit import merge
 from .resolved import render_resolved
@@ -31,11 +32,11 @@ __all__ = ["SpecHashMismatch", "SpecNotKept", "compile_kept", "run_spec", "merge
            "write_snapshot"]
 
 
-class SpecHashMismatch(ValueError):
+class SpecHashMismatch(UserError, ValueError):
     """Kept spec text that does not compile to the spec hash it was kept under."""
 
 
-class SpecNotKept(LookupError):
+class SpecNotKept(UserError, LookupError):
     """The store has no text for a run's label (an unknown label, or a run recorded before spec
     texts were kept); the message says which."""
 

@@ -180,6 +180,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if request.get("stream"):
             self._send_json(400, error_body(400, "FakeOpenAIServer does not support streaming."))
             return
+        refusal = owner._refusal(request)
+        if refusal is not None:  # the server's rules refuse it: no scripted reply is used
+            self._send_json(*refusal)
+            return
         reply = owner._next_reply(request)
         if owner.latency_s > 0:
             time.sleep(owner.latency_s)

@@ -80,6 +80,10 @@ class FakeOpenAIServer:
             (>= 0), simulated per request without blocking other connections.
         logprobs: answer a request asking for ``logprobs`` with them (see the
             module docstring); False: never, as a provider without them.
+        rules: what a model family's server enforces and how it answers
+            (`engine.testing.server_rules`: a reasoning model's refused
+            parameters and reasoning tokens, a server refusing ``tools``, one
+            sending no ``usage``); None: accept every request.
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (after :meth:`start`).
@@ -92,11 +96,12 @@ class FakeOpenAIServer:
     gets about 600 requests/s, close to the 640/s ceiling the latency allows.
     """
 
-    def __init__(self, reply: Any = None, *, latency_s: float = 0.0, logprobs: bool = True):
+    def __init__(self, reply: Any = None, *, latency_s: float = 0.0, logprobs: bool = True, rules: Any = None):
         if latency_s < 0:
             raise ValueError("latency_s must be >= 0")
         self.reply = reply
         self.logprobs = logprobs
+        self.rules = rules
         self.latency_s = float(latency_s)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -178,6 +183,11 @@ class FakeOpenAIServer:
 
     def _completion(self, request: dict, text: str, *, finish: str, as_tool: bool = True,
                     tokens: Tokens | None = None) -> dict:
-        return completion(request, text, number=next(self._ids), finish=finish, as_tool=as_tool, tokens=tokens,
+        made = completion(request, text, number=next(self._ids), finish=finish, as_tool=as_tool, tokens=tokens,
                           logprobs=self.logprobs)
+        return made if self.rules is None else self.rules.completed(request, made)
+
+    def _refusal(self, request: dict) -> Any:
+        """(status, body) for a request the server's `rules` refuse, else None."""
+        return None if self.rules is None else self.rules.refusal(request)
 

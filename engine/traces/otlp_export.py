@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UserError
 from .evaluations import EVENT_NAME, Evaluation
 
 BATCH = 512  # log records per document (per line)
 SERVICE = "scorespec"
 
 
-class OtlpExportError(RuntimeError):
+class OtlpExportError(UserError, RuntimeError):
     """The evaluations could not be sent or written (the SDK missing, the endpoint refusing)."""
 
 

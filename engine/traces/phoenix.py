@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.errors import UserError
 from .evaluations import Evaluation
 from .otlp_json import Span, span_of
 
@@ -18,7 +19,7 @@ MAX_SPANS = 10_000_000  # spans read from one project, at most
 BATCH = 100  # annotations per request
 
 
-class PhoenixError(ConnectionError):
+class PhoenixError(UserError, ConnectionError):
     """Phoenix could not be reached or read, or its client is not installed."""
 
 

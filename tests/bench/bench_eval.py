@@ -238,7 +238,7 @@ def print_profile(profiler, calls: int) -> None:
 def rss_child(n: int, load_only: bool) -> None:
     """Child process: a textual_difference eval over `n` generated items; prints peak RSS (KiB)."""
     from engine.bind.load import load_scorer
-    from engine.run.evals import run_evals
+    from engine import run_evals
 
     scorer = load_scorer("textual_difference")
     with tempfile.TemporaryDirectory() as tmp:

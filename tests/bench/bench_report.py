@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from engine import load_scorer  # noqa: E402
-from engine.run.evals import run_evals  # noqa: E402
+from engine import run_evals  # noqa: E402
 from engine.testing import FakeJudge  # noqa: E402
 
 DATA = ROOT / "datasets" / "halueval_qa.jsonl"

@@ -45,9 +45,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from engine.bind.load import load_scorer
-from engine.bind.stack import make_judge
-from engine.judge.retries import RetryPolicy
-from engine.run.evals import run_evals  # noqa: E402
+from engine import run_evals  # noqa: E402
+from engine.bind.stack import make_judge  # noqa: E402
+from engine.judge.retries import RetryPolicy  # noqa: E402
 from engine.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 from engine.testing.faults import FaultInjector  # noqa: E402
 

@@ -126,6 +126,11 @@ class CallIdentity:
     probabilities: bool = False
     """Whether the call asked for its answer's label probabilities (sent with ``logprobs``, and
     to a hosted OpenAI model in json_schema mode). Part of the key only when true."""
+    request: Any = None
+    """The request parameters sent beyond a chat model's (a reasoning model's family, its
+    ``max_completion_tokens``, ``reasoning_effort``, Anthropic's ``thinking``: see
+    `engine.judge.model_params`), as a JSON mapping; None for a chat request. Part of the key only
+    when given, so a chat request keeps the key it always had."""
 
     _key: str = field(init=False, repr=False, compare=False)
 
@@ -147,7 +152,7 @@ class CallIdentity:
         base_url = self.base_url.rstrip("/") if self.base_url is not None else None
         # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
         header = (self.provider, self.model, base_url, self.structured_mode, float(temperature) + 0.0,
-                  self.max_tokens, seed, self.sample_index, self.probabilities)
+                  self.max_tokens, seed, self.sample_index, self.probabilities, self.request)
         object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
 
     def _check_fields(self) -> None:
@@ -179,12 +184,15 @@ _LENGTH = struct.Struct(">Q").pack  # a section's length: 8 bytes, big-endian
 
 def _prefix(header: tuple, schema: Any) -> bytes:
     """The header's and the schema's sections of `key_material`."""
-    provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index, probabilities = header
+    provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index, probabilities = header[:9]
+    request = header[9] if len(header) > 9 else None
     scalars = {"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
                "structured_mode": structured_mode, "temperature": temperature, "max_tokens": max_tokens,
                "seed": seed, "sample_index": sample_index}
     if probabilities:
         scalars["probabilities"] = True
+    if request:
+        scalars["request"] = request
     fields = canonical_json(scalars)
     try:
         schema_json = schema.canonical_json() if isinstance(schema, SentSchema) else canonical_json(schema)
@@ -197,7 +205,8 @@ def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
     """The bytes a key hashes, three sections: the canonical JSON of the scalar fields and
     `KEY_FORMAT` (``{"base_url", "key_format", "max_tokens", "model", "provider",
     "sample_index", "seed", "structured_mode", "temperature"}``, and ``"probabilities": true`` when
-    the call asked for label probabilities; `header` holds their values,
+    the call asked for label probabilities, ``"request": {…}`` for parameters beyond a chat
+    request's; `header` holds their values,
     checked, in the order of `CallIdentity`'s fields) and the canonical JSON of `schema`, each
     framed by its length (8 bytes, big-endian); then `messages`: ``L`` and their count (8 bytes,
     big-endian), then each message as ``T`` + its role + its content (each framed, UTF-8) when it
