@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.cli.main import app
-from engine.run.evals import arun_evals, run_evals
+from engine import run_evals
+from engine.run.evals import arun_evals
 from engine.run.run_lock import RunInUse, lock_path, lock_run
 from engine.run.store import Store
 
