@@ -130,7 +130,7 @@ def test_calibrate_and_compare_default_to_the_spec_cutoff(tmp_path):
     data = [{"id": "a", "output": "x", "ground_truth": "x", "label": "good"},
             {"id": "b", "output": "x", "ground_truth": "y", "label": "bad"}]
     report = calibrate(load_scorer(str(path)), data, positive=["good"], store=False)
-    assert report.threshold == 1 and any("documented cut-off" in n for n in report.notes)
+    assert report.cutoff == 1 and any("documented cut-off" in n for n in report.notes)
     found = compare([load_scorer(str(path)), load_scorer("equals", label="other")], data, label_field="label",
                     positive=["good"], store=False)
     assert found.versions["cut"].cutoff == 1

@@ -112,17 +112,17 @@ def _figures(result) -> dict:
 def test_calibrate_cutoff_sets_the_score_cut_off(labelled):
     figures = _figures(invoke("calibrate", NUMERIC, "--data", labelled, "--positive", "good", "--cutoff", "0.65",
                               "--json", "--quiet"))
-    assert figures["threshold"] == 0.65
+    assert figures["cutoff"] == 0.65
     assert figures["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 0}
     default = _figures(invoke("calibrate", NUMERIC, "--data", labelled, "--positive", "good", "--json", "--quiet"))
-    assert default["threshold"] == 0.5 and default["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
+    assert default["cutoff"] == 0.5 and default["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
 
 
 def test_calibrate_threshold_still_works_and_warns(labelled):
     result = invoke("calibrate", NUMERIC, "--data", labelled, "--positive", "good", "--threshold", "0.65",
                     "--json", "--quiet")
     figures = _figures(result)
-    assert figures["threshold"] == 0.65 and figures["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 0}
+    assert figures["cutoff"] == 0.65 and figures["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 0}
     assert result.stderr.splitlines()[0] == ("warning: calibrate --threshold is deprecated and will be removed: use "
                                              "--cutoff 0.65 (a score cut-off; eval's --threshold bounds a mean)")
 
@@ -138,7 +138,7 @@ def test_calibrate_refuses_cutoff_and_threshold_together(labelled):
 def test_calibrate_takes_plain_and_prefixed_options(labelled, option):
     figures = _figures(invoke("calibrate", NUMERIC, "--data", labelled, "--positive", "good", "--option", option,
                               "--json", "--quiet"))
-    assert figures["threshold"] == 5.0  # half the scale of 10
+    assert figures["cutoff"] == 5.0  # half the scale of 10
     assert figures["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
 
 

@@ -153,3 +153,20 @@ def test_every_api_key_in_the_environment_is_redacted(monkeypatch):
     assert judge.provider._redact(text) == "echo: Bearer *** / *** / ***"
     made = logging.getLogRecordFactory()("httpx", logging.ERROR, __file__, 1, "body %s", (other,), None)
     assert made.getMessage() == "body ***"
+
+
+def test_the_settings_fields_never_show_the_api_key():
+    import dataclasses
+    import json
+    import pickle
+
+    from engine.judge.settings import JudgeSettings
+
+    settings = JudgeSettings(model="openai/m", base_url="http://127.0.0.1:9/v1", api_key=CANARY)
+    fields = dataclasses.asdict(settings)
+    assert CANARY not in repr(fields) and CANARY not in str(fields["api_key"]) and CANARY not in repr(settings)
+    with pytest.raises(TypeError):
+        json.dumps(fields)  # refused rather than written out
+    assert pickle.loads(pickle.dumps(settings)).api_key is None
+    assert settings.api_key.reveal() == CANARY and settings == JudgeSettings(
+        model="openai/m", base_url="http://127.0.0.1:9/v1", api_key=CANARY)

@@ -121,8 +121,8 @@ def test_label_settings_refuse_a_bad_value_when_built(cls, values, error, messag
 
 
 def test_label_settings_refuse_a_cut_off_or_seed_that_is_not_a_number():
-    with pytest.raises(TypeError, match="threshold must be a number"):
-        CalibrationSettings(threshold="0.5")
+    with pytest.raises(TypeError, match="cutoff must be a number"):
+        CalibrationSettings(cutoff="0.5")
     with pytest.raises(TypeError, match="not_scorable_score must be a number"):
         CalibrationSettings(not_scorable_score="0")
     with pytest.raises(TypeError, match="cutoff must be a number"):

@@ -2,8 +2,10 @@
 
 - `with_instructions`: the stage's prompt with new text in place of the body of its
   ``{% block instructions %}`` (everything else, the part that shows the judge the item included,
-  kept verbatim). The new text is written inside ``{% raw %}`` when it holds template syntax, so
-  a proposal is only ever literal text, never template code.
+  kept verbatim). The new text is written inside ``{% raw %}`` when it holds template syntax or
+  would form it at a seam with the block's tags (a text ending in ``{`` before ``{% endblock %}``),
+  so a proposal is only ever literal text, never template code. `pasted_item` finds a proposal
+  that copies a train item's text (it would teach the judge that item, not a rule).
 - `worked_examples`: examples from train items for the stage's ``examples`` key: balanced by label,
   the judge's largest disagreements first, each with the answer the label calls for.
 - `child_spec`: the YAML of a child: ``extends``, the stage's ``prompt`` and ``examples``,
@@ -17,15 +19,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["INSTRUCTIONS_BLOCK", "answer_values", "child_spec", "instructions_of", "with_instructions",
-           "worked_examples"]
+__all__ = ["INSTRUCTIONS_BLOCK", "PASTE_MINIMUM", "answer_values", "child_spec", "instructions_of", "pasted_item",
+           "with_instructions", "worked_examples"]
 
 INSTRUCTIONS_BLOCK = re.compile(r"(\{%-?\s*block\s+instructions\s*-?%\})(.*?)(\{%-?\s*endblock(?:\s+instructions)?\s*-?%\})",
                                 re.S)
-_SYNTAX = re.compile(r"\{[{%#]|[}%#]\}")
+_SYNTAX = re.compile(r"\{[{%#]|[}%#]\}|\{\Z")  # a trailing "{" meets the "{%" of the endblock tag
 _POSITIVE = ("yes", "true", "pass", "supported", "faithful", "met", "correct", "relevant")
 _NEGATIVE = ("no", "false", "fail", "unsupported", "hallucinated", "not_met", "incorrect", "irrelevant")
 _TEXT_LIMIT = 2000
+PASTE_MINIMUM = 20
+"""An item's text shorter than this (in characters, spaces collapsed) may appear in general
+instructions by chance ("yes", a name); from this length on, its presence is a paste."""
 
 
 def instructions_of(source: str) -> str | None:
@@ -50,6 +55,24 @@ def with_instructions(source: str, text: str) -> str:
     lead = body[: len(body) - len(body.lstrip())]
     tail = body[len(body.rstrip()):]
     return source[: found.start(2)] + lead + text + tail + source[found.end(2):]
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def pasted_item(text: str, items: Sequence[Mapping[str, Any]]) -> str | None:
+    """Which train item's text `text` (a proposal) holds verbatim — spaces collapsed, case
+    folded, a text of `PASTE_MINIMUM` characters at least: its input, output, ground truth or a
+    context passage — as ``"item ID's FIELD"``; None when it holds none."""
+    proposal = _collapsed(text)
+    for item in items:
+        for name in ("input", "output", "ground_truth", "context"):
+            value = item.get(name)
+            for piece in value if isinstance(value, list) else [value]:
+                if isinstance(piece, str) and len(found := _collapsed(piece)) >= PASTE_MINIMUM and found in proposal:
+                    return f"item {item.get('id')}'s {name.replace('_', ' ')}"
+    return None
 
 
 def answer_values(schema: Mapping[str, Any]) -> tuple[str, Any, Any] | None:

@@ -2,7 +2,8 @@
 spec and its prompt, and ``state.json`` for ``resume``), and the child in the layout ``scorespec
 new`` uses — ``OUT/scorer_specs/NAME.yaml`` (extending the parent, under a comment block with the
 data's SHA-256, the split and the figures) and ``OUT/prompts/NAME/`` — with ``OUT/NAME.align.json``,
-the JSON record of every candidate and of the test comparison."""
+the JSON record of every candidate and of the test comparison. A chosen candidate that is not
+adopted is written in the same layout under ``OUT/rejected/``, where no catalogue looks."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class WorkFolder:
         self.path = self.out_dir / WORK / name
         self.parent_file = Path(parent.plan.path)
         self.child_spec = self.out_dir / "scorer_specs" / f"{name}.yaml"
+        self.rejected_dir = self.out_dir / "rejected"
         if self.child_spec.exists() and not resume:
             raise FileExistsError(f"not overwriting {self.child_spec} (give another --name, or --resume)")
         identity = {"parent": parent.id, "dataSha256": sha256, "seed": settings.seed,
@@ -90,25 +92,31 @@ class WorkFolder:
             target.write_text(prompt[1], encoding="utf-8")
         return spec
 
-    def write_child(self, result: Any, chosen: Any, recipe: Mapping[str, Any], data: Any) -> list[Path]:
-        """Write the child spec, its prompt and the JSON record; the files written, spec first."""
+    def write_child(self, result: Any, chosen: Any, recipe: Mapping[str, Any], data: Any,
+                    adopted: bool = True) -> list[Path]:
+        """Write the child spec, its prompt and the JSON record (under ``rejected/`` when not
+        `adopted`); the files written, spec first."""
         from .candidates import child_spec
 
+        root = self.out_dir if adopted else self.rejected_dir
+        spec_file = root / "scorer_specs" / f"{self.name}.yaml"
         comment = self.comment(result, chosen, data)
+        if not adopted:
+            comment = [f"REJECTED by scorespec align, not adopted: {result.rejected}.", *comment]
         prompt = recipe.get("prompt_text")
         prompt_name = f"{self.name}/{recipe['prompt_file']}" if prompt is not None else None
-        text = child_spec(self.name, parent_ref(self.parent_file, self.child_spec.parent), recipe["title"], comment,
+        text = child_spec(self.name, parent_ref(self.parent_file, spec_file.parent), recipe["title"], comment,
                           stage=recipe.get("stage"), prompt=prompt_name, examples=recipe.get("examples"),
                           cutoff=recipe.get("cutoff"), scoring=recipe.get("scoring"))
-        self.child_spec.parent.mkdir(parents=True, exist_ok=True)
-        self.child_spec.write_text(text, encoding="utf-8")
-        files = [self.child_spec]
+        spec_file.parent.mkdir(parents=True, exist_ok=True)
+        spec_file.write_text(text, encoding="utf-8")
+        files = [spec_file]
         if prompt_name is not None:
-            target = self.out_dir / "prompts" / prompt_name
+            target = root / "prompts" / prompt_name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(prompt, encoding="utf-8")
             files.append(target)
-        record = self.out_dir / f"{self.name}.align.json"
+        record = root / f"{self.name}.align.json"
         files.append(record)
         result.files = files
         record.write_text(json.dumps(result.to_json_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -12,7 +12,10 @@
    higher primary figure, or the same and a higher ROC AUC: the parent wins ties; none: no child,
    `NOTHING_BETTER`) and the parent run on test, once; the two are compared
    (`selection.compare_on_test`).
-5. The child is written (`files.write_child`) with the JSON record beside it.
+5. The child is adopted only when it beat the parent on dev by more than noise and is not worse on
+   test (`selection.adoption`); then it is written (`files.write_child`) with the JSON record beside
+   it. Otherwise it is written as a rejected candidate under ``OUT/rejected/`` (never where a
+   catalogue finds it), `AlignResult.rejected` says why, and the CLI exits 1.
 
 The test split's items are read only in step 4: no candidate is built from them. A ``max_cost``
 budget stop ends the run cleanly (`AlignResult.stopped`); ``resume`` reuses the work folder's
@@ -32,7 +35,7 @@ from .files import WorkFolder, data_sha256
 from .propose import Proposer
 from .result import AlignResult
 from .runs import Budget, figures_of, score_items, scored_pairs
-from .selection import BINARY, best_index, compare_on_test
+from .selection import BINARY, adoption, best_index, compare_on_test
 from .settings import AlignSettings
 from .split import MINIMUM, check_parts, stratified_split
 
@@ -105,7 +108,13 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     if not await _test(result, chosen, proposer, (items, truth, test_keys), cutoff):
         return result
     result.prompt_diff = proposer.prompt_diff(chosen)
-    result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data)
+    result.rejected = adoption(result.parent_dev, chosen.dev, result.test, settings.kind)
+    if result.rejected is not None:
+        result.child = None
+        result.notes.append(f"{chosen.name} is not adopted: {result.rejected}; written as a rejected candidate "
+                            f"under {work.rejected_dir}")
+    result.files = work.write_child(result, chosen, proposer.recipe(chosen.name), data,
+                                    adopted=result.rejected is None)
     return _finish(result, budget)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..core.errors import SpecError
 from ..spec.compile import load_spec
 from ..spec.plans import PromptStagePlan
-from .candidates import answer_values, child_spec, instructions_of, with_instructions, worked_examples
+from .candidates import answer_values, child_spec, instructions_of, pasted_item, with_instructions, worked_examples
 from .optimizer import Disagreement, optimizer_spec, proposal_items
 from .result import Candidate
 from .runs import Budget, figures_of, score_items, scored_pairs, unscored_words
@@ -62,7 +62,7 @@ class Proposer:
         out: list[tuple[Candidate, Any]] = []
         rows = self._rows(items, train, truth, results)
         if n_instructions:
-            out += await self._instructions(rows, n_instructions, say)
+            out += await self._instructions(rows, n_instructions, say, [items[k] for k in train])
             if self.stopped:
                 return out
         for strategy in fixed:
@@ -104,7 +104,8 @@ class Proposer:
         return [(items[k], truth[k], abs(min(max(scores[k] / scale, 0.0), 1.0) - targets[k]), results[k])
                 for k in scores]
 
-    async def _instructions(self, rows: list[Any], count: int, say: Callable[[str], None]) -> list[tuple[Candidate, Any]]:
+    async def _instructions(self, rows: list[Any], count: int, say: Callable[[str], None],
+                            train_items: Sequence[Mapping[str, Any]]) -> list[tuple[Candidate, Any]]:
         cut = self.cutoff(self.parent)
         wrong = [r for r in rows if (r[2] >= 0.5 if cut is None else
                                      (float(r[3]["score"]) >= cut) != bool(r[1]))]
@@ -125,6 +126,12 @@ class Proposer:
             cand = Candidate(f"{self.work.name}_i{k}", "instructions", "the stage's instructions rewritten")
             if not text:
                 cand.dropped = "the optimiser gave no proposal"
+                out.append((cand, None))
+                continue
+            pasted = pasted_item(text, train_items)
+            if pasted:
+                cand.dropped = (f"the proposal pastes {pasted} from the train split: instructions must state a rule, "
+                                "not copy an item")
                 out.append((cand, None))
                 continue
             try:
@@ -163,14 +170,19 @@ class Proposer:
         return out
 
     def _optimizer(self) -> Any:
-        from ..bind.load import load_scorer
         from ..interpret.scorer import Scorer
 
         if isinstance(self.optimizer, Scorer):
             return self.optimizer
         if self.optimizer is not None:
             return Scorer(load_spec(optimizer_spec()), judge=self.optimizer)
-        if self.settings.optimizer_model:
+        if self.settings.optimizer_model:  # reached as the judge is: its base URL, its judge-call cache
+            from ..bind.load import load_scorer
+            from ..bind.stack import JudgeFactory
+
+            factory = getattr(self.parent, "_judge_factory", None)
+            if isinstance(factory, JudgeFactory):
+                return Scorer(load_spec(optimizer_spec()), model=self.settings.optimizer_model, judge_factory=factory)
             return load_scorer(str(optimizer_spec()), model=self.settings.optimizer_model)
         return Scorer(load_spec(optimizer_spec()), judge=self.parent.judge, model=self.parent.model)
 

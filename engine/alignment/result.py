@@ -2,7 +2,7 @@
 files written. `AlignResult.to_json_dict` is the ``--json`` record and the JSON file beside the
 child spec: keys ``parent``, ``child``, ``split`` (``train``, ``dev``, ``test``: counts),
 ``candidates`` (list) and ``test`` (``parent`` and ``child``: ``balancedAccuracy``, ``rocAuc``,
-``n``; ``mcnemar``: ``pValue``)."""
+``n``; ``mcnemar``: ``pValue``), ``adopted`` (bool) and ``rejected`` (why not, or null)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ class AlignResult:
     chosen: the chosen candidate's name; test: the one comparison on the test split; files: the
     files written (child spec first); stopped: why the ``max_cost`` budget stopped it (then
     `resume` continues); notes: what was skipped and why; prompt_diff: the child's prompt against the
-    parent's."""
+    parent's; rejected: why the chosen candidate was not adopted (None: adopted, or none chosen),
+    then its files are under ``OUT/rejected/``."""
 
     parent: str
     child: str | None
@@ -66,6 +67,7 @@ class AlignResult:
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
     prompt_diff: str | None = None  # the child's prompt against the parent's (unified diff; None: unchanged)
+    rejected: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"parent": self.parent, "child": self.child, "kind": self.kind, "seed": self.seed,
@@ -74,4 +76,5 @@ class AlignResult:
                 "candidates": [c.to_json_dict() for c in self.candidates], "chosen": self.chosen,
                 "test": self.test.to_json_dict() if self.test else None, "files": [str(f) for f in self.files],
                 "costUsd": self.cost_usd, "judgeCalls": self.judge_calls, "stopped": self.stopped,
-                "notes": list(self.notes), "promptDiff": self.prompt_diff}
+                "notes": list(self.notes), "promptDiff": self.prompt_diff,
+                "adopted": self.child is not None, "rejected": self.rejected}

@@ -11,6 +11,12 @@
   p-value (twice the smaller share of resampled differences on one side of 0, at most 1).
 
 A figure that is undefined (one class only, constant scores) is None, never NaN.
+
+**Adoption** (`adoption`): the chosen child is adopted only when its primary figure on dev beats the
+parent's by more than `dev_noise` — one dev item's worth of balanced accuracy (1/n: a single
+decision turned over moves it about that much), or for Spearman its standard error with no
+correlation, 1/sqrt(n - 1) (the spread of ρ on n items by chance alone) — and it is not worse on
+test (its primary figure there at least the parent's). A tie on dev broken by ROC AUC is no win.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from typing import Any
 from ..analysis.calibration import agreement
 from ..analysis.compare_stats import McNemar, mcnemar
 
-__all__ = ["BINARY", "GRADED", "RESAMPLES", "Figures", "PairedBootstrap", "TestComparison", "best_index",
-           "compare_on_test", "figures"]
+__all__ = ["BINARY", "GRADED", "RESAMPLES", "Figures", "PairedBootstrap", "TestComparison", "adoption", "best_index",
+           "compare_on_test", "dev_noise", "figures"]
 
 BINARY = "binary"
 GRADED = "graded"
@@ -76,6 +82,39 @@ def best_index(ranked: Sequence[Figures], kind: str) -> int | None:
     if not ranked:
         return None
     return max(range(len(ranked)), key=lambda i: (ranked[i].rank(kind), -i))
+
+
+def dev_noise(n: int, kind: str) -> float:
+    """The dev gain a candidate must exceed to count as a win, on the primary figure's scale (see
+    the module docstring): 1/n (binary) or 1/sqrt(n - 1) (graded); 1.0 (no win possible) below
+    two items."""
+    if n < 2:
+        return 1.0
+    return 1.0 / n if kind != GRADED else 1.0 / math.sqrt(n - 1)
+
+
+def _primary(found: Figures, kind: str) -> float | None:
+    return found.spearman if kind == GRADED else found.balanced_accuracy
+
+
+def adoption(parent_dev: Figures, child_dev: Figures, test: TestComparison | None, kind: str) -> str | None:
+    """Why the chosen child is not adopted (a sentence), or None when it is: see the module
+    docstring. `test`: the comparison on the test split (None: not run, which adopts nothing)."""
+    name = "Spearman" if kind == GRADED else "balanced accuracy"
+    first, second = _primary(parent_dev, kind), _primary(child_dev, kind)
+    noise = dev_noise(parent_dev.n, kind)
+    if first is None or second is None or second - first <= noise + 1e-12:
+        gain = "undefined" if first is None or second is None else f"{second - first:+.3f}"
+        return (f"its dev {name} gain over the scorer ({gain}) is within the noise of {parent_dev.n} dev items "
+                f"(more than {noise:.3f} is needed)")
+    if test is None:
+        return "it was not compared with the scorer on the test split"
+    before, after = _primary(test.parent, kind), _primary(test.child, kind)
+    if before is None or after is None:
+        return f"its test {name} is undefined, so it cannot be shown not to be worse there"
+    if after < before:
+        return f"it is worse than the scorer on the test split ({name} {after:.3f} against {before:.3f})"
+    return None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from .judge_stats import (
     spearman_estimate,
     wilson,
 )
+from .cutoff_names import REPORT_NAMES, OldCutoffNames, settle_cutoff
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .disagreements import Disagreement, disagreements
 from .labelled import LabelError, Labelled, labelled_items
@@ -68,7 +69,7 @@ DEFAULT_TOP = 5
 
 
 @dataclass
-class Calibration:
+class Calibration(OldCutoffNames):
     """Agreement between a scorer and human labels; see the module docstring.
 
     kind: ``binary`` or ``graded``. `left_out` = `unlabelled` (items with no label) + the
@@ -95,10 +96,10 @@ class Calibration:
     positives: int | None = None
     negatives: int | None = None
     positive_labels: list[Any] | None = None
-    threshold: float | None = None
+    cutoff: float | None = None  # the score cut-off the figures are at (``threshold`` before: deprecated)
     accuracy: float | None = None
     balanced_accuracy: float | None = None
-    best_threshold: float | None = None
+    best_cutoff: float | None = None
     best_balanced_accuracy: float | None = None
     best_accuracy: float | None = None
     roc_auc: float | None = None
@@ -131,8 +132,7 @@ class Calibration:
     length_bias: dict[str, Any] | None = None  # see `length_bias`
 
     def to_json_dict(self) -> dict[str, Any]:
-        """camelCase JSON form (``scorespec calibrate --json``); each `Estimate` (and
-        `balancedAccuracy`, graded `spearman`) as ``{value, ci: [low, high], confidence, method}``."""
+        """camelCase JSON (``calibrate --json``); an `Estimate` as ``{value, ci: [low, high], confidence, method}``."""
         out: dict[str, Any] = {}
         for item in dataclasses.fields(self):
             if item.name in _FOLDED:
@@ -283,32 +283,32 @@ def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str], co
 
 @dataclass(frozen=True)
 class CalibrationSettings:
-    """What a calibration compares the scores with. label_field: the item's key holding the
-    human label (dots reach into nested objects). positive / negative: label values (compared as
-    text) of the two classes; with `negative`, items whose label is in neither are left out
-    (counted in `left_out`); without `positive`, labels are graded numbers. threshold: the score
-    cut-off on the scorer's scale (default: the spec's documented ``cutoff``, else scale / 2). not_scorable_score: the score given to not
-    scorable items (default: left out of the figures). top: how many disagreements to list (≥ 0).
-    confidence: the level of the figures' intervals, strictly between 0 and 1 (default 0.95).
-
-    A single str, number or bool for `positive` / `negative` is one label value. Raises
-    `TypeError` for a label_field that is not a str, a threshold or not_scorable_score that is not
-    a number, a top that is not an int; `ValueError` for an empty label_field, a top < 0 or a
-    confidence outside (0, 1)."""
+    """What a calibration compares the scores with. label_field: the item's key holding the human label
+    (dots reach into nested objects). positive / negative: label values (compared as text) of the two
+    classes; with `negative`, items whose label is in neither are left out (counted in `left_out`);
+    without `positive`, labels are graded numbers. cutoff: the score cut-off on the scorer's scale
+    (default: the spec's ``cutoff``, else scale / 2); threshold: its old name, deprecated. not_scorable_score:
+    the score given to not scorable items (default: left out). top: how many disagreements to list (≥ 0).
+    confidence: the intervals' level, in (0, 1) (default 0.95). A single str, number or bool for
+    `positive` / `negative` is one label value. Raises `TypeError` for a label_field that is not a str, a
+    cutoff or not_scorable_score that is not a number, a top that is not an int; `ValueError` for an
+    empty label_field, a top < 0, a confidence outside (0, 1), or a cutoff and a different threshold."""
 
     label_field: str = "label"
     positive: tuple[Any, ...] | None = None
     negative: tuple[Any, ...] | None = None
-    threshold: float | None = None
+    cutoff: float | None = None
     not_scorable_score: float | None = None
     top: int = DEFAULT_TOP
     confidence: float = 0.95
+    threshold: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("positive", "negative"):
             object.__setattr__(self, name, label_values(name, getattr(self, name)))
+        settle_cutoff(self)
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
-        check_label_settings(self, {"threshold": self.threshold, "not_scorable_score": self.not_scorable_score})
+        check_label_settings(self, {"cutoff": self.cutoff, "not_scorable_score": self.not_scorable_score})
 
     @classmethod
     def build(cls, settings: CalibrationSettings | None = None, **changes: Any) -> CalibrationSettings:
@@ -415,14 +415,14 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
-    threshold = settings.threshold if settings.threshold is not None else resolved.cutoff
-    if threshold is not None and settings.threshold is None and wanted_pos is not None:
-        report.notes.append(f"cut-off {threshold:g}: the spec's documented cut-off")
-    stats = agreement(scores, truth, positive=wanted_pos, threshold=threshold, scale=scale,
+    cutoff = settings.cutoff if settings.cutoff is not None else resolved.cutoff
+    if cutoff is not None and settings.cutoff is None and wanted_pos is not None:
+        report.notes.append(f"cut-off {cutoff:g}: the spec's documented cut-off")
+    stats = agreement(scores, truth, positive=wanted_pos, threshold=cutoff, scale=scale,
                       confidence=settings.confidence)
     report.notes.extend(stats.pop("notes"))
     for key, value in stats.items():
-        setattr(report, key, value)
+        setattr(report, REPORT_NAMES.get(key, key), value)
     report.confidence = settings.confidence
     lengths = {item_key(item["id"]): output_length(item) for item in found.items}
     report.length_bias = length_bias(scores, [lengths.get(key) for key, _ in kept],

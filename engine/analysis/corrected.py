@@ -57,7 +57,7 @@ class CalibrationRecord:
             raise CalibrationError(f"{source}: a calibration on graded labels has no true-positive and true-negative "
                                    "rates: calibrate with --positive LABEL to correct a pass rate")
         confusion = figures.get("confusion") or {}
-        cutoff = figure_value(figures.get("threshold"))
+        cutoff = figure_value(figures.get("cutoff", figures.get("threshold")))  # "threshold": stored before
         if not all(isinstance(confusion.get(k), int) for k in ("tp", "fn", "tn", "fp")) or cutoff is None:
             raise CalibrationError(f"{source}: the calibration has no confusion matrix at a cut-off (no scored item?)")
         return cls(str(figures.get("scorer")), figures.get("specHash"), float(cutoff), confusion["tp"],

@@ -26,6 +26,7 @@ from ..judge.clients import hosted_judge
 from ..judge.model import check_model, is_local
 from ..judge.recipe import JudgeRecipe
 from ..judge.retries import RetryPolicy
+from ..judge.secret import reveal
 from ..judge.settings import JudgeSettings
 from ..judge.stack import GivenJudge, JudgeParts, compose
 from ..spec.plans import ScorerPlan
@@ -62,7 +63,7 @@ def make_judge(model: str, settings: JudgeSettings | None = None, parts: JudgePa
         provider: Judge = make_local_judge(model, mode=settings.mode, context_window=settings.context_window)
         settings = settings.replace(retry=settings.retry or LOCAL_RETRY)
     else:
-        provider = hosted_judge(model, base_url=settings.base_url, api_key=settings.api_key, mode=settings.mode,
+        provider = hosted_judge(model, base_url=settings.base_url, api_key=reveal(settings.api_key), mode=settings.mode,
                                 timeout_s=settings.timeout_s, context_window=settings.context_window,
                                 family=settings.family, reasoning_tokens=settings.reasoning_tokens)
     try:

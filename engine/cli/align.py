@@ -5,7 +5,9 @@ that holds up on a held-out test split, and write it as an ``extends:`` child sp
 Registered on `engine.cli.app.app` when imported (the command group imports it when ``align`` is
 asked for); its judge and run flags are the groups of `engine.cli.flags`, as every batch command
 has them (``--samples`` and ``--language`` included). Exit
-codes: 0 (also when no candidate beat the scorer on dev: nothing written); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
+codes: 0 (also when no candidate beat the scorer on dev: nothing written); 1 when the chosen
+candidate is not adopted (its win on dev within noise, or worse on test: written under
+``OUT/rejected/``); 2 on errors; 3 when the ``--max-cost`` budget stopped it (``--resume`` continues); 130
 interrupted.
 """
 
@@ -18,7 +20,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import EXIT_BUDGET, app, fail
+from .app import EXIT_BUDGET, EXIT_THRESHOLD, app, fail
 from .errors import run_async
 from .flags import JudgeFlags, RunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies
@@ -79,8 +81,9 @@ def align_cmd(
     """Align a scorer with human labels: propose candidate child specs from a train split (rewritten
     instructions, worked examples, a fitted cut-off, the other scoring), choose one on a dev split,
     compare it with the parent once on a held-out test split, and write it as a child spec that
-    extends the parent (only a candidate that beats the parent on dev is chosen: when none does,
-    nothing is written). Exit 0, 2 on errors, 3 when the --max-cost budget stopped it."""
+    extends the parent (only a candidate that beats the parent on dev by more than noise, and is not
+    worse on test, is adopted: else it goes to OUT/rejected/, exit 1). Exit 2 on errors, 3 when the
+    --max-cost budget stopped it."""
     from ..alignment.settings import AlignSettings
     from .loading import load_scorers
 
@@ -108,8 +111,17 @@ def align_cmd(
         from ..report.align_section import write_align_report
 
         write_align_report(report_file, result)
-    ran = any(c.dev is not None for c in result.candidates)  # none better than the parent on dev: exit 0
-    raise typer.Exit(EXIT_BUDGET if result.stopped else 0 if result.child or ran else 2)
+    raise typer.Exit(_exit_code(result))
+
+
+def _exit_code(result: Any) -> int:
+    """3: stopped by the budget; 1: the chosen candidate not adopted; 0: adopted, or none better
+    than the parent on dev; 2: no candidate could be run."""
+    if result.stopped:
+        return EXIT_BUDGET
+    if result.rejected:
+        return EXIT_THRESHOLD
+    return 0 if result.child or any(c.dev is not None for c in result.candidates) else 2
 
 
 def _note_nothing_to_resume(out_dir: Path, name: str) -> None:

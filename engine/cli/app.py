@@ -38,6 +38,8 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from . import help_types  # noqa: F401  (--help names a repeatable value's element type)
+
 EXIT_OK, EXIT_THRESHOLD, EXIT_ERROR, EXIT_BUDGET = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C in a batch command: every completed result is saved
 

@@ -86,7 +86,7 @@ def calibrate_cmd(
     if report_file is not None:
         check_report_dependencies()
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
-                                 negative=negative or None, threshold=cutoff, not_scorable_score=not_scorable_score,
+                                 negative=negative or None, cutoff=cutoff, not_scorable_score=not_scorable_score,
                                  top=top, confidence=confidence)
     settings, judge_settings = build_settings(judge, run, out)
     choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": judge.option,

@@ -116,8 +116,8 @@ def schema_cmd() -> None:
 
 
 @app.command("validate")
-def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: what `scorespec "
-                                                   "list` shows: the local scorer_specs/ and the built-ins)."),
+def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or folders (default: the specs in "
+                                                   "./scorer_specs/, or the built-ins where there are none)."),
                  strict: bool = typer.Option(False, "--strict", help="Count warnings (a declared field the spec "
                                              "never reads) as errors: exit 2 when there is one.")) -> None:
     """Load and compile specs; print every problem as file:line:col: key: message (hint) [code],
@@ -126,8 +126,10 @@ def validate_cmd(paths: list[Path] = typer.Argument(None, help="Spec files or fo
     from ..spec.catalog import list_specs
     from ..spec.compile import validate_specs
 
-    # no path: the specs `list` shows (a local spec in place of the built-in it shadows)
-    targets = list(paths) if paths else [_relative(entry.path) for entry in list_specs()]
+    # no path: the local scorer_specs/ (its specs' parents are checked through them), else the built-ins
+    entries = list_specs()
+    local = [entry for entry in entries if entry.origin == "local"]
+    targets = list(paths) if paths else [_relative(entry.path) for entry in (local or entries)]
     if not paths:
         for skipped in sorted(Path("scorer_specs").glob("*.yml")):
             typer.echo(f"{skipped}: warning: not read (a spec file ends in .yaml: rename it "
@@ -290,7 +292,7 @@ def print_result(result: Any, console: Any, direction: str | None = None) -> Non
                       style="dim", markup=False)
     better = f" · {direction.replace('_', ' ')}" if direction else ""
     console.print(f"model {result.model or '-'} · spec {result.scorer} v{result.spec_version} "
-                  f"({result.spec_hash[:12]}){better} · run {result.run_id}", style="dim", markup=False,
+                  f"({result.spec_hash[:12]}){better}", style="dim", markup=False,  # no run id: nothing is stored
                   soft_wrap=True)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.result import ScoreResult
 from ..run.items import DatasetProblem, Item
-from ..run.reporting import EvalReporter, RunState, cached_text
+from ..run.reporting import EvalReporter, RunState, answers_text
 from ..run.summary import EvalSummary, ScorerSummary
 
 
@@ -121,7 +121,7 @@ class ConsoleReporter(EvalReporter):
         self._task = self._progress.add_task(self._means(run), total=run.total)
 
     def _means(self, run: RunState) -> str:
-        parts = [f"{run.answers} judge answer{'s' if run.answers != 1 else ''}{cached_text(run)}"] if run.answers else []
+        parts = [answers_text(run, plural=True)] if run.answers or run.failed_calls else []
         for sid in run.labels:
             stats = run.stats[sid]
             text = f"{sid} {fmt(stats.running_mean)}"
@@ -152,8 +152,8 @@ class ConsoleReporter(EvalReporter):
         last_done, last_answers, last_time = self._said
         due = at_end or done // self._every > last_done // self._every or \
             time.perf_counter() - last_time >= PLAIN_EVERY_S
-        if due and (done, run.answers) != (last_done, last_answers):
-            self._said = (done, run.answers, time.perf_counter())
+        if due and (done, run.answers + run.failed_calls) != (last_done, last_answers):
+            self._said = (done, run.answers + run.failed_calls, time.perf_counter())
             self._print(progress_line(run))
 
     def skipped(self, run: RunState, count: int) -> None:
@@ -360,10 +360,10 @@ def calibration_table(report: Any) -> Any:
     if report.kind == "binary":
         table.add_row("positive / negative", f"{report.positives} / {report.negatives}")
         level = f"{report.confidence * 100:g} %"
-        table.add_row(f"balanced accuracy (score ≥ {fmt(report.threshold)})",
+        table.add_row(f"balanced accuracy (score ≥ {fmt(report.cutoff)})",
                       estimate_text(report.balanced_accuracy_ci) if report.balanced_accuracy_ci is not None
                       else fmt(report.balanced_accuracy))
-        table.add_row(f"accuracy (score ≥ {fmt(report.threshold)})", fmt(report.accuracy))
+        table.add_row(f"accuracy (score ≥ {fmt(report.cutoff)})", fmt(report.accuracy))
         table.add_row(f"true-positive rate [{level} Wilson]", estimate_text(report.true_positive_rate))
         table.add_row(f"true-negative rate [{level} Wilson]", estimate_text(report.true_negative_rate))
         table.add_row(f"Cohen's kappa [{level} bootstrap]", estimate_text(report.cohen_kappa))
@@ -372,8 +372,8 @@ def calibration_table(report: Any) -> Any:
         if c:
             table.add_row("confusion", f"tp {c['tp']} · fp {c['fp']} · tn {c['tn']} · fn {c['fn']}")
         table.add_row("ROC AUC", fmt(report.roc_auc))
-        if report.best_threshold is not None:
-            table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_threshold)}",
+        if report.best_cutoff is not None:
+            table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_cutoff)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
     else:

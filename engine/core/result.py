@@ -22,7 +22,8 @@ class _Out(BaseModel):
 
 
 class Usage(_Out):
-    """Judge usage for one stage or one run. `seconds` is wall time spent in judge calls.
+    """Judge usage for one stage or one run. `seconds` is wall time spent in judge calls, the
+    waits between transport retries included.
     `cache_hits`: calls answered from the judge-call cache (a hit makes no request: it adds 0
     to `calls` and to the tokens); `cache_misses`: calls the cache did not answer, so the judge
     was asked (both 0 when no cache is used; see `engine.judge.cache.layer`). `reasoning_tokens`

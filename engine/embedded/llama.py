@@ -47,7 +47,7 @@ from typing import Any
 
 from ..core.errors import LocalJudgeError
 from .chat_request import check_arguments, completion_of, llama_request
-from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, join_parts, resolve_model_path
+from .files import LOCAL_MODELS, PIP_HINT, LocalModelInfo, join_parts, resolve_model_path, say
 from .gguf import read_gguf_metadata, special_token_text, trained_context
 from .jobs import claim_threads
 from .settings import LocalSettings, available_cpus, local_settings, split_options
@@ -158,6 +158,7 @@ class LocalChatModel:
         #: The binding's parameters the server was built with (``xllamacpp.CommonParams``).
         self.llama_params = params
         started = time.perf_counter()
+        say(f"loading the embedded model {self.path.name} ({self.path.stat().st_size / 1e9:.1f} GB) into memory")
         try:
             self._server = binding.Server(params)
         except Exception as exc:  # the binding raises plain RuntimeError/ValueError

@@ -113,8 +113,8 @@ class MissingCredentials(Exception):
 
 class JudgeLayer:
     """A judge wrapping another (`inner`) with the same interface; subclasses override `ask`.
-    `model` is the inner judge's; `aclose` closes the inner judge; `provider` is the innermost
-    judge of the stack (the one that calls a model)."""
+    `model` is the inner judge's; `aclose` closes the inner judge (``async with judge:`` does it
+    on leaving the block); `provider` is the innermost judge of the stack (the one that calls a model)."""
 
     def __init__(self, inner: Judge):
         self.inner = inner
@@ -127,6 +127,12 @@ class JudgeLayer:
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
+
+    async def __aenter__(self) -> JudgeLayer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:  # ``async with judge:`` closes its connections
+        await self.aclose()
 
     @property
     def provider(self) -> Any:

@@ -77,9 +77,14 @@ class RetryingJudge(JudgeLayer):
         spent = _spent(first)  # the failed tries, summed
         tries = 1
         waits: list[float] = []
+
+        async def sleep(seconds: float) -> None:  # a wait between tries is part of the call's time
+            spent.seconds += seconds
+            await self._sleep(seconds)
+
         retrying = AsyncRetrying(stop=stop_after_attempt(self.policy.max_retries + 1) | _recorded(self.policy, waits),
                                  wait=self.policy.wait,
-                                 retry=retry_if_exception_type(TransportFailure), sleep=self._sleep, reraise=True)
+                                 retry=retry_if_exception_type(TransportFailure), sleep=sleep, reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:

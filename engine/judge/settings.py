@@ -24,6 +24,7 @@ from ..core.environment import ENDPOINT_VARIABLES, KEY_VARIABLES
 from .cache.layer import CacheSetting
 from .model import is_local, resolve_model
 from .retries import RetryPolicy
+from .secret import Secret
 from .window import configured_window
 
 __all__ = ["DEFAULT_TIMEOUT_S", "OLLAMA_DEFAULT_URL", "JudgeSettings"]
@@ -41,7 +42,8 @@ class JudgeSettings:
     - model: ``provider/model``, ``local``, ``local-tiny`` or ``llamacpp/PATH.gguf``
       (`engine.judge.model`); None: ``$SCORESPEC_MODEL``, else the spec's, else ``local``.
     - base_url, api_key: an OpenAI-compatible server and its key (None: the provider's
-      environment variables). Never shown by ``repr`` and never stored (see the module).
+      environment variables). The key is held as a `engine.judge.secret.Secret`, so neither
+      ``repr`` nor `dataclasses.asdict` shows it; never stored (see the module).
     - mode: instructor's structured-output mode (``tools``, ``json_schema``, ``md_json``…; None:
       ``$SCORESPEC_MODE``, else per provider).
     - timeout_s: per-request timeout, seconds (> 0; default 120).
@@ -67,7 +69,7 @@ class JudgeSettings:
 
     model: str | None = None
     base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
+    api_key: Secret | None = field(default=None, repr=False)  # a str given is held as a Secret
     mode: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     retry: RetryPolicy | None = None
@@ -79,6 +81,8 @@ class JudgeSettings:
     reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.api_key, str):
+            object.__setattr__(self, "api_key", Secret(self.api_key))
         if self.timeout_s is None:
             object.__setattr__(self, "timeout_s", DEFAULT_TIMEOUT_S)
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):

@@ -256,7 +256,7 @@ def calibration_headline(c: Any) -> str:
         return "—" if x is None else f"{x:.4g}"
 
     if c.kind == "binary":
-        figures = f"balanced accuracy {f(c.balanced_accuracy)} at score ≥ {f(c.threshold)} · ROC AUC {f(c.roc_auc)}"
+        figures = f"balanced accuracy {f(c.balanced_accuracy)} at score ≥ {f(c.cutoff)} · ROC AUC {f(c.roc_auc)}"
     else:
         figures = f"Spearman {f(c.spearman)} · Pearson {f(c.pearson)}"
     return f"calibration of {c.scorer}: {figures} · {c.used} item(s) used"

@@ -276,13 +276,15 @@ def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
                                "alt": f"ROC curve of {label}"})
             else:
                 notes.append(f"no ROC curve: the items' labels in {label_field!r} hold one class only, or none")
+            for new, old in (("cutoff", "threshold"), ("bestCutoff", "bestThreshold")):  # a run stored before
+                figures.setdefault(new, figures.get(old))
             if figures.get("confusion"):
-                charts.append({"src": _svg_uri(confusion_svg(figures["confusion"], figures.get("threshold"), label)),
+                charts.append({"src": _svg_uri(confusion_svg(figures["confusion"], figures.get("cutoff"), label)),
                                "alt": f"confusion matrix of {label}"})
             names = [("ROC AUC", "rocAuc"), ("accuracy", "accuracy"), ("balanced accuracy", "balancedAccuracy"),
                      ("true-positive rate", "truePositiveRate"), ("true-negative rate", "trueNegativeRate"),
                      ("Cohen's kappa", "cohenKappa"), ("base rate", "baseRate"),
-                     ("cut-off", "threshold"), ("best cut-off", "bestThreshold"),
+                     ("cut-off", "cutoff"), ("best cut-off", "bestCutoff"),
                      ("balanced accuracy at best (optimistic)", "bestBalancedAccuracy"),
                      ("positives", "positives"), ("negatives", "negatives")]
         else:

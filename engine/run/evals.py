@@ -52,6 +52,7 @@ from .items import DatasetProblem, Item, parse_fields
 from .prices import PriceTable, cost_of, load_prices
 from .reporting import EvalReporter, RunState, StderrReporter
 from .resume import check_same_labels, find_prior, resumed_settings, tidy_out_file
+from .run_lock import RunLock, lock_run
 from .runner import declared_names
 from .settings import RunSettings
 from .store import Store
@@ -173,14 +174,13 @@ async def arun_evals(
     cluster that cannot be joined, `engine.run.budget.UnpricedModelError` (a `ValueError`) when
     `max_cost` is given and a judge model has no price, `engine.run.prices.PriceTableError` (a
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
-    and `resume` is False, `engine.run.items.DatasetError` for an unreadable file or unfound mapping.
-    """
+    and `resume` is False (`engine.run.run_lock.RunInUse`, one, when another process is scoring the
+    same run now), `engine.run.items.DatasetError` for an unreadable file or an unfound mapping."""
     settings = RunSettings.build(settings, **kwargs)
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
-    db, own_store = _open_store(store)
-    out_path = Path(settings.out).resolve() if settings.out is not None else None
+    db, own_store, out_path, lock = _open_run(store, settings)
     try:
         prior = find_prior(out_path, settings.run_id, db, resume=settings.resume, note=reporter.note)
         settings, config, stored_labels = resumed_settings(db, prior.run_id if prior.resuming else None,
@@ -207,6 +207,7 @@ async def arun_evals(
             _record_specs(db, scorer_list)
         return await _attempt(attempt, context, to, (limits, cutoffs))
     finally:
+        lock.release()
         if own_store and db is not None:
             db.close()
 
@@ -335,6 +336,20 @@ def _record_specs(db: Store, scorers: list[Any]) -> None:
         plan = scorer.plan
         if plan.sources:
             db.record_spec(plan.hash, plan.id, plan.sources, plan.templates)
+
+
+def _open_run(store: Store | str | os.PathLike[str] | bool | None,
+              settings: RunSettings) -> tuple[Store | None, bool, Path | None, RunLock]:
+    """The run's store (and whether this run opened it), its out file (absolute) and its lock
+    (`engine.run.run_lock`: one process at a time per run; `RunInUse` when another holds it)."""
+    db, own_store = _open_store(store)
+    out_path = Path(settings.out).resolve() if settings.out is not None else None
+    try:
+        return db, own_store, out_path, lock_run(out_path, settings.run_id, db)
+    except BaseException:
+        if own_store and db is not None:
+            db.close()
+        raise
 
 
 def _open_store(store: Store | str | os.PathLike[str] | bool | None) -> tuple[Store | None, bool]:

@@ -43,7 +43,8 @@ class RunState:
     resumed: int = 0
     done_items: int = 0
     judge_calls: int = 0
-    answers: int = 0  # judge answers so far, items in flight included (cache hits and failures too)
+    answers: int = 0  # judge answers so far, items in flight included (cache hits too; failed calls not)
+    failed_calls: int = 0  # judge calls that ended with no answer (after their retries)
     cached_answers: int = 0  # of those, the answers the judge-call cache gave
     usage: dict[str, Usage] = field(default_factory=dict)  # per label
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
@@ -116,7 +117,8 @@ class StderrReporter(EvalReporter):
 
 
 def progress_line(run: RunState) -> str:
-    """``12/20 item(s) done · 24 judge answer(s) (4 from the cache) · faithfulness 0.75``: the
+    """``12/20 item(s) done · 24 judge answer(s) (4 from the cache) · faithfulness 0.75`` (and
+    ``· 2 failed judge call(s)`` after the answers when calls failed): the
     run's progress on one plain line (the total left out when unknown, ``—`` for no mean yet)."""
     done = run.done_items + run.resumed
     of = f"/{run.total}" if run.total is not None else ""
@@ -124,8 +126,19 @@ def progress_line(run: RunState) -> str:
     for label in run.labels:
         mean = run.stats[label].running_mean
         means.append(f"{label} {'—' if mean is None else f'{mean:.4g}'}")
-    answers = f" · {run.answers} judge answer(s){cached_text(run)}" if run.answers else ""
+    answers = f" · {answers_text(run)}" if run.answers or run.failed_calls else ""
     return f"{done}{of} item(s) done{answers} · " + " · ".join(means)
+
+
+def answers_text(run: RunState, *, plural: bool = False) -> str:
+    """``24 judge answer(s) (4 from the cache) · 2 failed judge call(s)``: the judge answers so
+    far, and apart from them the calls that failed (a failure is no answer). plural: the word
+    made singular or plural by the count (``1 judge answer``, ``24 judge answers``)."""
+    def words(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}" if plural else f"{n} {word}(s)"
+
+    text = words(run.answers, "judge answer") + cached_text(run)
+    return text + (f" · {words(run.failed_calls, 'failed judge call')}" if run.failed_calls else "")
 
 
 def cached_text(run: RunState) -> str:

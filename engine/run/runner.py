@@ -117,7 +117,10 @@ class Runner:
             raise
 
     def _answered(self, call: Any, answer: Any) -> None:
-        self.state.answers += 1
+        if answer is None:  # a failed call: done, but no answer
+            self.state.failed_calls += 1
+        else:
+            self.state.answers += 1
         if answer is not None and answer.usage.cache_hits:
             self.state.cached_answers += 1
         self.reporter.judge_answered(self.state)

@@ -112,11 +112,9 @@ def resolve_spec(name_or_path: str | Path, cwd: Path | None = None) -> Path:
 
 
 def prompt_dirs(spec_file: Path) -> list[Path]:
-    """Template search path for a spec: ``prompts/`` beside the spec's folder, then built-in."""
-    dirs = []
-    local = spec_file.resolve().parent.parent / "prompts"
-    if local.is_dir():
-        dirs.append(local)
+    """Template search path for a spec: ``prompts/`` beside the spec's folder (even when it does
+    not exist, so a "not found" names it), then built-in."""
+    dirs = [spec_file.resolve().parent.parent / "prompts"]
     builtin = builtin_prompts_dir().resolve()
     if builtin not in dirs:
         dirs.append(builtin)

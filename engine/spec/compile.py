@@ -93,7 +93,7 @@ class _Compiler:
         """A template file under prompts/; its problems are reported at its own lines."""
         found = next((d / name for d in self.dirs if (d / name).is_file()), None)
         if found is None:
-            searched = ", ".join(str(d) for d in self.dirs)
+            searched = ", ".join(f"{d}" if d.is_dir() else f"{d} (no such folder)" for d in self.dirs)
             self.doc.add("missing-template", key_path, f"template file {name!r} not found", f"searched {searched}")
             return None
         try:

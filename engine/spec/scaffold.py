@@ -178,7 +178,8 @@ def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None,
 
     Raises `ValueError` for an id that is not a spec id (lower case letters, digits, _), the id
     of a built-in scorer unless `shadow` (the local spec would replace it in this folder), or a
-    parent with no prompt stage; `StageChoiceError` (a `ValueError`) for a stage the parent has
+    parent with no prompt stage, or a `root` whose ``scorer_specs/`` is the built-in catalogue
+    (the source checkout); `StageChoiceError` (a `ValueError`) for a stage the parent has
     no prompt stage of, or stages asked for without a parent to copy from; `FileExistsError`
     rather than overwrite a file, and `SpecError` / `FileNotFoundError` for a parent that
     cannot be loaded. Nothing is written when it raises."""
@@ -189,6 +190,10 @@ def new_spec(spec_id: str, extends: str | None = None, root: Path | None = None,
                          f"Pick another id (`scorespec new my_{spec_id} --extends {spec_id}`), or pass --shadow to "
                          f"replace it on purpose")
     root = root or Path.cwd()
+    if (root / "scorer_specs").resolve() == builtin_specs_dir().resolve():
+        raise ValueError(f"{root / 'scorer_specs'} is scorespec's own catalogue of built-in scorers (this folder is "
+                         "its source checkout): a spec written there would ship as a built-in. Run `scorespec new` "
+                         "in your project's folder (it writes its scorer_specs/ and prompts/ there)")
     spec_path = root / "scorer_specs" / f"{spec_id}.yaml"
     name = spec_id.replace("_", " ").capitalize()
     if extends is None or is_abstract(resolve_spec(extends)):  # a base: the one-question judge on it

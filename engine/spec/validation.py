@@ -8,6 +8,7 @@ for unknown keys and a hint to quote YAML 1.1 booleans.
 from __future__ import annotations
 
 import copy
+import difflib
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -133,17 +134,26 @@ def _pydantic_problems(exc: ValidationError, doc: Document) -> None:
 
 
 def _without_unknown_keys(data: dict[str, Any], exc: ValidationError) -> Spec | None:
-    """The spec without its unknown keys when those are its only structural problems; else None."""
+    """The spec without its unknown keys when those are its only structural problems — an unknown
+    key whose nearest allowed key is missing at the same place is read as that key (a typo:
+    ``promt`` for ``prompt``), so the later phases still check its value — else None."""
     errors = exc.errors()
-    if any(e["type"] != "extra_forbidden" for e in errors):
-        return None
+    missing = {_strip_tags(tuple(e["loc"])) for e in errors if e["type"] == "missing"}
     pruned = copy.deepcopy(data)
     for error in errors:
+        if error["type"] != "extra_forbidden":
+            continue
         node: Any = pruned
         loc = _strip_tags(tuple(error["loc"]))
         for part in loc[:-1]:
             node = node[part]
-        node.pop(loc[-1], None)
+        value = node.pop(loc[-1], None)
+        close = difflib.get_close_matches(str(loc[-1]), _keys_at(tuple(error["loc"][:-1])), n=1, cutoff=0.6)
+        if close and loc[:-1] + (close[0],) in missing and close[0] not in node:
+            node[close[0]] = value
+            missing.discard(loc[:-1] + (close[0],))
+    if missing or any(e["type"] not in ("extra_forbidden", "missing") for e in errors):
+        return None
     try:
         return Spec.model_validate(pruned)
     except ValidationError:
