@@ -389,12 +389,10 @@ def _prepare_answers(stages: list[StagePlan], reasons: list[ReasonPlan], doc: Do
 
 
 def load_spec(name_or_path: str | Path, *, cwd: Path | None = None) -> ScorerPlan:
-    """Load, validate and compile a spec by id (``faithfulness``) or path.
+    """Load, validate and compile a spec by id (``faithfulness``) or path: its `ScorerPlan`.
 
-    Returns its `ScorerPlan`. Raises `SpecError` with every problem found (each with code,
-    file, line, column, key path, message, hint) and `FileNotFoundError` when no such spec
-    exists.
-    """
+    Raises `SpecError` with every problem found (each with code, file, line, column, key path,
+    message, hint) and `FileNotFoundError` when no such spec exists."""
     return compile_file(resolve_spec(name_or_path, cwd))
 
 
@@ -487,7 +485,7 @@ def validate_specs(paths: list[Path], *, warnings: bool = False) -> dict[Path, l
                     check_document(doc)
                     found[file] = list(doc.problems)
                 else:
-                    plan = compile_document(doc)
+                    plan = compile_document(doc)  # raises on a problem, warnings or not
                     found[file] = unread_fields(plan, doc) if warnings else []
             except SpecError as exc:
                 found[file] = list(exc.problems)
