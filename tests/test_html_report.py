@@ -117,7 +117,7 @@ def test_the_data_blob_cannot_close_its_element_and_reads_back_exactly(store):
     blob = json.loads(text)
     hostile = next(row for row in blob["rows"] if row["id"] == HOSTILE_ID)
     assert hostile["result"]["status"] == "scored" and HOSTILE_CLAIM in hostile["result"]["reason"]
-    verdicts = hostile["result"]["stages"]["analyze"]["result"]
+    verdicts = hostile["result"]["stages"]["analyze"]["result"]["verdicts"]
     assert {"claim": HOSTILE_CLAIM, "verdict": "yes", "reason": HOSTILE_REASON} in verdicts
     failed = [row for row in blob["rows"] if row["result"]["status"] == "failed"]
     assert [row["id"] for row in failed] == ["item-005", "item-010"]

@@ -142,7 +142,7 @@ def test_retries_honour_retry_after_and_count_every_try_apart_from_reasks():
     assert 0.1 <= waits[1] <= 0.2  # base 0.1 × 2 for the second retry, jittered to half or more
     u = answer.usage
     assert (u.transport_retries, u.reasks, u.calls, u.tokens_in) == (2, 1, 4, 16)
-    assert u.seconds == pytest.approx(1.0)  # the failed tries' time counts
+    assert u.seconds == pytest.approx(1.0 + sum(waits))  # the failed tries' time and the waits between them count
     assert answer.attempts == 4
 
 

@@ -217,8 +217,12 @@
     return el("table", "records", [el("thead", null, [head]), el("tbody", null, body)]);
   }
 
-  function resultView(value) {
+  function resultView(value) {  // a list of records, or an object holding one list of them, as a table
     var table = listOfRecords(value);
+    if (!table && value !== null && typeof value === "object" && !Array.isArray(value)) {
+      var keys = Object.keys(value);
+      if (keys.length === 1) table = listOfRecords(value[keys[0]]);
+    }
     return table || el("pre", null, [pretty(value)]);
   }
 
