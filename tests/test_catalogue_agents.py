@@ -499,9 +499,9 @@ def test_tiny_judge_runs_every_agent_spec(spec):
     """Whatever the 135M model says, the engine's guarantees hold: a schema-shaped answer or a
     failure that names why (a number outside [0, 1] is not in the grammar, so it may be re-asked
     until the item fails as `judge`), never a score outside [0, scale]."""
-    from test_local_e2e import _need
+    from conftest import require_local
 
-    _need("local-tiny")
+    require_local("local-tiny")
     result = load_scorer(spec, model="local-tiny").run(**LOCAL_ITEMS[spec])
     assert result.model == "local-tiny"
     if result.status == "failed":

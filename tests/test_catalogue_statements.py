@@ -590,9 +590,9 @@ def expected_calls(spec_id: str, result) -> int:
 @pytest.mark.parametrize("spec_id", MINE)
 def test_tiny_judge_runs_each_scorer(spec_id):
     """Through `local-tiny` (about chance as a judge): only the shapes the engine guarantees."""
-    from test_local_e2e import _need
+    from conftest import require_local
 
-    _need("local-tiny")
+    require_local("local-tiny")
     result = load_scorer(spec_id, model="local-tiny").run(**LOCAL_ITEMS[spec_id])
     assert result.status in ("scored", "not_scorable"), result.error
     assert result.model == "local-tiny"
