@@ -352,3 +352,24 @@ def verdict_spec(write_spec) -> Callable[..., Path]:
 
 def verdicts(*values: str) -> dict:
     return {"verdicts": [{"verdict": v} for v in values]}
+
+
+def later_pages(scorer, result) -> int:
+    """The judge calls `result` spent asking for the next page of a list the judge filled to its
+    bound (a stage's ``pages``: `engine.interpret.pages`): with more than one page, a paged
+    stage's raw answer is the JSON list of its pages' answers."""
+    import json as _json
+
+    extra = 0
+    for stage in scorer.plan.stages:
+        record = result.stages.get(stage.id)
+        if not getattr(stage, "pages", None) or getattr(stage, "for_each", None) is not None or record is None:
+            continue
+        raw = getattr(record, "raw_answer", None)
+        try:
+            pages = _json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            pages = None
+        if isinstance(pages, list):
+            extra += len(pages) - 1
+    return extra

@@ -12,6 +12,8 @@ import pytest
 from engine.core import environment
 from engine.judge.settings import OLLAMA_DEFAULT_URL, JudgeSettings
 
+from source_trees import parse_file
+
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 DECLARED = {v.name for v in environment.VARIABLES}
 
@@ -58,7 +60,7 @@ def test_no_engine_module_but_the_environment_one_reads_the_environment():
         relative = path.relative_to(ENGINE).as_posix()
         if relative == "core/environment.py":
             continue
-        reads = _environ_reads(ast.parse(path.read_text(encoding="utf-8")))
+        reads = _environ_reads(parse_file(path))
         if not reads:
             continue
         named = {r for r in reads if r != "?"}

@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+from source_trees import parse_file
+
 ENGINE = Path(__file__).resolve().parent.parent / "engine"
 
 # Circles known when this test was written, each as the set of modules that import one another.
@@ -60,7 +62,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 found.add(target)
             target = target.rpartition(".")[0]
 
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parse_file(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "engine" or alias.name.startswith("engine."):
@@ -184,7 +186,7 @@ def may_import() -> dict[str, set[str]]:
     may import")."""
     statements = {}
     for package in packages():
-        doc = ast.get_docstring(ast.parse((ENGINE / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+        doc = ast.get_docstring(parse_file(ENGINE / package / "__init__.py")) or ""
         statements[package] = stated(doc)
     allowed: dict[str, set[str]] = {}
 

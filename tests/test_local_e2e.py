@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_local
+from conftest import later_pages, require_local
 
 from engine import load_scorer
 
@@ -40,7 +40,7 @@ def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
     assert result.stages["preprocess"].usage.tokens_in > 0
     if result.status == "scored":
         claims = result.preprocess_step_result
-        verdicts = result.analyze_step_result  # a list of {claim, verdict, reason}, one per claim
+        verdicts = result.analyze_step_result["verdicts"]  # {claim, verdict, reason}, one per claim
         assert len(verdicts) == len(claims) > 0 and [v["claim"] for v in verdicts] == claims
         answers = [json.loads(raw) for raw in json.loads(result.stages["analyze"].raw_answer)]
         assert all(list(a) == ["verdict", "reason"] for a in answers)  # the grammar: verdict first
@@ -48,7 +48,8 @@ def test_tiny_faithfulness_one_verdict_per_claim(tiny_faithfulness):
         assert 0 <= result.score <= 1 and result.score == round(result.score, 2)
         supported = sum(v["verdict"] == "yes" for v in verdicts)
         assert result.score == round(supported / len(claims) + 1e-12, 2)
-        assert result.usage.calls == 1 + len(claims)  # one extract call, then one call per claim
+        extract_calls = 1 + later_pages(tiny_faithfulness, result)  # a full page asks for the next
+        assert result.usage.calls == extract_calls + len(claims)  # then one call per claim
         assert result.stages["analyze"].usage.calls == len(claims)
 
 
@@ -103,5 +104,6 @@ def test_local_judges_an_unmistakable_item():
                         context=["Paris is the capital and largest city of France."])
     assert result.model == "local"
     assert result.status == "scored", result.error
-    assert [v["verdict"] for v in result.analyze_step_result] == ["yes"] * len(result.preprocess_step_result)
+    verdicts = result.analyze_step_result["verdicts"]
+    assert [v["verdict"] for v in verdicts] == ["yes"] * len(result.preprocess_step_result)
     assert result.score == 1

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from test_imports import ENGINE, engine_modules, module_name, packages
 
+from source_trees import parse_file
+
 # Names that modules list in `__all__`, or that importers take from them, without the module
 # defining them, known when this test was written. This list must shrink to empty: remove a name
 # when its shim goes, never add one.
@@ -36,7 +38,7 @@ def test_the_package_has_few_modules_at_its_top_and_no_long_file():
 def test_no_function_is_longer_than_80_lines():
     long = []
     for path in ENGINE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_file(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
                 long.append(f"{path.relative_to(ENGINE)}:{node.lineno} {node.name}")
     assert not long
@@ -80,7 +82,7 @@ def defined_names(path: Path) -> set[str]:
     """The names a module defines at its top level (functions, classes, assigned names, also
     under a top-level ``if`` or ``try``); imported names are not defined there."""
     names: set[str] = set()
-    todo = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    todo = list(parse_file(path).body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -95,7 +97,7 @@ def defined_names(path: Path) -> set[str]:
 
 
 def listed_names(path: Path) -> list[str]:
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parse_file(path).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return [element.value for element in node.value.elts]
     return []
@@ -123,7 +125,7 @@ def test_the_package_and_its_tests_import_each_name_from_the_module_that_defines
     for path in sorted(p for root in roots for p in root.rglob("*.py")):
         here = module_name(path) if path.is_relative_to(ENGINE) else ""
         package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_file(path)):
             if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
                 continue
             origin = node.module or ""
@@ -163,7 +165,7 @@ def parameter_counts(path: Path, module: str) -> dict[str, int]:
                 counts[f"{prefix}{child.name}"] = len(named)
                 visit(child, f"{prefix}{child.name}.", False)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), f"{module}.", False)
+    visit(parse_file(path), f"{module}.", False)
     return counts
 
 
@@ -190,7 +192,7 @@ def named_in_docstring(init: Path) -> list[str]:
     modules or subpackages nor a name its modules define (spec keys and other literal text are
     written in double backticks), and the ``engine.…`` paths in it that lead to no module or
     name."""
-    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(parse_file(init)) or ""
     folder = init.parent
     known = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
     for path in folder.rglob("*.py"):
