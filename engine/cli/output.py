@@ -295,8 +295,10 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True,
                       style="yellow" if line.startswith("warning:") or "below" in line else None)
     if summary.stopped:
-        console.print(f"stopped: {summary.stopped}; {summary.left} item(s) left: run it again with --resume and a "
-                      "larger --max-cost to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
+        by_budget = bool(summary.budget and summary.budget.get("stopped"))
+        finish = "a larger --max-cost" if by_budget else "a key the judge accepts (`scorespec doctor` checks one)"
+        console.print(f"stopped: {summary.stopped}; {summary.left} item(s) left: run it again with --resume and "
+                      f"{finish} to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
     extra = ""
     if summary.dataset_problems:
         extra += f" · {summary.dataset_problems} dataset record(s) unreadable"

@@ -402,7 +402,8 @@ def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str,
     summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
     misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label)) for label in state.labels)
     summary = EvalSummary(
-        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items, state.stopped, misses),
+        run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items,
+                                                budget.stopped if budget is not None else None, misses),
         scorers=summaries, items=state.items, resumed=state.resumed, dataset_problems=state.problem_count,
         problems=list(state.problems), out=state.out, store=state.store,
         seconds=time.perf_counter() - state.started, judge_calls=state.judge_calls, usage=state.usage,

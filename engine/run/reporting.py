@@ -29,8 +29,9 @@ class RunState:
     an earlier attempt; `done_items`: items scored in this attempt; `problems`: the first
     unreadable records, rendered (`problem_count` counts them all). `labels`: the scorers'
     labels (their ids unless given), in order; `stats`: by label. `usage` is by label,
-    `usage_by_model` by judge model. `stopped`: why the run stopped before the end of the data
-    (its budget, `engine.run.budget`), None while it has not; `left`: items it then left unscored."""
+    `usage_by_model` by judge model. `stopped`: why the run stopped before the end of the data,
+    None while it has not (its budget, `engine.run.budget`, or a judge that refused the
+    credentials); `left`: items it then left unscored."""
 
     run_id: str
     labels: list[str]

@@ -24,6 +24,9 @@
   admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
   flight finish and the rest of the data is only read (items done in an earlier attempt are
   still counted; the others are left, `RunState.left`).
+- **A judge that refuses the credentials**: a result failed with kind ``auth`` (HTTP 401/403: every
+  item would fail the same way) stops the run the same way: the items in flight finish, the rest
+  are left for ``--resume`` once the key is fixed.
 
 Scoring one item (target, slots, isolation) is `engine.run.item_scoring`, keeping its results
 `engine.run.sink`: the Ray executor (`engine.ray.runner`) shares both.
@@ -157,7 +160,7 @@ class Runner:
             entry = await queue.get()
             if entry is None:
                 return
-            if self.budget is not None and not await self._admit():
+            if self.state.stopped is not None or (self.budget is not None and not await self._admit()):
                 self.state.left += 1
                 continue
             await self._score_item(*entry)
@@ -169,11 +172,23 @@ class Runner:
         self.state.stopped = self.state.stopped or self.budget.stopped
         return False
 
+    def _refused(self, results: dict[str, Any]) -> None:
+        """Stop the run at the first result whose judge refused the credentials (kind ``auth``)."""
+        if self.state.stopped is not None:
+            return
+        for result in results.values():
+            error = getattr(result, "error", None)
+            if error is not None and error.kind == "auth":
+                self.state.stopped = (f"the judge refused the credentials ({error.message.splitlines()[0]}); every "
+                                      "item would fail the same way")
+                return
+
     async def _score_item(self, item: Item, todo: list[ScorerLike]) -> None:
         key = item_key(item["id"])
         item, results = await self.scoring.score_item(
             item, todo, lambda scored, label, result: self.sink.save(scored, key, label, result),
             ready=lambda scored: self.sink.record_item(key, scored))
+        self._refused(results)
         await self.sink.item_done(item, results)
 
 

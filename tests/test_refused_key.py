@@ -1,0 +1,64 @@
+"""A judge that refuses the API key (HTTP 401 or 403) stops the run after the items in flight,
+instead of failing every item of the data one by one; ``--resume`` with a good key finishes it.
+
+OpenAI's error codes page: 401 "Invalid Authentication" / "Incorrect API key provided", 403
+"Country, region, or territory not supported" — neither is worth a retry, nor another item."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine.cli.main import app
+from engine.testing.fake_openai import FakeOpenAIServer
+from engine.testing.fake_replies import Fault
+
+SPEC = """\
+format: 1
+id: verdict
+name: Verdict
+description: Whether the output is right.
+version: 1
+fields:
+  output: {required: true}
+stages:
+  - id: judge
+    prompt: t/judge.j2
+    output_schema:
+      type: object
+      required: [verdict]
+      properties:
+        verdict: {type: string, enum: ["yes", "no"]}
+score:
+  formula: "1 if judge.verdict == 'yes' else 0"
+"""
+ENV = {"COLUMNS": "250", "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SCORESPEC_MODEL": None}
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_key_stops_the_run_and_resume_finishes_it(write_spec, tmp_path, status):
+    spec = write_spec("verdict", SPEC, {"t/judge.j2": "Is this right?\n{{ run.output }}\n"})
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "output": f"item {i}"}) + "\n" for i in range(30)), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(lambda request: Fault.status(status)) as refusing:
+        args = ["eval", str(spec), "--data", str(data), "--quiet", "--no-cache", "--model", "openai/test-model",
+                "--out", str(out), "--store", str(tmp_path / "store.sqlite"), "--concurrency", "2", "--json"]
+        first = CliRunner().invoke(app, [*args, "--base-url", refusing.base_url], env=ENV)
+        asked = len(refusing.requests)
+    summary = json.loads(first.stdout)
+    assert first.exit_code == 2 and summary["verdict"] == "errors"
+    assert summary["stopped"].startswith("the judge refused the credentials (")
+    assert f"HTTP {status}" in summary["stopped"]
+    failed = summary["scorers"]["verdict"]["failed"]
+    assert 1 <= failed <= 2 and asked == failed  # the items in flight, each asked once, then no more
+    assert summary["left"] == 30 - failed
+    with FakeOpenAIServer({"verdict": "yes"}) as accepting:
+        second = CliRunner().invoke(app, [*args, "--base-url", accepting.base_url, "--resume"], env=ENV)
+        assert len(accepting.requests) == 30  # the refused items asked again, then the ones left
+    again = json.loads(second.stdout)
+    assert second.exit_code == 0, second.output
+    assert (again["verdict"], again["stopped"], again["scorers"]["verdict"]["scored"]) == ("passed", None, 30)
