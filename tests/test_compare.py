@@ -365,6 +365,23 @@ def test_labels_on_the_command_line(write_spec, tmp_path):
     assert "McNemar (exact): 0 item(s) only numeric decided right, 2 only by_truth · p = 0.5" in result.stdout
 
 
+def test_the_html_report_shows_the_label_agreement_the_terminal_shows(write_spec, tmp_path):
+    labelled_specs(write_spec)
+    rows = [{"id": n, "output": str(x), "ground_truth": str(y), "label": lab}
+            for n, (x, y, lab) in enumerate(zip([0.9, 0.3, 0.2, 0.7], [0.9, 0.7, 0.2, 0.3], ["ok", "ok", "bad", "bad"]))]
+    data = write_jsonl(tmp_path / "items.jsonl", rows)
+    page = tmp_path / "compare.html"
+    result = invoke("compare", NUMERIC, tmp_path / "scorer_specs" / "by_truth.yaml", "--data", data, "--positive",
+                    "ok", "--quiet", "--store", tmp_path / "store.sqlite", "--report", page)
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index("Agreement with the human labels"):]
+    assert "human labels (binary) on 4 item(s) both scored, decision: score ≥ 0.5" in section
+    # balanced accuracy at 0.5: numeric decides 2 of 4 right (0.5), by_truth all 4 (1)
+    assert "<td>balanced accuracy</td><td class=\"num\">0.5</td><td class=\"num\">1</td>" in section
+    assert "McNemar (exact): 0 item(s) only numeric decided right, 2 only by_truth · p = 0.5" in section
+
+
 # --- statistics alone ----------------------------------------------------------------------------
 
 

@@ -208,6 +208,37 @@ class LabelComparison:
     mcnemar: McNemar | None = None
     left_out: int = 0  # paired items without a usable label
 
+    def rows(self) -> list[tuple[str, float | None, float | None]]:
+        """(figure, the baseline's value, the version's) for the figures of this `kind`, in the
+        order the terminal and the HTML report show them."""
+        names = ([("balanced accuracy", "balanced_accuracy"), ("accuracy", "accuracy"), ("ROC AUC", "roc_auc")]
+                 if self.kind == "binary" else [("Spearman", "spearman"), ("Pearson", "pearson")])
+        return [(title, getattr(self.baseline, key), getattr(self.version, key)) for title, key in names]
+
+    def headline(self, fmt: Any) -> str:
+        """``human labels (binary) on N item(s) both scored, decision: score ≥ C; K … left out``,
+        numbers written with `fmt`."""
+        head = f"human labels ({self.kind}) on {self.n} item(s) both scored"
+        if self.cutoff is not None:
+            head += f", decision: score ≥ {fmt(self.cutoff)}"
+        if self.left_out:
+            head += f"; {self.left_out} without a usable label left out"
+        return head
+
+    def test_line(self, baseline: str, version: str) -> str | None:
+        """McNemar's exact test in words (None for graded labels)."""
+        from .compare_stats import p_text
+
+        test = self.mcnemar
+        if test is None:
+            return None
+        result = p_text(test.p_value) if test.p_value is not None else test.note
+        return (f"McNemar (exact): {test.baseline_only} item(s) only {baseline} decided right, "
+                f"{test.version_only} only {version} · {result}")
+
+    def notes(self) -> list[str]:
+        return list(dict.fromkeys((*self.baseline.notes, *self.version.notes)))
+
     def to_json_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "n": self.n, "cutoff": self.cutoff, "leftOut": self.left_out,
                 "baseline": self.baseline.to_json_dict(), "version": self.version.to_json_dict(),

@@ -162,8 +162,24 @@ def _print_and_write(comparison: Any, db: Any, as_json: bool, fail_if_worse: Opt
         exit_code = max(exit_code, report.exit_code)
     if report_file is not None:  # a run of the versions, or the first finished run set against the second
         ids = comparison.run_ids
-        write_run_report(report_file, db, ids[0], other_id=ids[1] if len(ids) > 1 else None)
+        write_run_report(report_file, db, ids[0], other_id=ids[1] if len(ids) > 1 else None,
+                         agreement=_agreement_views(comparison))
     return exit_code
+
+
+def _agreement_views(comparison: Any) -> dict[str, dict[str, Any]]:
+    """Each version's agreement with the human labels beside the baseline's, by version label,
+    for the HTML report (the figures the terminal shows)."""
+    from .output import fmt
+
+    views = {}
+    for c in comparison.comparisons:
+        lab = c.labels
+        if lab is not None:
+            views[c.label] = {"head": lab.headline(fmt), "baseline": c.baseline, "version": c.label,
+                              "rows": [(title, fmt(a), fmt(b)) for title, a, b in lab.rows()],
+                              "notes": lab.notes(), "test": lab.test_line(c.baseline, c.label)}
+    return views
 
 
 # --- the terminal report -----------------------------------------------------------------------
@@ -282,26 +298,16 @@ def _print_labels(console: Any, c: Any, baseline: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ..analysis.compare_stats import p_text
     from .output import fmt
 
     lab = c.labels
-    head = f"  human labels ({lab.kind}) on {lab.n} item(s) both scored"
-    if lab.cutoff is not None:
-        head += f", decision: score ≥ {fmt(lab.cutoff)}"
-    if lab.left_out:
-        head += f"; {lab.left_out} without a usable label left out"
-    _say(console, head)
+    _say(console, "  " + lab.headline(fmt))
     table = Table("  figure", escape(baseline), escape(c.label), box=None, pad_edge=False)
-    rows = ([("balanced accuracy", "balanced_accuracy"), ("accuracy", "accuracy"), ("ROC AUC", "roc_auc")]
-            if lab.kind == "binary" else [("Spearman", "spearman"), ("Pearson", "pearson")])
-    for title, key in rows:
-        table.add_row(f"  {title}", fmt(getattr(lab.baseline, key)), fmt(getattr(lab.version, key)))
+    for title, ours, theirs in lab.rows():
+        table.add_row(f"  {title}", fmt(ours), fmt(theirs))
     console.print(table)
-    for note in dict.fromkeys((*lab.baseline.notes, *lab.version.notes)):
+    for note in lab.notes():
         _say(console, f"  note: {note}", "yellow")
-    test = lab.mcnemar
+    test = lab.test_line(baseline, c.label)
     if test is not None:
-        result = p_text(test.p_value) if test.p_value is not None else test.note
-        _say(console, f"  McNemar (exact): {test.baseline_only} item(s) only {baseline} decided right, "
-             f"{test.version_only} only {c.label} · {result}")
+        _say(console, "  " + test)

@@ -33,9 +33,12 @@ def check_report_dependencies() -> None:
         fail(str(exc))
 
 
-def write_run_report(path: Path, db: Any, run_id: str, other_id: Optional[str] = None) -> None:
+def write_run_report(path: Path, db: Any, run_id: str, other_id: Optional[str] = None,
+                     agreement: Optional[dict[str, Any]] = None) -> None:
     """Write the report of the stored run `run_id` of `db` (a `Store`) to `path`, set against
-    the run `other_id` when given, and say so on stderr; exits with a message when it cannot."""
+    the run `other_id` when given (`agreement`: each compared version's agreement with the human
+    labels, by its label: `engine.report.html.render_report`), and say so on stderr; exits with a
+    message when it cannot."""
     from ..report.data import ReportError, load_run
 
     try:
@@ -43,16 +46,16 @@ def write_run_report(path: Path, db: Any, run_id: str, other_id: Optional[str] =
         other = load_run(other_id, db) if other_id is not None else None
     except ReportError as exc:
         fail(str(exc))
-    _write(path, run, other)
+    _write(path, run, other, agreement)
 
 
-def _write(path: Path, run: Any, other: Any) -> None:
+def _write(path: Path, run: Any, other: Any, agreement: Optional[dict[str, Any]] = None) -> None:
     from ..report.charts import ReportDependencyError
     from ..report.html import write_report
     from .output import err_console
 
     try:
-        size = write_report(path, run, other)
+        size = write_report(path, run, other, agreement)
     except ReportDependencyError as exc:
         fail(str(exc))
     except OSError as exc:

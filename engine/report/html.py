@@ -55,17 +55,23 @@ _DUPLICATES = ("preprocessStepResult", "preprocessPrompt", "analyzeStepResult", 
 _LEFT_OUT = {*_DUPLICATES, "id", "label", "runId", "specChain"}
 
 
-def write_report(path: str | Path, run: ReportRun, other: ReportRun | None = None) -> int:
-    """Write the report of `run` (compared with `other` when given) to `path` (UTF-8); return
+def write_report(path: str | Path, run: ReportRun, other: ReportRun | None = None,
+                 agreement: Mapping[str, Any] | None = None) -> int:
+    """Write the report of `run` (compared with `other` when given; `agreement` as
+    `render_report` takes it) to `path` (UTF-8); return
     its size in bytes. Raises `engine.report.charts.ReportDependencyError` without altair or
     vl-convert, and `OSError` when the file cannot be written."""
-    page = render_report(run, other).encode("utf-8")
+    page = render_report(run, other, agreement).encode("utf-8")
     Path(path).write_bytes(page)
     return len(page)
 
 
-def render_report(run: ReportRun, other: ReportRun | None = None) -> str:
-    """The report's HTML text (see the module docstring)."""
+def render_report(run: ReportRun, other: ReportRun | None = None, agreement: Mapping[str, Any] | None = None) -> str:
+    """The report's HTML text (see the module docstring). `agreement`: by compared version's
+    label, its agreement with the human labels beside the baseline's, as ``scorespec compare``
+    computes it: ``{"head": text, "baseline": label, "version": label, "rows": [(figure, baseline
+    value, version value)], "notes": [text], "test": text | None}``; shown in that version's
+    comparison card (the only card when two runs are compared)."""
     import jinja2
 
     from .. import __version__
@@ -88,7 +94,7 @@ def render_report(run: ReportRun, other: ReportRun | None = None) -> str:
         models=sorted({m for s in scorers for m in s["spec"].models}),
         counts={status: statuses.get(status, 0) for status in ("scored", "not_scorable", "failed")},
         usage=usage, costs=costs, calibrations=_calibration_views(run),
-        pairs=_pair_views(run, other),
+        pairs=_pair_views(run, other), agreement=dict(agreement or {}),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         data=report_json(run, other), script=script, style=style,
         script_hash=_csp_hash(script), style_hash=_csp_hash(style))
