@@ -26,16 +26,8 @@ from ..core.scorer_like import ScorerLike
 from ..run.datasets import iter_items
 from ..run.items import item_key, label_value, parse_fields
 from ..run.settings import RunSettings
-from .comparison import (
-    DEFAULT_TOP,
-    Comparison,
-    HumanLabels,
-    Outcome,
-    Version,
-    as_label_set,
-    build_comparison,
-    outcome_of,
-)
+from .comparison import DEFAULT_TOP, Comparison, Outcome, Version, build_comparison, outcome_of
+from .label_agreement import HumanLabels, as_label_set
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .labelled import check_label_classes
 

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, Direction
 from ..run.summary import ScorerSummary
-from .compare_stats import McNemar, PairedDifference, exact_mean, mcnemar, p_text, paired_difference
+from .compare_stats import PairedDifference, exact_mean, p_text, paired_difference
+from .label_agreement import HumanLabels, LabelComparison, label_comparison
 
-__all__ = ["Outcome", "Version", "StatusChange", "Mover", "Agreement", "LabelComparison", "VersionComparison", "Comparison",
-           "HumanLabels", "outcome_of", "first_differing_stage", "build_comparison", "as_label_set", "DEFAULT_TOP"]
+__all__ = ["Outcome", "Version", "StatusChange", "Mover", "VersionComparison", "Comparison", "outcome_of",
+           "first_differing_stage", "build_comparison", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 5
 
@@ -179,72 +180,6 @@ class Mover:
         return {_camel(k): v for k, v in self.__dict__.items()}
 
 
-@dataclass(frozen=True)
-class Agreement:
-    """One version's agreement with the human labels (`engine.analysis.calibration.agreement`)."""
-
-    balanced_accuracy: float | None = None
-    accuracy: float | None = None
-    roc_auc: float | None = None
-    confusion: dict[str, int] | None = None
-    spearman: float | None = None
-    pearson: float | None = None
-    notes: tuple[str, ...] = ()
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {_camel(k): (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-
-
-@dataclass(frozen=True)
-class LabelComparison:
-    """Both versions' agreement with the human labels on the same `n` items (both scored, with a
-    usable label). kind: ``binary`` (with McNemar's test at `cutoff`) or ``graded``."""
-
-    kind: str
-    n: int
-    cutoff: float | None
-    baseline: Agreement
-    version: Agreement
-    mcnemar: McNemar | None = None
-    left_out: int = 0  # paired items without a usable label
-
-    def rows(self) -> list[tuple[str, float | None, float | None]]:
-        """(figure, the baseline's value, the version's) for the figures of this `kind`, in the
-        order the terminal and the HTML report show them."""
-        names = ([("balanced accuracy", "balanced_accuracy"), ("accuracy", "accuracy"), ("ROC AUC", "roc_auc")]
-                 if self.kind == "binary" else [("Spearman", "spearman"), ("Pearson", "pearson")])
-        return [(title, getattr(self.baseline, key), getattr(self.version, key)) for title, key in names]
-
-    def headline(self, fmt: Any) -> str:
-        """``human labels (binary) on N item(s) both scored, decision: score ≥ C; K … left out``,
-        numbers written with `fmt`."""
-        head = f"human labels ({self.kind}) on {self.n} item(s) both scored"
-        if self.cutoff is not None:
-            head += f", decision: score ≥ {fmt(self.cutoff)}"
-        if self.left_out:
-            head += f"; {self.left_out} without a usable label left out"
-        return head
-
-    def test_line(self, baseline: str, version: str) -> str | None:
-        """McNemar's exact test in words (None for graded labels)."""
-        from .compare_stats import p_text
-
-        test = self.mcnemar
-        if test is None:
-            return None
-        result = p_text(test.p_value) if test.p_value is not None else test.note
-        return (f"McNemar (exact): {test.baseline_only} item(s) only {baseline} decided right, "
-                f"{test.version_only} only {version} · {result}")
-
-    def notes(self) -> list[str]:
-        return list(dict.fromkeys((*self.baseline.notes, *self.version.notes)))
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "n": self.n, "cutoff": self.cutoff, "leftOut": self.left_out,
-                "baseline": self.baseline.to_json_dict(), "version": self.version.to_json_dict(),
-                "mcnemar": self.mcnemar.to_json_dict() if self.mcnemar is not None else None}
-
-
 @dataclass
 class VersionComparison:
     """One version against the baseline; see the module docstring. words: the finding in one
@@ -353,19 +288,6 @@ class Comparison:
 # --- building one -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HumanLabels:
-    """The human labels a comparison is checked against: label value by item key; `positive`
-    (label values of the class that should score high; None: graded numeric labels), `negative`
-    (only these values are the other class; None: every other value) and the score `cutoff`
-    (None: half the baseline's scale)."""
-
-    values: Mapping[str, Any]
-    positive: frozenset[str] | None = None
-    negative: frozenset[str] | None = None
-    cutoff: float | None = None
-
-
 def build_comparison(versions: Sequence[Version], outcomes: Mapping[str, Mapping[str, Outcome]], *,
                      labels: HumanLabels | None = None, top: int = DEFAULT_TOP, seed: int = 0) -> Comparison:
     """The comparison of `versions` (the first is the baseline) from their outcomes by label
@@ -431,7 +353,7 @@ def _compare_one(baseline: Version, version: Version, ours: Mapping[str, Outcome
                                    baseline.label, changes, _movers(pairs, ours, theirs, top))
     if labels is not None:
         cutoff = next((c for c in (labels.cutoff, baseline.cutoff) if c is not None), (baseline.scale or 1.0) / 2)
-        comparison.labels = _label_comparison(pairs, a, b, labels, cutoff)
+        comparison.labels = label_comparison(pairs, a, b, labels, cutoff)
     return comparison
 
 
@@ -491,41 +413,3 @@ def _words(baseline: str, label: str, paired: PairedDifference) -> str:
         return text + "; " + why
     chance = "is unlikely to be chance" if paired.significant else "could well be chance"
     return text + f"; a difference this large {chance}, {p_text(paired.p_value)}"
-
-
-def _label_comparison(pairs: Sequence[str], a: Sequence[float], b: Sequence[float], labels: HumanLabels,
-                      cutoff: float) -> LabelComparison:
-    from .calibration import agreement
-
-    kept = []
-    for key, score_a, score_b in zip(pairs, a, b):
-        value = labels.values.get(key)
-        if value is None:
-            continue
-        if labels.negative is not None and str(value) not in labels.negative and str(value) not in (
-                labels.positive or frozenset()):
-            continue
-        kept.append((value, score_a, score_b))
-    binary = labels.positive is not None
-    values = [str(v) if binary else v for v, _, _ in kept]  # binary labels compare as text
-    figures = []
-    for side in (1, 2):
-        scores = [entry[side] for entry in kept]
-        found = agreement(scores, values, positive=labels.positive, threshold=cutoff)
-        notes = tuple(found.pop("notes"))
-        figures.append(Agreement(**{k: v for k, v in found.items() if k in Agreement.__dataclass_fields__}, notes=notes))
-    test = None
-    if labels.positive is not None:
-        truth = [v in labels.positive for v in values]
-        right_a = [(s >= cutoff) == t for (_, s, _), t in zip(kept, truth)]
-        right_b = [(s >= cutoff) == t for (_, _, s), t in zip(kept, truth)]
-        test = mcnemar(right_a, right_b)
-    return LabelComparison("binary" if labels.positive is not None else "graded", len(kept),
-                           cutoff if labels.positive is not None else None, figures[0], figures[1], test,
-                           left_out=len(pairs) - len(kept))
-
-
-def as_label_set(values: Iterable[Any] | None) -> frozenset[str] | None:
-    """Label values compared as text (as `engine.analysis.calibration` does), or None."""
-    return None if values is None else frozenset(str(v) for v in values)
-

@@ -202,8 +202,10 @@ class ScoreResult(_Out):
     (`engine.run.prices`; cache hits cost nothing). Both are left out of the JSON when None (no
     sampled stage; no price known, or not a batch run). scoring: for a spec with a stage that can
     ask for label probabilities (`probabilities:`), how its answers were counted: ``probability``
-    (every answer by the judge's label probabilities) or ``hard`` (by the labels given: the run did
-    not ask, or the judge reported none, which `warnings` then says); None (left out of the JSON)
+    (every answer by the judge's label probabilities), ``sampled`` (the judge reported none and the
+    stage's ``sampled_probabilities`` took the shares of several answers' labels instead) or
+    ``hard`` (by the labels given: the run did not ask, or the judge reported none, which
+    `warnings` then says); None (left out of the JSON)
     for any other spec. warnings: what the reader of the score should know (a fallback to hard
     labels), None when nothing. language: the item's language the scorer used (an ISO 639-1 code;
     `engine.core.language`) and language_detected whether it was detected (else the item or the

@@ -220,7 +220,13 @@ def _rule_stage(stage: RuleStagePlan, ns: dict[str, Any]) -> Any:
 
 def _note_hard_labels(stage_id: str, work: StageWork, result: ScoreResult) -> None:
     """A warning in `result` (and scoring ``hard``) when answers of the stage that asked for
-    label probabilities got none: they count by their hard labels, never silently."""
+    label probabilities got none: they count by their hard labels, never silently; scoring
+    ``sampled`` (unless another stage counted hard labels) when the shares of a question's answers
+    stood in for them (``sampled_probabilities``)."""
+    if work.sampled:
+        result.scoring = "hard" if result.scoring == "hard" else "sampled"
+        result.warnings = [*(result.warnings or []), f"{stage_id}: the judge reported no label probabilities; "
+                           f"each label's probability is the share of {work.sampled} answers giving it"]
     if not work.hard_labels:
         return
     result.scoring = "hard"

@@ -60,6 +60,7 @@ class StageWork:
     answers: int = 0
     listed: Any = None
     warnings: list[str] = field(default_factory=list)
+    sampled: int = 0  # answers per question whose label shares stood in for missing probabilities
 
 
 def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
@@ -130,6 +131,7 @@ class PromptRunner:
                 _gather_samples(record, [part.record for part in parts[:len(prompts)]])
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=True)
+            work.sampled = max((part.sampled for part in parts), default=0)
         work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
         if stage.keep_first or stage.pages:
             work.listed = [part.listed for part in parts]
@@ -150,6 +152,8 @@ class PromptRunner:
         sampling = stage.sampling
         if sampling is None or sampling.n == 1:
             answer = yield from self.ask(stage, schema, ns, work)
+            if stage.sampled_probabilities and work.record.probs_source == "hard":
+                return (yield from self._sampled_probs(stage, schema, ns, work, answer))
             if sampling is None or sampling.method != "expression":
                 return answer
             return _reduce(stage, [answer], schema, ns).answer  # the answer is what the expression gives
@@ -188,8 +192,44 @@ class PromptRunner:
                 _majority_labels(work, parts, reduced.answer, schema)
         return reduced.answer
 
+    def _sampled_probs(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
+                       first: Any) -> Steps:
+        """A question whose `first` answer came without the label probabilities it asked for, on a
+        stage with ``sampled_probabilities: N``: N − 1 more answers at the sampling temperature, the
+        answer their majority, each label's probability the share of the N answers giving it
+        (``probsSource: sampled``). The record lists every answer, as for a sampled stage."""
+        assert stage.sampling is not None and stage.sampled_probabilities is not None
+        record = work.record
+        opening = StageWork(used_probs=work.used_probs, answers=1)
+        opening.record.probs_source = record.probs_source
+        parts, samples, raws = [opening], [first], [record.raw_answer or ""]
+        sampling = dataclasses.replace(stage.sampling, n=stage.sampled_probabilities)
+        try:
+            for index in range(1, sampling.n):
+                part = StageWork()
+                parts.append(part)
+                try:
+                    samples.append((yield from self.ask(stage, schema, ns, part, sample_index=index,
+                                                        temperature=sampling.temperature)))
+                except ScorerRunError as exc:
+                    exc.message = f"sample {index}: {exc.message}"
+                    raise
+                finally:
+                    raws.append(part.record.raw_answer or "")
+                    record.attempts += part.record.attempts
+                    record.usage.add(part.record.usage)
+        finally:
+            record.raw_answer = json.dumps(raws, ensure_ascii=False)
+            record.samples = samples
+        reduced = reduce_samples(sampling, samples, schema.schema)
+        record.agreement, record.spread = reduced.agreement, reduced.spread
+        _gather_probs(work, parts, each=False)
+        record.answer_probs, record.probs_source = work.used_probs, "sampled"  # the shares, said as such
+        work.hard_labels, work.sampled = {}, sampling.n
+        return reduced.answer
+
     def ask(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
-            sample_index: int | None = None) -> Steps:
+            sample_index: int | None = None, temperature: float | None = None) -> Steps:
         """One judge call for `stage` over its compiled answer `schema` (sample `sample_index` of a
         sampled question, at the sampling temperature; None: the stage asked once); its prompt, raw
         answer, attempts and usage in the record."""
@@ -203,9 +243,10 @@ class PromptRunner:
         messages.append({"role": "user", "content": prompt})
         contract = AnswerContract.of(schema, tuple((check.expect, check.message) for check in stage.checks), ns,
                                      stage.keep_first + stage.pages)
-        temperature = stage.temperature
-        if sample_index is not None and stage.sampling is not None:
-            temperature = stage.sampling.temperature
+        if temperature is None:
+            temperature = stage.temperature
+            if sample_index is not None and stage.sampling is not None:
+                temperature = stage.sampling.temperature
         asked = stage.probabilities is not False and wants_probs(stage, ns)
         call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
                          sample_index or 0, probabilities=asked, reasoning_effort=stage.reasoning_effort,

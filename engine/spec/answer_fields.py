@@ -7,6 +7,10 @@
   top-level property of type array with ``maxItems``.
 - ``pages``: lists of the answer asked for page by page while a page is full
   (`engine.interpret.pages`); each must be such a property too, and not also kept first.
+- ``sampled_probabilities``: with a judge that reports no label probabilities, a question is asked
+  this many times and the shares of its answers' labels are the probabilities; it needs
+  ``probabilities`` and an answer that votes (`engine.spec.sampling`), and is not combined with
+  ``samples``.
 
 Problems are recorded in the spec's `Document` at the key that wrote them.
 """
@@ -22,7 +26,8 @@ from .document import Document
 from .expressions import Expression
 from .models import PromptStage
 
-__all__ = ["BOOL_WORDS", "keep_first_of", "pages_of", "probabilities_of"]
+__all__ = ["BOOL_WORDS", "DEFAULT_SAMPLED_PROBABILITIES", "keep_first_of", "pages_of", "probabilities_of",
+           "sampled_probabilities_of"]
 
 BOOL_WORDS = {"yes", "no", "on", "off", "y", "n"}
 """Strings YAML 1.1 read as booleans; specs are read as YAML 1.2, which keeps them strings, so a key
@@ -50,6 +55,35 @@ def probabilities_of(stage: PromptStage, key: str, doc: Document, schema: dict[s
     if value is True:
         return True
     return compile_expr(value, f"{key}.probabilities")
+
+
+DEFAULT_SAMPLED_PROBABILITIES = 5
+"""How many answers ``sampled_probabilities: true`` asks for in all: shares in steps of 0.2."""
+
+
+def sampled_probabilities_of(stage: PromptStage, key: str, doc: Document, sampling: Any) -> int | None:
+    """How many answers a question of the stage asks for when the judge reports no label
+    probabilities (None: it counts the hard labels). `sampling`: the stage's `SamplingPlan` (its
+    answers must reduce by majority). Problems (no ``probabilities``, nothing to vote on,
+    ``samples`` too) go to `doc`."""
+    value = stage.sampled_probabilities
+    voting = sampling is not None and sampling.method == "majority"
+    if value is False:
+        return None
+    where = f"{key}.sampled_probabilities"
+    if stage.probabilities is False:
+        doc.add("invalid-value", where, "sampled_probabilities stands in for label probabilities the judge does not "
+                "report, and this stage asks for none", "add probabilities: true (or an expression), or remove "
+                "sampled_probabilities")
+    elif not voting:
+        doc.add("invalid-value", where, "the samples' labels are counted by majority, and this stage's answers do "
+                "not reduce by majority", "remove sampled_probabilities, or reduce: majority")
+    elif (stage.samples or 1) > 1:
+        doc.add("invalid-value", where, f"the stage is sampled already (samples: {stage.samples}): its label "
+                "probabilities are the shares of those samples", "remove sampled_probabilities")
+    else:
+        return DEFAULT_SAMPLED_PROBABILITIES if value is True else int(value)
+    return None
 
 
 def keep_first_of(stage: PromptStage, key: str, doc: Document) -> tuple[str, ...]:

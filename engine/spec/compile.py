@@ -21,24 +21,15 @@ from .. import functions
 from ..core.errors import Problem, SpecError, did_you_mean
 from ..core.run_fields import RUN_FIELDS, RUN_NAMES, run_keys
 from ..core.schemas import answer_keys, schema_error
-from .answer_fields import BOOL_WORDS, keep_first_of, pages_of, probabilities_of
+from .answer_fields import BOOL_WORDS, keep_first_of, pages_of, probabilities_of, sampled_probabilities_of
 from .catalog import builtin_root, prompt_dirs, resolve_spec
 from .document import Document, parse_document
 from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .option_plans import checked_cutoff, checked_examples, declared_field, options_plan
-from .plans import (
-    CheckPlan,
-    FieldPlan,
-    OptionsPlan,
-    PromptStagePlan,
-    ReasonPlan,
-    RuleStagePlan,
-    ScorePlan,
-    ScorerPlan,
-    StagePlan,
-)
+from .plans import (CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
+                    ScorerPlan, StagePlan)
 from .reasons import reason_plans, reason_text
 from .sampling import is_expression, sampling_plan
 from .schema_keywords import misspelled
@@ -248,9 +239,10 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         max_tokens=stage.max_tokens or judge.max_tokens, max_reasks=judge.max_reasks,
         when=when, for_each=for_each, collect=collect, schema_exprs=schema_exprs, checks=tuple(checks), result=result,
         sampling=sampling, probabilities=probabilities, keep_first=keep_first, pages=pages,
-        examples=checked_examples(stage, key, schema_exprs, c.doc),
+        examples=checked_examples(stage, key, schema_exprs, c.doc), family=judge.family,
         reasoning_effort=stage.reasoning_effort or judge.reasoning_effort,
-        reasoning_tokens=stage.reasoning_tokens or judge.reasoning_tokens, family=judge.family,
+        reasoning_tokens=stage.reasoning_tokens or judge.reasoning_tokens,
+        sampled_probabilities=sampled_probabilities_of(stage, key, c.doc, sampling),
     )
     return plan, shape
 

@@ -165,6 +165,13 @@ class PromptStage(_Model):
         "them as `answer_probs.STAGE` (`{field: {value: probability}}`; a list with for_each); a judge that "
         "reports none falls back to the hard labels (1 for the value given) with a warning in the result.",
     )
+    sampled_probabilities: Union[bool, Annotated[int, Field(ge=2, le=20)]] = Field(
+        False,
+        description="When the judge reports no label probabilities although the stage asked for them (a model "
+        "that refuses or omits logprobs), ask the question this many times in all (true: 5) and take the share of "
+        "the answers giving each label as its probability (the answer is their majority; the "
+        "result records `scoring: sampled` and `probsSource: sampled`) instead of the hard label. False (the default): the hard label, with a warning.",
+    )
     examples: list[dict[str, Any]] = Field(
         default_factory=list, max_length=50,
         description="Worked examples shown to the judge: a list of mappings the stage's prompt reads as "

@@ -85,6 +85,9 @@ class PromptStagePlan:
     examples: the stage's worked examples (mappings), which its prompt reads as ``examples``.
     reasoning_effort, reasoning_tokens, family: how a reasoning model is asked (the stage's, else the
     judge block's; `engine.judge.model_params`), None when not given.
+    sampled_probabilities: with a judge that reports no label probabilities, how many answers in all
+    a question asks for, their shares taken as the probabilities (`engine.interpret.prompt_stages`);
+    None: the hard labels.
     """
 
     id: str
@@ -108,6 +111,7 @@ class PromptStagePlan:
     reasoning_effort: str | None = None
     reasoning_tokens: int | None = None
     family: str | None = None
+    sampled_probabilities: int | None = None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
