@@ -116,6 +116,24 @@ def test_a_scorer_rebuilt_from_its_recipe_scores_as_the_original():
     assert a == b and a["score"] == 1
 
 
+def test_a_judge_rebuilt_from_its_recipe_asks_a_reasoning_model_as_the_original():
+    # a gateway alias the price table does not know, said to follow OpenAI's reasoning rules: no
+    # temperature, max_completion_tokens instead of max_tokens (OpenAI's chat completions reference)
+    with FakeOpenAIServer({"verdict": "yes", "reason": "said"}) as server:
+        judge = make_judge("openai/team-judge", base_url=server.base_url, api_key="k", family="reasoning",
+                           reasoning_tokens=1024, retry=RetryPolicy(max_retries=1, base_s=0.01))
+        original = load_scorer("criteria", judge=judge, options={"criterion": "polite"})
+        rebuilt = pickle.loads(pickle.dumps(scorer_recipe(original))).build()
+        original.run(output="Thanks!")
+        rebuilt.run(output="Thanks!")
+        first, second = server.requests
+    assert judge_recipe(rebuilt.judge).family == "reasoning"
+    assert judge_recipe(rebuilt.judge).reasoning_tokens == 1024
+    for request in (first, second):
+        assert "temperature" not in request and "max_tokens" not in request
+    assert first["max_completion_tokens"] == second["max_completion_tokens"] > 1024
+
+
 def test_a_recipe_keeps_the_samples_the_options_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     scorer = load_scorer("faithfulness", model="openai/m", cache=True, options={"scale": 10}).with_samples(3)

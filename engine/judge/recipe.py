@@ -31,7 +31,8 @@ class JudgeRecipe:
     """`make_judge`'s arguments for one judge (see the module docstring): `model` (``provider/
     model``, ``local``…), `base_url`, `mode` (instructor's structured-output mode, None: the
     provider's default), `timeout_s`, `retry` (None: `RetryPolicy()`, or `LOCAL_RETRY` for an
-    embedded model) and `context_window`. Picklable."""
+    embedded model), `context_window`, and how a reasoning model is asked: `family` and
+    `reasoning_tokens` (None: the spec's, else the table's; `engine.judge.model_params`). Picklable."""
 
     model: str
     base_url: str | None = None
@@ -39,6 +40,8 @@ class JudgeRecipe:
     timeout_s: float = 120.0
     retry: RetryPolicy | None = None
     context_window: int | None = None
+    family: str | None = None
+    reasoning_tokens: int | None = None
 
     @classmethod
     def of(cls, settings: JudgeSettings) -> "JudgeRecipe":
@@ -49,13 +52,14 @@ class JudgeRecipe:
         if not settings.model:
             raise ValueError("a judge recipe needs the model its settings resolved")
         return cls(settings.model, settings.base_url, settings.mode, settings.timeout_s, settings.retry,
-                   settings.context_window)
+                   settings.context_window, settings.family, settings.reasoning_tokens)
 
     def keywords(self) -> dict[str, Any]:
         """`make_judge`'s keyword arguments besides the model: ``make_judge(r.model,
         **r.keywords(), cache=…)`` builds the judge again."""
         return {"base_url": self.base_url, "mode": self.mode, "timeout_s": self.timeout_s, "retry": self.retry,
-                "context_window": self.context_window}
+                "context_window": self.context_window, "family": self.family,
+                "reasoning_tokens": self.reasoning_tokens}
 
 
 def judge_recipe(judge: Any) -> JudgeRecipe | None:
