@@ -62,3 +62,32 @@ def test_refused_key_stops_the_run_and_resume_finishes_it(write_spec, tmp_path, 
     again = json.loads(second.stdout)
     assert second.exit_code == 0, second.output
     assert (again["verdict"], again["stopped"], again["scorers"]["verdict"]["scored"]) == ("passed", None, 30)
+
+
+def test_a_server_that_refuses_the_structured_mode_stops_the_run_and_resume_in_another_mode_finishes_it(
+        write_spec, tmp_path):
+    # a self-hosted OpenAI-compatible server without tool calling answers HTTP 400 with
+    # {"error": {"param": "tools", "code": "unsupported_parameter", ...}}, as OpenAI words its errors
+    from engine.testing.server_rules import NoToolsRules
+
+    spec = write_spec("verdict", SPEC, {"t/judge.j2": "Is this right?\n{{ run.output }}\n"})
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "output": f"item {i}"}) + "\n" for i in range(20)), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer({"verdict": "yes"}, rules=NoToolsRules()) as server:
+        args = ["eval", str(spec), "--data", str(data), "--quiet", "--no-cache", "--model", "openai/test-model",
+                "--out", str(out), "--store", str(tmp_path / "store.sqlite"), "--concurrency", "2", "--json",
+                "--base-url", server.base_url]
+        first = CliRunner().invoke(app, args, env={**ENV, "OPENAI_API_KEY": "k", "SCORESPEC_MODE": "tools"})
+        asked = len(server.requests)
+        second = CliRunner().invoke(app, [*args, "--resume"],
+                                    env={**ENV, "OPENAI_API_KEY": "k", "SCORESPEC_MODE": "json_schema"})
+    summary = json.loads(first.stdout)
+    assert first.exit_code == 2 and summary["verdict"] == "errors"
+    assert summary["stopped"].startswith("the judge refused the structured-output mode (")
+    assert "scorespec doctor" in summary["stopped"]
+    failed = summary["scorers"]["verdict"]["failed"]
+    assert 1 <= failed <= 2 and asked == failed
+    again = json.loads(second.stdout)
+    assert second.exit_code == 0, second.output
+    assert (again["verdict"], again["stopped"], again["scorers"]["verdict"]["scored"]) == ("passed", None, 20)

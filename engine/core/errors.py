@@ -82,7 +82,7 @@ class SpecError(UserError):
 
 ErrorKind = Literal[
     "input", "judge", "auth", "truncated", "content_filter", "check", "transport", "expression", "formula",
-    "function", "target", "prompt_too_long", "internal",
+    "function", "target", "prompt_too_long", "unsupported", "internal",
 ]
 """Why an item failed — a closed set:
 
@@ -104,6 +104,9 @@ ErrorKind = Literal[
 - ``prompt_too_long``: the prompt cannot fit the model's context window: found before the call
   (no call made; `engine.judge.window`), or the provider refused it as too long (an HTTP 400 saying
   so: ``context_length_exceeded``, "maximum context length", "prompt is too long"; not retried);
+- ``unsupported``: the judge's server refused the structured-output mode's parameters (an HTTP
+  400 naming ``tools``, ``tool_choice`` or ``response_format``): every call in that mode would be
+  refused; not retried, and a batch run stops (`scorespec doctor` finds a mode that works);
 - ``internal``: a fault of the engine itself (a bug: please report it).
 """
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)

@@ -327,6 +327,11 @@ class InstructorJudge:
             return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
                                   f"than the model's context window ({described}); shorten the item's text, or "
                                   "use a model with a larger window", stage=stage, attempts=attempts)
+        if _refuses_mode(exc):
+            return ScorerRunError("unsupported", f"the judge's server refused the structured-output mode's "
+                                  f"parameters ({described}); `scorespec doctor --model {self.model}` finds a mode "
+                                  "it takes, then set it ($SCORESPEC_MODE, or mode= in Python)", stage=stage,
+                                  attempts=attempts)
         if getattr(exc, "status_code", None) == 404:
             described += (" (HTTP 404: the server has no such path or model: check --base-url, which for an "
                           "OpenAI-compatible server usually ends in /v1, and the model name; `scorespec doctor "
@@ -341,6 +346,24 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
+
+
+MODE_PARAMETERS = ("tools", "tool_choice", "response_format")
+"""The request parameters instructor's structured-output modes send (tools, json_schema, json_object)."""
+
+
+def _refuses_mode(exc: BaseException) -> bool:
+    """Whether a provider's HTTP 400 refuses a structured-output mode's parameter: its error's
+    ``param`` is one (OpenAI's error body), or its message names one as not supported."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    body = getattr(exc, "body", None)
+    param = body.get("param") if isinstance(body, dict) else None
+    if param in MODE_PARAMETERS:
+        return True
+    text = str(exc).lower()
+    return ("logprobs" not in text and any(name in text for name in MODE_PARAMETERS)
+            and ("not supported" in text or "unsupported" in text))
 
 
 def _refuses_logprobs(message: str) -> bool:

@@ -173,13 +173,15 @@ class Runner:
         return False
 
     def _refused(self, results: dict[str, Any]) -> None:
-        """Stop the run at the first result whose judge refused the credentials (kind ``auth``)."""
+        """Stop the run at the first result whose judge refused the credentials (kind ``auth``) or
+        the structured-output mode (kind ``unsupported``): every item would fail the same way."""
         if self.state.stopped is not None:
             return
         for result in results.values():
             error = getattr(result, "error", None)
-            if error is not None and error.kind == "auth":
-                self.state.stopped = (f"the judge refused the credentials ({error.message.splitlines()[0]}); every "
+            if error is not None and error.kind in ("auth", "unsupported"):
+                what = "the credentials" if error.kind == "auth" else "the structured-output mode"
+                self.state.stopped = (f"the judge refused {what} ({error.message.splitlines()[0]}); every "
                                       "item would fail the same way")
                 return
 
