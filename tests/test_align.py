@@ -166,3 +166,31 @@ def test_align_stops_at_the_budget_with_exit_3(tmp_path, monkeypatch):
     record = json.loads(done.stdout.strip().splitlines()[-1])
     assert record["stopped"] and record["child"] is None
     assert not (tmp_path / "scorer_specs").exists()
+
+
+def test_align_counts_the_budget_across_resumes(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import engine.cli.eval  # noqa: F401
+    from engine.cli.main import app
+    from engine.testing.fake_openai import FakeOpenAIServer
+
+    data = _data(tmp_path / "labelled.jsonl", 40)
+    monkeypatch.chdir(tmp_path)
+    env = {"COLUMNS": "200", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None,
+           "SCORESPEC_CACHE": str(tmp_path / "cache")}
+    with FakeOpenAIServer(_server_reply) as server:
+        args = ["align", "faithfulness_quick", "--data", str(data), "--positive", "faithful",
+                "--model", "openai/gpt-4o-mini", "--base-url", server.base_url, "--json", "--quiet", "--no-cache"]
+        first = CliRunner().invoke(app, [*args, "--max-cost", "0.00001"], env=env)
+        asked = len(server.requests)
+        again = CliRunner().invoke(app, [*args, "--max-cost", "0.00001", "--resume"], env=env)
+        asked_again = len(server.requests) - asked
+    assert first.exit_code == 3, first.output
+    spent = json.loads(first.stdout.strip().splitlines()[-1])["costUsd"]
+    assert spent > 0.00001 and asked > 0
+    record = json.loads(again.stdout.strip().splitlines()[-1])
+    assert again.exit_code == 3, again.output
+    assert asked_again == 0  # the first attempt spent the budget: the resume asks nothing
+    assert record["stopped"] == "the --max-cost budget is spent"
+    assert abs(record["costUsd"] - spent) < 1e-12

@@ -77,6 +77,16 @@ class WorkFolder:
         else:
             self.save()  # a later resume finds this alignment even before any proposal is kept
 
+    @property
+    def spent(self) -> float:
+        """US dollars the alignment's earlier attempts spent (0 for a new one)."""
+        return float(self.state.get("spentUsd") or 0.0)
+
+    def keep_spent(self, spent: float) -> None:
+        """Keep what the alignment has spent so far, in US dollars, for a later ``--resume``."""
+        self.state["spentUsd"] = spent
+        self.save()
+
     def save(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "state.json").write_text(json.dumps(self.state, indent=1, ensure_ascii=False), encoding="utf-8")

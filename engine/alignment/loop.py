@@ -19,7 +19,8 @@
 
 The test split's items are read only in step 4: no candidate is built from them. A ``max_cost``
 budget stop ends the run cleanly (`AlignResult.stopped`); ``resume`` reuses the work folder's
-split and proposals, and the cache answers what was asked before.
+split and proposals, and the cache answers what was asked before. The budget counts what every
+attempt spent (the work folder keeps it), so a resume needs a larger ``max_cost`` to go on.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ async def aalign(scorer: Any, data: Any, settings: AlignSettings | None = None, 
     result = AlignResult(parent.id, None, settings.kind, settings.seed,
                          {"train": len(split.train), "dev": len(split.dev), "test": len(test_keys)},
                          work.sha256)
-    budget = Budget(run.max_cost)
+    budget = Budget(run.max_cost, work.spent, keep=work.keep_spent)  # counted across resumes, as eval's
     proposer = Proposer(parent, settings, work, run, budget, progress, optimizer, result.notes)
     say(f"split: {result.split['train']} train, {result.split['dev']} dev, {result.split['test']} test "
         f"(seed {settings.seed})")

@@ -5,7 +5,7 @@ label and item, and the figures of one scorer over some items."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +18,14 @@ __all__ = ["Budget", "Scored", "score_items", "scored_pairs", "unscored_words"]
 
 @dataclass
 class Budget:
-    """What the run may still spend: `limit` US dollars (None: no limit), `spent` so far."""
+    """What the run may still spend: `limit` US dollars (None: no limit), `spent` so far (in US
+    dollars, across every attempt of a resumed alignment), `calls` made in this attempt; `keep`,
+    when given, is called with `spent` after each batch run (the work folder keeps it for a resume)."""
 
     limit: float | None = None
     spent: float = 0.0
     calls: int = 0
+    keep: Callable[[float], None] | None = None
 
     @property
     def left(self) -> float | None:
@@ -66,6 +69,8 @@ async def score_items(items: Sequence[Mapping[str, Any]], scorers: Sequence[Any]
         scored.cost[label] = summary.cost_by_label.get(label)
     budget.spent += sum(c for c in scored.cost.values() if c)
     budget.calls += sum(scored.calls.values())
+    if budget.keep is not None:
+        budget.keep(budget.spent)
     scored.stopped = summary.stopped
     return scored
 
