@@ -44,15 +44,15 @@ def test_shipped_table_prices_every_model_the_readme_and_the_docs_name_and_says_
     text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
     named = set(re.findall(r"\b(?:openai|anthropic|ollama|groq|mistral|litellm)/[A-Za-z0-9._:-]*[A-Za-z0-9]", text))
     named -= {"openai/MODEL", "openai/my-finetune"}  # placeholders: a model of your own server, your own price
-    assert {"openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "ollama/qwen2.5:7b"} <= named
+    assert {"openai/gpt-5-mini", "anthropic/claude-haiku-4-5", "ollama/qwen2.5:7b"} <= named
     shipped = load_prices(shipped=True)
     assert shipped.sources == [str(SHIPPED_PRICES)]
     for model in sorted(named):
         price = shipped.price(model)
         assert price is not None, model
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.taken or ""), model
-    mini = shipped.price("openai/gpt-4o-mini")
-    assert (mini.input, mini.output) == (0.15, 0.60)
+    mini = shipped.price("openai/gpt-5-mini")
+    assert (mini.input, mini.output) == (0.25, 2.00)
     assert SHIPPED_PRICES.is_relative_to(ROOT / "engine")  # inside the package: the wheel ships it
 
 

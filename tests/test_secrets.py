@@ -35,10 +35,10 @@ def _answer(request: dict) -> dict:
 def _faults() -> list:
     """A fault per item: the 401/403 echo the Authorization header and are not retried; the
     500s echo it and are retried (the item then succeeds); a reset; an unreadable body."""
-    return [Fault.status(401, echo_headers=True),
-            Fault.status(500, echo_headers=True), Fault.status(429, retry_after=0, echo_headers=True),
-            Fault.status(403, body={"error": {"message": f"key {CANARY} is not allowed here"}}),
-            Fault.reset(), Fault.malformed_body(f'{{"error": "bad key {CANARY}"'.encode())]
+    # a refused key stops the run after the items in flight, so the 401 comes last
+    return [Fault.status(500, echo_headers=True), Fault.status(429, retry_after=0, echo_headers=True),
+            Fault.reset(), Fault.malformed_body(f'{{"error": "bad key {CANARY}"'.encode()), {"claims": []},
+            {"claims": []}, {"claims": []}, Fault.status(401, echo_headers=True)]
 
 
 def _no_canary(where: str, text: str) -> None:
@@ -73,13 +73,17 @@ def test_canary_key_never_leaks_in_an_eval_with_faults(tmp_path, monkeypatch, ca
         data = [{"id": f"item-{i}", "output": "The sky is blue."} for i in range(8)]
         out, store = tmp_path / "out.jsonl", tmp_path / "store.sqlite"
         summary = run_evals(data, scorers=[scorer], out=out, store=store, concurrency=1)
+        server.script(Fault.status(403, body={"error": {"message": f"key {CANARY} is not allowed here"}}))
+        refused = run_evals(data[:1], scorers=[scorer], out=tmp_path / "refused.jsonl", store=store, concurrency=1)
         requests = list(server.requests)
 
     # the key did reach the server (so the test would see a leak), on every request
     assert len(requests) >= 8
+    assert refused.stopped and CANARY not in refused.stopped
+    _no_canary("the refused run's results", (tmp_path / "refused.jsonl").read_text())
     results = [json.loads(line) for line in out.read_text().splitlines()]
     kinds = sorted((r["error"] or {}).get("kind", "scored") for r in results)
-    assert kinds.count("scored") >= 4 and {"judge", "transport"} & set(kinds)  # faults did fail items
+    assert kinds.count("scored") >= 3 and {"judge", "transport"} & set(kinds)  # faults did fail items
     failures = " ".join(r["error"]["message"] for r in results if r["error"])
     assert "Incorrect API key provided. Request headers:" in failures  # the echo reached the message …
     assert "Bearer ***" in failures  # … with the key replaced

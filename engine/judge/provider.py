@@ -37,6 +37,7 @@ from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, WrittenAnswer, as_text, no_valid_answer, written_answer
 from .model_params import RequestShape
+from .refusals import is_auth, is_prompt_too_long, refuses_logprobs, refuses_mode
 from .usage import add_tokens as _add_tokens
 from .usage import reported as _reported
 from .openai_path import check_once, mark_checked
@@ -47,10 +48,6 @@ from .window import WindowCheck
 logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
-TOO_LONG_STATUS = {400, 413}
-"""The statuses a provider refuses a prompt longer than the model's context with (the body says so)."""
-_TOO_LONG = re.compile(r"context[_ ]length|maximum context|context window|(prompt|input) is too long|"
-                       r"too many (input )?tokens", re.IGNORECASE)
 
 
 class _Filtered(BaseException):
@@ -224,7 +221,7 @@ class InstructorJudge:
         try:
             return await self._ask(call)
         except ScorerRunError as exc:
-            if not (call.probabilities and self.logprobs and exc.kind == "judge" and _refuses_logprobs(exc.message)):
+            if not (call.probabilities and self.logprobs and exc.kind == "judge" and refuses_logprobs(exc.message)):
                 raise
             self.logprobs = False  # learnt once: every later call of this judge asks for none
             return await self._ask(call)
@@ -319,15 +316,15 @@ class InstructorJudge:
             return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
                                     retry_after=_retry_after(exc))
         described = _describe(exc, self._redact)
-        if _is_auth(exc):
+        if is_auth(exc):
             return ScorerRunError("auth", f"the provider refused the request's credentials ({described}); "
                                   "check the API key (api_key=, or the provider's variable such as OPENAI_API_KEY) "
                                   "and the key's access to the model", stage=stage, attempts=attempts)
-        if _is_prompt_too_long(exc):
+        if is_prompt_too_long(exc):
             return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
                                   f"than the model's context window ({described}); shorten the item's text, or "
                                   "use a model with a larger window", stage=stage, attempts=attempts)
-        if _refuses_mode(exc):
+        if refuses_mode(exc):
             return ScorerRunError("unsupported", f"the judge's server refused the structured-output mode's "
                                   f"parameters ({described}); `scorespec doctor --model {self.model}` finds a mode "
                                   "it takes, then set it ($SCORESPEC_MODE, or mode= in Python)", stage=stage,
@@ -346,29 +343,6 @@ class InstructorJudge:
         exc.args = (exc.message,)
         exc.raw_answer = self._redact(exc.raw_answer)
         return exc
-
-
-MODE_PARAMETERS = ("tools", "tool_choice", "response_format")
-"""The request parameters instructor's structured-output modes send (tools, json_schema, json_object)."""
-
-
-def _refuses_mode(exc: BaseException) -> bool:
-    """Whether a provider's HTTP 400 refuses a structured-output mode's parameter: its error's
-    ``param`` is one (OpenAI's error body), or its message names one as not supported."""
-    if getattr(exc, "status_code", None) != 400:
-        return False
-    body = getattr(exc, "body", None)
-    param = body.get("param") if isinstance(body, dict) else None
-    if param in MODE_PARAMETERS:
-        return True
-    text = str(exc).lower()
-    return ("logprobs" not in text and any(name in text for name in MODE_PARAMETERS)
-            and ("not supported" in text or "unsupported" in text))
-
-
-def _refuses_logprobs(message: str) -> bool:
-    """Whether a provider's refusal (HTTP 400) names the ``logprobs`` parameters."""
-    return "HTTP 400" in message and "logprobs" in message.lower()
 
 
 def _closed_with_the_loop(judge: InstructorJudge, loop: Any) -> Any:
@@ -424,20 +398,6 @@ def _is_transport(exc: BaseException) -> bool:
     return name in {"APIConnectionError", "APITimeoutError", "APIResponseValidationError"} or isinstance(
         exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)
     )
-
-
-def _is_auth(exc: BaseException) -> bool:
-    """The provider refused the credentials or the model's access (HTTP 401 or 403)."""
-    return getattr(exc, "status_code", None) in (401, 403)
-
-
-def _is_prompt_too_long(exc: BaseException) -> bool:
-    """The provider refused the prompt as longer than the model's context: HTTP 400 (or 413) with
-    the error code ``context_length_exceeded``, or a message saying so (OpenAI's "maximum context
-    length", Anthropic's "prompt is too long", "context window", …)."""
-    if getattr(exc, "status_code", None) not in TOO_LONG_STATUS:
-        return False
-    return getattr(exc, "code", None) == "context_length_exceeded" or bool(_TOO_LONG.search(str(exc)))
 
 
 def _filtered_by(completion: Any) -> str | None:
