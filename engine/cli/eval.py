@@ -305,10 +305,7 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     if data is None:
         fail("--data FILE is required")
     remote = "://" in data
-    if data.lower().startswith("phoenix://"):
-        if on_ray:
-            fail(f"--data {data}: Phoenix is read by the local executor only")
-    elif remote and not on_ray:
+    if remote and not on_ray and not data.lower().startswith("phoenix://"):
         fail(f"--data {data}: a URL is read by the Ray executor only (--executor ray)")
     pattern = on_ray and any(c in data for c in "*?[")  # a glob Ray Data expands
     if not remote and not pattern and not Path(data).is_file() and not (on_ray and Path(data).is_dir()):
