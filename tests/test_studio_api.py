@@ -146,10 +146,12 @@ def test_a_run_shows_its_progress_and_stops_when_cancelled(served):
 
 
 def test_a_file_written_by_another_editor_shows_in_the_changes(served):
-    start = api(served, "GET", "/api/changes").json()["version"]
-    time.sleep(0.3)  # the watcher is watching
-    (served.root / PROMPT).write_text("edited elsewhere {{ run.output_text }}\n")
     deadline = time.monotonic() + 20
+    while not api(served, "GET", "/api/changes").json()["watching"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    start = api(served, "GET", "/api/changes").json()["version"]
+    (served.root / PROMPT).write_text("edited elsewhere {{ run.output_text }}\n")
     while True:
         changes = api(served, "GET", "/api/changes", params={"since": start}).json()["changes"]
         if any(c["path"] == PROMPT for c in changes):

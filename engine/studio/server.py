@@ -20,8 +20,9 @@ the folder or a built-in file written, 404 for what does not exist, 409 for a ru
 - ``POST /api/labels`` ``{data, id, label, who?}``: ``{path, line}``, the line appended to the
   dataset's labels file (`engine.studio.labels`); ``GET /api/labels?data=P``: ``{path, labels}``;
   ``GET /api/queue?data=P&run=ID``: ``{ids}``, the run's unlabelled items nearest its cut-off first;
-- ``GET /api/changes?since=N``: ``{version, changes: [{version, path}]}``, the files changed on disk
-  (by any editor) after version N, as the watcher saw them.
+- ``GET /api/changes?since=N``: ``{version, watching, changes: [{version, path}]}``, the files
+  changed on disk (by any editor) after version N, as the watcher saw them (``watching``: the
+  watcher is set up).
 
 Bound to another address than the loopback, every ``/api/`` request must carry the server's
 token (``Authorization: Bearer TOKEN``, or ``?token=TOKEN``); on the loopback, a request naming
@@ -69,6 +70,7 @@ class Studio:
     session: Session
     token: str | None = None
     version: int = 0
+    watching: bool = False
     changes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -225,7 +227,7 @@ def _queue(studio: Studio, request: Request) -> dict[str, Any]:
 
 def _changes(studio: Studio, request: Request) -> dict[str, Any]:
     since = int(request.query_params.get("since") or 0)
-    return {"version": studio.version, "changes": [c for c in studio.changes if c["version"] > since]}
+    return {"version": studio.version, "watching": studio.watching, "changes": [c for c in studio.changes if c["version"] > since]}
 
 
 _ROUTES = [
@@ -267,7 +269,9 @@ async def _watch(studio: Studio, stop: asyncio.Event) -> None:
         parts = Path(path).relative_to(root).parts if Path(path).is_relative_to(root) else ()
         return bool(parts) and not any(p.startswith(".") or p == "__pycache__" for p in parts)
 
-    async for found in awatch(root, stop_event=stop, watch_filter=wanted, debounce=200, step=50):
+    async for found in awatch(root, stop_event=stop, watch_filter=wanted, debounce=200, step=50, rust_timeout=200,
+                              yield_on_timeout=True):
+        studio.watching = True  # set up: from now on a change is seen
         studio.changed(sorted({studio.workspace.name(Path(path)) for _, path in found}))
 
 
