@@ -76,6 +76,7 @@ async function openFile(area, path) {
   box.classList.remove("dirty");
   if (!path) { box.value = ""; box.readOnly = true; return; }
   const file = await api("GET", "/api/files?path=" + encodeURIComponent(path));
+  if (box.dataset.path !== path || box.classList.contains("dirty")) return;  // another file asked for, or typed in meanwhile
   box.value = file.text;
   box.readOnly = file.readonly;
   box.title = file.readonly ? "a built-in file: write a spec that extends it to change it" : "";
