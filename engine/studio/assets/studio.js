@@ -120,6 +120,7 @@ function goTo(problem) {
   at += Math.max(0, problem.col - 1);
   box.focus();
   box.setSelectionRange(at, at);
+  box.scrollTop = Math.max(0, (problem.line - 4) * (parseFloat(getComputedStyle(box).lineHeight) || 18));
 }
 
 // --- items, runs, results -------------------------------------------------------------------------
