@@ -93,6 +93,7 @@ class Session:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     _job: _Job | None = None
+    _judges: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -110,7 +111,22 @@ class Session:
             plan = compile_file(self.workspace.path(ref))
         else:
             plan = load_spec(ref, cwd=self.workspace.root)
-        return bind(plan, self.judge, judge=self.given_judge, options=self.options.get(plan.id))
+        return bind(plan, self.judge, judge=self.given_judge or self._judge_for(plan),
+                    options=self.options.get(plan.id))
+
+    def _judge_for(self, plan: Any) -> Any:
+        """The session's judge for `plan`'s model, built once per model (a hosted judge's client,
+        its connections and its TLS set-up are kept from run to run); None for a plan that asks
+        no judge."""
+        from ..bind.stack import make_judge
+        from ..judge.settings import JudgeSettings
+
+        if not plan.uses_judge:
+            return None
+        model = JudgeSettings.of(self.judge).resolved(plan.model).model
+        if model not in self._judges:
+            self._judges[model] = make_judge(model, self.judge)
+        return self._judges[model]
 
     def items(self, data: str) -> tuple[list[dict[str, Any]], list[str]]:
         """The items of the dataset `data` and the records that could not be read (as text)."""
