@@ -11,13 +11,10 @@ Without Chromium this skips, except in CI (``CI`` set), where `.ci/run` installs
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 from studio_folder import PROMPT, SPEC, served  # noqa: F401  (fixture)
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from test_html_report_browser import browser  # noqa: F401  (fixture: the system's Chromium, or a skip)
 
 
 def strict_judge(request: dict) -> dict:
@@ -28,23 +25,15 @@ def strict_judge(request: dict) -> dict:
 
 
 @pytest.fixture
-def page(served):
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs Debian's chromium package")
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        opened = browser.new_page(viewport={"width": 1280, "height": 900})
-        opened.set_default_timeout(20_000)
-        opened.console_seen, opened.errors_seen, opened.requests_seen = [], [], []
-        opened.on("console", lambda m: opened.console_seen.append((m.type, m.text)))
-        opened.on("pageerror", lambda e: opened.errors_seen.append(str(e)))
-        opened.on("request", lambda r: opened.requests_seen.append(r.url))
-        yield opened
-        browser.close()
+def page(browser, served):
+    opened = browser.new_page(viewport={"width": 1280, "height": 900})
+    opened.set_default_timeout(20_000)
+    opened.console_seen, opened.errors_seen, opened.requests_seen = [], [], []
+    opened.on("console", lambda m: opened.console_seen.append((m.type, m.text)))
+    opened.on("pageerror", lambda e: opened.errors_seen.append(str(e)))
+    opened.on("request", lambda r: opened.requests_seen.append(r.url))
+    yield opened
+    opened.close()
 
 
 def test_the_loop_in_the_browser_edit_fix_run_compare_and_label_by_keyboard(served, page):
