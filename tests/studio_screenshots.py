@@ -28,8 +28,8 @@ def shoot(out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     root = make_folder(Path(tempfile.mkdtemp()) / "my-scorers")
-    with FakeOpenAIServer(strict) as server, running(Studio(Session(Workspace(root), judge_settings(server, root)))) as url, \
-            sync_playwright() as playwright:
+    with FakeOpenAIServer(strict) as server, sync_playwright() as playwright, \
+            running(Studio(Session(Workspace(root), judge_settings(server, root)))) as url:
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 820})
         page.goto(url + "/")

@@ -159,3 +159,64 @@ def test_a_file_written_by_another_editor_shows_in_the_changes(served):
         assert time.monotonic() < deadline, changes
         time.sleep(0.1)
     assert all(not c["path"].startswith(".scorespec") for c in changes)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _started(process, port: int, timeout: float = 60) -> tuple[str, list[str]]:
+    """The address the command printed (its stderr line) and the lines before it, once the port
+    answers."""
+    deadline = time.monotonic() + timeout
+    before = []
+    for line in process.stderr:
+        if "open http" in line:
+            break
+        before.append(line)
+        assert time.monotonic() < deadline
+    else:
+        raise AssertionError(f"the studio never said where it serves (exit {process.wait()}): {before}")
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/assets/studio.css")
+            return line.split("open ", 1)[1].strip(), before
+        except httpx.ConnectError:
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_scorespec_studio_serves_the_folder_and_off_the_loopback_warns_and_needs_its_token(tmp_path, host):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = make_folder(tmp_path)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "OPENAI_API_KEY": "test"}
+    process = subprocess.Popen([sys.executable, "-m", "engine", "studio", str(root), "--port", str(port), "--host",
+                                host, "--model", "openai/x", "--data", DATA], env=env, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        shown, before = _started(process, port)
+        base = f"http://127.0.0.1:{port}"
+        if host == "127.0.0.1":
+            assert shown == f"{base}/?data={DATA}"
+            assert "politeness" in [s["id"] for s in httpx.get(base + "/api/specs").json()["specs"]]
+            page = httpx.get(base + "/")
+            assert page.status_code == 200 and "default-src 'self'" in page.headers["content-security-policy"]
+        else:
+            token = shown.split("token=", 1)[1].split("&", 1)[0]
+            assert len(token) >= 20
+            assert "warning: serving on 0.0.0.0" in "".join(before)
+            assert httpx.get(base + "/api/specs").status_code == 401
+            assert httpx.get(base + "/api/specs", headers={"authorization": f"Bearer {token}"}).status_code == 200
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)

@@ -227,7 +227,8 @@ def _queue(studio: Studio, request: Request) -> dict[str, Any]:
 
 def _changes(studio: Studio, request: Request) -> dict[str, Any]:
     since = int(request.query_params.get("since") or 0)
-    return {"version": studio.version, "watching": studio.watching, "changes": [c for c in studio.changes if c["version"] > since]}
+    return {"version": studio.version, "watching": studio.watching,
+            "changes": [c for c in studio.changes if c["version"] > since]}
 
 
 _ROUTES = [

@@ -315,8 +315,8 @@ class Session:
 def _outcome(line: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if line is None:
         return None
-    return {"score": line.get("score"), "reason": line.get("reason"),
-            "status": "failed" if line.get("error") else ("scored" if line.get("score") is not None else "not_scorable")}
+    status = "failed" if line.get("error") else ("scored" if line.get("score") is not None else "not_scorable")
+    return {"score": line.get("score"), "reason": line.get("reason"), "status": status}
 
 
 def _verdict(outcome: Mapping[str, Any] | None, cutoff: float | None) -> Any:

@@ -46,7 +46,8 @@ class Watch:
         if not parts or any(p.startswith(".") for p in parts):
             return False
         data = self.session.workspace.path(self.data)
-        return path.resolve() == data or parts[0] == "prompts" or (parts[0] == "scorer_specs" and path.suffix == ".yaml")
+        spec = parts[0] == "scorer_specs" and path.suffix == ".yaml"
+        return path.resolve() == data or parts[0] == "prompts" or spec
 
     async def once(self) -> dict[str, Any] | None:
         """One run, its lines said; the run's answer, or None when it failed."""

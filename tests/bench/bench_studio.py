@@ -91,10 +91,11 @@ def main() -> None:
     start = time.perf_counter()
     validate_specs([entry.path for entry in list_specs(root)])  # the whole catalogue loaded and compiled
     loaded = (time.perf_counter() - start) * 1000
-    with FakeOpenAIServer({"verdict": "yes", "reason": "fine"}) as server, \
-            running(Studio(Session(Workspace(root), judge_settings(server, root)))) as url, httpx.Client(timeout=60) as client:
-        saves = time_saves(client, url, root, args.saves)
-        cold, rerun, _ = time_rerun(client, url, root, data, args.items)
+    with FakeOpenAIServer({"verdict": "yes", "reason": "fine"}) as server, httpx.Client(timeout=60) as client:
+        studio = Studio(Session(Workspace(root), judge_settings(server, root)))
+        with running(studio) as url:
+            saves = time_saves(client, url, root, args.saves)
+            cold, rerun, _ = time_rerun(client, url, root, data, args.items)
     print(f"catalogue loaded and compiled first: {loaded:,.0f} ms")
     print(f"save → validation shown ({args.saves} saves of a child spec): median {statistics.median(saves):.1f} ms, "
           f"slowest {max(saves):.1f} ms (target < 100 ms)")

@@ -76,7 +76,8 @@ async function openFile(area, path) {
   box.classList.remove("dirty");
   if (!path) { box.value = ""; box.readOnly = true; return; }
   const file = await api("GET", "/api/files?path=" + encodeURIComponent(path));
-  if (box.dataset.path !== path || box.classList.contains("dirty")) return;  // another file asked for, or typed in meanwhile
+  // another file was asked for, or the user typed meanwhile: keep what is there
+  if (box.dataset.path !== path || box.classList.contains("dirty")) return;
   box.value = file.text;
   box.readOnly = file.readonly;
   box.title = file.readonly ? "a built-in file: write a spec that extends it to change it" : "";
@@ -205,7 +206,10 @@ async function render() {
     const shown = await api("POST", "/api/render", { scorer: state.spec.id, data: state.data, id: state.selected });
     const body = $("detail-body");
     body.replaceChildren(el("h3", "rendered now"));
-    for (const prompt of shown.prompts) { body.appendChild(el("h4", prompt.stage)); body.appendChild(el("pre", prompt.text)); }
+    for (const prompt of shown.prompts) {
+      body.appendChild(el("h4", prompt.stage));
+      body.appendChild(el("pre", prompt.text));
+    }
   } catch (error) { status(error.message); }
 }
 
@@ -224,7 +228,8 @@ async function loadRuns() {
 
 async function compare() {
   try {
-    const found = await api("GET", `/api/runs/${encodeURIComponent($("run-a").value)}/compare/${encodeURIComponent($("run-b").value)}`);
+    const [a, b] = [$("run-a").value, $("run-b").value].map(encodeURIComponent);
+    const found = await api("GET", `/api/runs/${a}/compare/${b}`);
     const pair = found.comparison.comparisons[0] || {};
     const paired = pair.paired || {};
     const changed = found.items.filter((row) => row.changed).length;
@@ -249,7 +254,9 @@ async function compare() {
     if (!found.diff.length) diff.textContent = "the spec and prompts are the same in both runs";
     for (const file of found.diff) {
       for (const line of file.diff.split("\n")) {
-        const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+        const added = line.startsWith("+") && !line.startsWith("+++");
+        const removed = line.startsWith("-") && !line.startsWith("---");
+        const cls = added ? "add" : removed ? "del" : "";
         diff.appendChild(el("span", line + "\n", cls));
       }
     }
@@ -259,8 +266,12 @@ async function compare() {
 // --- labels -------------------------------------------------------------------------------------
 
 async function loadQueue() {
-  if (!state.run) { status("run a sample first: the queue is its unlabelled items, nearest the cut-off first"); return; }
-  const found = await api("GET", `/api/queue?data=${encodeURIComponent(state.data)}&run=${encodeURIComponent(state.run.runId)}`);
+  if (!state.run) {
+    status("run a sample first: the queue is its unlabelled items, nearest the cut-off first");
+    return;
+  }
+  const query = `data=${encodeURIComponent(state.data)}&run=${encodeURIComponent(state.run.runId)}`;
+  const found = await api("GET", "/api/queue?" + query);
   state.queue = found.ids;
   state.at = 0;
   showLabelItem();
@@ -271,7 +282,8 @@ function showLabelItem() {
   const box = $("label-item");
   box.replaceChildren();
   const id = state.queue[state.at];
-  $("label-status").textContent = state.queue.length ? `item ${state.at + 1} of ${state.queue.length} in the queue` : "nothing to label";
+  $("label-status").textContent = state.queue.length
+    ? `item ${state.at + 1} of ${state.queue.length} in the queue` : "nothing to label";
   if (id === undefined) return;
   const item = state.items[id] || {};
   const line = (state.run && state.run.results.find((r) => String(r.id) === id)) || {};
@@ -279,7 +291,9 @@ function showLabelItem() {
   if (state.labels[id] !== undefined) box.appendChild(el("p", "label: " + state.labels[id], "label-value"));
   box.appendChild(el("p", `judge: ${line.score ?? "—"} — ${line.reason || ""}`));
   for (const key of ["input", "output", "ground_truth", "context"]) {
-    if (item[key] !== undefined) { box.appendChild(el("h4", key)); box.appendChild(el("pre", typeof item[key] === "string" ? item[key] : JSON.stringify(item[key], null, 2))); }
+    if (item[key] === undefined || item[key] === null) continue;
+    box.appendChild(el("h4", key));
+    box.appendChild(el("pre", typeof item[key] === "string" ? item[key] : JSON.stringify(item[key], null, 2)));
   }
 }
 
@@ -340,7 +354,9 @@ function start() {
   $("spec").addEventListener("change", () => openSpec($("spec").value));
   $("data").addEventListener("change", () => { state.data = $("data").value; loadItems(); });
   $("prompt-file").addEventListener("change", () => openFile("prompt-text", $("prompt-file").value));
-  for (const area of ["spec-text", "prompt-text"]) $(area).addEventListener("input", () => $(area).classList.add("dirty"));
+  for (const area of ["spec-text", "prompt-text"]) {
+    $(area).addEventListener("input", () => $(area).classList.add("dirty"));
+  }
   $("save-spec").addEventListener("click", () => save("spec-text"));
   $("save-prompt").addEventListener("click", () => save("prompt-text"));
   $("run").addEventListener("click", run);
