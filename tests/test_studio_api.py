@@ -220,3 +220,19 @@ def test_scorespec_studio_serves_the_folder_and_off_the_loopback_warns_and_needs
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+def test_agreement_figures_of_the_session_runs_against_the_labels(served):
+    served.judge.reply = lambda request: {"verdict": "no" if "answer 2" in str(request["messages"]) else "yes",
+                                          "reason": "judged"}
+    run = api(served, "POST", "/api/run", json={"scorer": "politeness", "data": DATA}).json()
+    for item_id, label in (("item-1", "yes"), ("item-2", "no"), ("item-3", "no")):
+        api(served, "POST", "/api/labels", json={"data": DATA, "id": item_id, "label": label})
+    (binary,) = api(served, "GET", "/api/agreement", params={"data": DATA, "positive": "yes"}).json()["runs"]
+    assert (binary["runId"], binary["n"]) == (run["runId"], 3)
+    figures = binary["figures"]
+    assert figures["confusion"] == {"tp": 1, "fp": 1, "tn": 1, "fn": 0}
+    assert figures["balancedAccuracy"] == 0.75 and figures["threshold"] == run["cutoff"]
+    assert set(figures["cohenKappa"]) >= {"value", "ci"}
+    graded = api(served, "GET", "/api/agreement", params={"data": DATA})
+    assert graded.status_code == 400 and "number" in graded.json()["error"]

@@ -3,8 +3,8 @@ Playwright) on the studio served over a folder with a spec of its own, its promp
 the judge the fake OpenAI server. The whole loop as a user does it: the page shows the spec, a
 misspelt key saved shows its problem at its line, the fix shows none, a run of three items, a
 prompt edit and a run again, the two runs compared (the item whose verdict changed first, the
-prompt's diff), two items labelled by keyboard into the labels file; no console error, and no
-request leaves the studio's own address.
+prompt's diff), two items labelled by keyboard into the labels file, both runs' agreement with
+those labels; no console error, and no request leaves the studio's own address.
 
 Without Chromium this skips, except in CI (``CI`` set), where `.ci/run` installs it."""
 
@@ -88,6 +88,11 @@ def test_the_loop_in_the_browser_edit_fix_run_compare_and_label_by_keyboard(serv
     page.wait_for_function("() => document.getElementById('status').textContent.includes(': no')")
     lines = [json.loads(raw) for raw in (served.root / "items.labels.jsonl").read_text().splitlines()]
     assert [(x["id"], x["label"]) for x in lines] == [("item-1", "yes"), ("item-2", "no")]
+    page.click("#agreement")
+    page.wait_for_function("() => document.querySelectorAll('#agreement-table tbody tr').length === 2")
+    first_run, second_run = page.locator("#agreement-table tbody tr").all_inner_texts()
+    assert "balanced accuracy 0.50" in first_run and "tp 1 fp 1 tn 0 fn 0" in first_run  # before the edit
+    assert "balanced accuracy 1.00" in second_run and "tp 1 fp 0 tn 1 fn 0" in second_run
 
     assert page.errors_seen == [] and [m for m in page.console_seen if m[0] in ("error", "warning")] == []
     assert {url.split("/", 3)[2] for url in page.requests_seen} == {served.url.split("/", 3)[2]}

@@ -20,6 +20,8 @@ the folder or a built-in file written, 404 for what does not exist, 409 for a ru
 - ``POST /api/labels`` ``{data, id, label, who?}``: ``{path, line}``, the line appended to the
   dataset's labels file (`engine.studio.labels`); ``GET /api/labels?data=P``: ``{path, labels}``;
   ``GET /api/queue?data=P&run=ID``: ``{ids}``, the run's unlabelled items nearest its cut-off first;
+  ``GET /api/agreement?data=P&positive=V``: ``{runs: [{runId, scorer, n, figures}]}``, each session
+  run on P against its labels (binary with ``positive``, repeatable; graded without);
 - ``GET /api/changes?since=N``: ``{version, watching, changes: [{version, path}]}``, the files
   changed on disk (by any editor) after version N, as the watcher saw them (``watching``: the
   watcher is set up).
@@ -225,6 +227,11 @@ def _queue(studio: Studio, request: Request) -> dict[str, Any]:
     return {"ids": label_queue(run["results"], labels, run["cutoff"])}
 
 
+def _agreement(studio: Studio, request: Request) -> dict[str, Any]:
+    positive = request.query_params.getlist("positive") or None
+    return {"runs": studio.session.agreement(_query(request, "data"), positive)}
+
+
 def _changes(studio: Studio, request: Request) -> dict[str, Any]:
     since = int(request.query_params.get("since") or 0)
     return {"version": studio.version, "watching": studio.watching,
@@ -237,7 +244,8 @@ _ROUTES = [
     ("/api/run", _run, ["POST"]), ("/api/progress", _progress, ["GET"]), ("/api/cancel", _cancel, ["POST"]),
     ("/api/runs", _runs, ["GET"]), ("/api/runs/{run}", _run_one, ["GET"]),
     ("/api/runs/{a}/compare/{b}", _compare, ["GET"]), ("/api/labels", _post_label, ["POST"]),
-    ("/api/labels", _get_labels, ["GET"]), ("/api/queue", _queue, ["GET"]), ("/api/changes", _changes, ["GET"]),
+    ("/api/labels", _get_labels, ["GET"]), ("/api/queue", _queue, ["GET"]),
+    ("/api/agreement", _agreement, ["GET"]), ("/api/changes", _changes, ["GET"]),
 ]
 
 

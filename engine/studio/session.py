@@ -195,7 +195,7 @@ class Session:
             raise RunBusy("a run is under way: wait for it or cancel it")
         scorer = self.scorer(request.scorer)
         items, problems = self.items(request.data)
-        chosen = self.pick(request, items, scorer.cutoff)
+        chosen = self.pick(request, items, _cutoff(scorer))
         if not chosen:
             raise ValueError(f"no item of {request.data} to run ({request.sample} sample)")
         job = _Job(new_run_id(), len(chosen))
@@ -204,7 +204,7 @@ class Session:
         def one_done(item: Any, results: Any) -> None:
             job.done += 1
 
-        about = {"scorer": request.scorer, "data": request.data, "sample": request.sample, "cutoff": scorer.cutoff}
+        about = {"scorer": request.scorer, "data": request.data, "sample": request.sample, "cutoff": _cutoff(scorer)}
         job.task = asyncio.ensure_future(run_evals(
             chosen, [scorer], run_id=job.run_id, store=self.store, on_item_complete=one_done,
             config={"studio": about}))
@@ -228,7 +228,7 @@ class Session:
         return ((run or {}).get("config") or {}).get("studio") or {}
 
     def run_json(self, run_id: str) -> dict[str, Any]:
-        """A kept run: ``{runId, status, scorer, data, cutoff, results, judgeCalls, cachedCalls}``.
+        """A kept run: ``{runId, status, scorer, data, cutoff, scale, results, judgeCalls, cachedCalls}``.
         Raises `LookupError` for a run the store does not hold."""
         with self._store() as db:
             run = db.get_run(run_id)
@@ -238,9 +238,11 @@ class Session:
             results = sorted(db.results(run["run_id"], with_items=True),
                              key=lambda line: order.get(item_key(line["id"]), len(order)))
         about = (run.get("config") or {}).get("studio") or {}
+        scales = [label.get("scale") for label in ((run.get("config") or {}).get("labels") or {}).values()]
         usage = [line.get("usage") or {} for line in results]
         return {"runId": run["run_id"], "status": run["status"], "scorer": about.get("scorer"),
-                "data": about.get("data"), "cutoff": about.get("cutoff"), "createdAt": run.get("created_at"),
+                "data": about.get("data"), "cutoff": about.get("cutoff"), "scale": next(iter(scales), None),
+                "createdAt": run.get("created_at"),
                 "results": results, "judgeCalls": sum(int(u.get("calls") or 0) for u in usage),
                 "cachedCalls": sum(int(u.get("cacheHits") or 0) for u in usage)}
 
@@ -298,6 +300,28 @@ class Session:
                 out.append({"file": name, "diff": "".join(lines)})
         return out
 
+    def agreement(self, data: str, positive: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """Each session run on `data` against the labels file's labels: ``{runId, scorer, n, figures}``,
+        `figures` as `engine.analysis.calibration.agreement` gives them over the items both scored
+        and labelled (binary with `positive`, the label values of the class that should score high;
+        graded numbers without), camelCase; `figures` None for a run with no such item. Raises
+        `engine.analysis.labelled.LabelError` for a graded label that is not a number."""
+        from ..analysis.calibration import agreement
+
+        labels = read_labels(labels_path(self.workspace.path(data)))
+        out = []
+        for run_id in self.runs:
+            run = self.run_json(run_id)
+            if run["data"] != data:
+                continue
+            pairs = [(line["score"], labels[item_key(line["id"])]) for line in run["results"]
+                     if line.get("score") is not None and item_key(line["id"]) in labels]
+            figures = agreement([p[0] for p in pairs], [p[1] for p in pairs], positive=positive,
+                                threshold=run["cutoff"], scale=float(run["scale"] or 1.0)) if pairs else None
+            out.append({"runId": run_id, "scorer": run["scorer"], "n": len(pairs),
+                        "figures": _json_figures(figures) if figures is not None else None})
+        return out
+
     def render(self, scorer_ref: str, data: str, item_id: Any, answers: Mapping[str, Any] | None = None,
                ) -> list[dict[str, str]]:
         """The prompts `scorer_ref` would send for the item `item_id` of `data`, ``[{stage, text}]``,
@@ -310,6 +334,26 @@ class Session:
             raise ValueError(f"no item {item_id!r} in {data}")
         fields = {k: v for k, v in item.items() if k in RUN_FIELDS or k in scorer.plan.declared}
         return [{"stage": stage, "text": text} for stage, text in scorer.render(answers=answers, **fields)]
+
+
+def _cutoff(scorer: Any) -> float | None:
+    """The score at or above which an item passes: the spec's documented cut-off on the run's
+    scale, else half the scale (as `compare` decides), None when neither is known."""
+    if scorer.cutoff is not None:
+        return float(scorer.cutoff)
+    try:
+        return float(scorer.scale) / 2
+    except Exception:  # options that give no scale
+        return None
+
+
+def _json_figures(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """`agreement`'s figures with camelCase keys, each `Estimate` as its JSON form."""
+    def value(v: Any) -> Any:
+        return v.to_json_dict() if hasattr(v, "to_json_dict") else v
+
+    return {"".join(w if i == 0 else w.capitalize() for i, w in enumerate(k.split("_"))): value(v)
+            for k, v in figures.items()}
 
 
 def _outcome(line: Mapping[str, Any] | None) -> dict[str, Any] | None:

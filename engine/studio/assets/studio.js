@@ -308,6 +308,34 @@ async function label(value) {
   showLabelItem();
 }
 
+async function showAgreement() {
+  const positive = $("positive").value;
+  const query = "data=" + encodeURIComponent(state.data) + (positive ? "&positive=" + encodeURIComponent(positive) : "");
+  try {
+    const found = await api("GET", "/api/agreement?" + query);
+    const body = $("agreement-table").tBodies[0];
+    body.replaceChildren();
+    for (const run of found.runs) {
+      const row = el("tr");
+      for (const cell of [run.runId, run.scorer, run.n]) row.appendChild(el("td", cell));
+      row.appendChild(el("td", agreementText(run.figures)));
+      body.appendChild(row);
+    }
+  } catch (error) { status(error.message); }
+}
+
+function agreementText(figures) {
+  if (!figures) return "no labelled item scored";
+  const shown = (estimate) => (estimate && typeof estimate.value === "number" ? estimate.value.toFixed(2) : "n/a");
+  if (figures.confusion !== undefined) {
+    const balanced = typeof figures.balancedAccuracy === "number" ? figures.balancedAccuracy.toFixed(2) : "n/a";
+    const c = figures.confusion || {};
+    return `balanced accuracy ${balanced} · Cohen's kappa ${shown(figures.cohenKappa)} · ` +
+      `tp ${c.tp ?? 0} fp ${c.fp ?? 0} tn ${c.tn ?? 0} fn ${c.fn ?? 0}`;
+  }
+  return `Spearman ${typeof figures.spearman === "number" ? figures.spearman.toFixed(2) : "n/a"}`;
+}
+
 function onKey(event) {
   if (event.key === "s" && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();
@@ -364,6 +392,7 @@ function start() {
   $("render").addEventListener("click", render);
   $("compare").addEventListener("click", compare);
   $("queue").addEventListener("click", loadQueue);
+  $("agreement").addEventListener("click", showAgreement);
   document.addEventListener("keydown", onKey);
   api("GET", "/api/changes").then((found) => { state.version = found.version; });
   setInterval(poll, 1500);
