@@ -236,3 +236,15 @@ def test_agreement_figures_of_the_session_runs_against_the_labels(served):
     assert set(figures["cohenKappa"]) >= {"value", "ci"}
     graded = api(served, "GET", "/api/agreement", params={"data": DATA})
     assert graded.status_code == 400 and "number" in graded.json()["error"]
+
+
+def test_the_changed_sample_runs_the_items_whose_verdict_changed_between_the_last_two_runs(served):
+    body = {"scorer": "politeness", "data": DATA, "sample": "changed"}
+    assert len(api(served, "POST", "/api/run", json=body).json()["results"]) == len(ITEMS)  # one run: every item
+    (served.root / PROMPT).write_text((served.root / PROMPT).read_text() + "\nBe strict.\n")
+    served.judge.reply = lambda request: {"verdict": "no" if "answer 3" in str(request["messages"]) else "yes",
+                                          "reason": "judged"}
+    api(served, "POST", "/api/run", json={"scorer": "politeness", "data": DATA})
+    again = api(served, "POST", "/api/run", json=body).json()
+    assert [(line["id"], line["score"]) for line in again["results"]] == [("item-3", 0.0)]
+    assert (again["judgeCalls"], again["cachedCalls"]) == (0, 1)
