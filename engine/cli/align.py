@@ -24,6 +24,7 @@ from .app import EXIT_BUDGET, EXIT_THRESHOLD, app, fail
 from .errors import run_async
 from .flags import JudgeFlags, RunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies
+from .label_files import LabelsFile, labelled_data
 from .options import (
     AsJson,
     Cutoff,
@@ -48,6 +49,7 @@ def align_cmd(
     scorer: Annotated[str, typer.Argument(metavar="SCORER", help="The scorer to align: an id or a spec file.")],
     data: Annotated[Path, typer.Option("--data", help="JSONL, CSV or JSON-array file of labelled items.")],
     label_field: LabelField = "label",
+    labels_file: LabelsFile = None,
     positive: Positive = [],
     negative: Negative = [],
     cutoff: Cutoff = None,
@@ -105,7 +107,7 @@ def align_cmd(
     (loaded,) = load_scorers([scorer], judge_settings, judge.option, run_settings.samples)
     if resume:
         _note_nothing_to_resume(out_dir, settings.name or f"{loaded.id}_aligned")
-    result = _align(loaded, data, settings, run_settings, resume, quiet)
+    result = _align(loaded, labelled_data(data, labels_file, settings.label_field), settings, run_settings, resume, quiet)
     _print(result, as_json)
     if report_file is not None:
         from ..report.align_section import write_align_report

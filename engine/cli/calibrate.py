@@ -22,6 +22,7 @@ from .cache import cache_line
 from .errors import run_async
 from .flags import JudgeFlags, OutFlags, RunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies, write_run_report
+from .label_files import LabelsFile, labelled_data
 from .options import (
     AsJson,
     Cutoff,
@@ -49,6 +50,7 @@ def calibrate_cmd(
                                                                   "label).")],
     data: Annotated[Path, typer.Option("--data", help="JSONL, CSV or JSON-array file of labelled items.")],
     label_field: LabelField = "label",
+    labels_file: LabelsFile = None,
     positive: Positive = [],
     negative: Negative = [],
     cutoff: Cutoff = None,
@@ -94,7 +96,8 @@ def calibrate_cmd(
     db = open_store(store)
     try:
         (loaded,) = load_scorers([scorer], judge_settings, judge.option, settings.samples)
-        report = _calibrate(loaded, data, labels, settings, db, quiet, choice)
+        report = _calibrate(loaded, labelled_data(data, labels_file, label_field or "label"), labels, settings, db,
+                            quiet, choice)
         _print_calibration(report, as_json)
         if junit or summary_md:
             from ..report.ci import calibration_report

@@ -23,6 +23,7 @@ from .ci_files import write_reports_or_exit
 from .errors import run_async
 from .flags import JudgeFlags, RunFlags, StoredRunFlags, build_settings, with_flag_groups
 from .html import check_report_dependencies, write_run_report
+from .label_files import LabelsFile, labelled_data
 from .options import (
     CompareCutoff,
     CompareLabelField,
@@ -65,6 +66,7 @@ def compare_cmd(
     stored: StoredRunFlags = StoredRunFlags(),
     store: StorePath = None,
     label_field: CompareLabelField = None,
+    labels_file: LabelsFile = None,
     positive: Positive = [],
     negative: Negative = [],
     cutoff: CompareCutoff = None,
@@ -95,11 +97,11 @@ def compare_cmd(
     if data is not None and not data.is_file():
         fail(f"--data {data}: no such file")
     settings = CompareSettings(runs=tuple(names) if runs else None, top=top, seed=seed, cutoff=cutoff,
-                               label_field="label" if positive and label_field is None else label_field,
+                               label_field="label" if (positive or labels_file) and label_field is None else label_field,
                                positive=positive or None, negative=negative or None)
     db = open_store(store)
     try:
-        call = _comparison_call(names, data, settings, (judge, run, stored), db, quiet)
+        call = _comparison_call(names, (data, labels_file), settings, (judge, run, stored), db, quiet)
         calibrations = compare_loaded_or_exit(calibration, db)
         comparison = run_async(call, "interrupted: every completed result is saved; run the same command with "
                                      "--resume to continue")
@@ -110,19 +112,22 @@ def compare_cmd(
     raise typer.Exit(exit_code)
 
 
-def _comparison_call(names: list[str], data: Optional[Path], settings: Any, flags: tuple[Any, Any, Any], db: Any,
-                     quiet: bool) -> Any:
+def _comparison_call(names: list[str], files: tuple[Optional[Path], Optional[Path]], settings: Any,
+                     flags: tuple[Any, Any, Any], db: Any, quiet: bool) -> Any:
     """The `engine.api.acompare` coroutine: of finished runs, or of the versions loaded with the
-    judge, run and out-file flags (`flags`) and run over `data`; exits (2) on bad arguments."""
+    judge, run and out-file flags (`flags`) and run over the data of `files` (``--data``, with the
+    labels of ``--labels``); exits (2) on bad arguments."""
     from ..api import acompare
     from .loading import load_scorers
     from .output import ConsoleReporter
 
     judge, run_flags, stored = flags
+    data, labels_file = files
+    items = labelled_data(data, labels_file, settings.label_field or "label")
     if settings.runs is not None:
         if len(names) < 1:
             fail("give the runs to compare: scorespec compare --runs RUN_A RUN_B (see `scorespec runs`)")
-        return acompare(None, data, settings, build_settings(judge, run_flags, stored)[0], store=db)
+        return acompare(None, items, settings, build_settings(judge, run_flags, stored)[0], store=db)
     if len(names) < 2:
         fail("give at least two versions, the first the baseline (e.g. scorespec compare faithfulness "
              "faithfulness@draft=my_specs/faith.yaml --data items.jsonl), or --runs RUN_A RUN_B")
@@ -134,7 +139,7 @@ def _comparison_call(names: list[str], data: Optional[Path], settings: Any, flag
     scorers = load_scorers(names, judge_settings, judge.option, run.samples)
     choice = {"command": "compare", "scorers": names, "data": str(data.resolve()), "options": judge.option,
               "model": judge.model, "base_url": judge.base_url}
-    return acompare(scorers, data, settings, run, store=db, progress=ConsoleReporter(quiet=quiet, per_item=False),
+    return acompare(scorers, items, settings, run, store=db, progress=ConsoleReporter(quiet=quiet, per_item=False),
                     config={"cli": choice})
 
 
