@@ -1,0 +1,180 @@
+"""Pairwise judges: two responses shown in both orders, positions mapped back to A or B, the
+run's win rate, its interval, the sign test, position consistency and length bias."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import engine.cli.eval  # noqa: F401  (registers eval)
+from engine import load_scorer
+from engine.cli.main import app
+from engine.interpret.pairwise import orders_for, winner_of
+from engine.run.pairwise_stats import wilson_interval
+from engine.spec.plans import PairwisePlan
+from engine.testing import FakeJudge
+from engine.testing.fake_openai import FakeOpenAIServer
+
+ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": None}
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
+
+
+def shown(prompt: str) -> tuple[str, str]:
+    """The responses a pairwise prompt shows at positions A and B."""
+    first = prompt.split("RESPONSE A:\n<<<\n", 1)[1].split("\n>>>", 1)[0]
+    second = prompt.split("RESPONSE B:\n<<<\n", 1)[1].split("\n>>>", 1)[0]
+    return first, second
+
+
+def better_wherever_placed(prompt: str) -> dict:
+    """A judge that picks the response marked GOOD, wherever it is placed."""
+    first, _ = shown(prompt)
+    return {"winner": "A" if "GOOD" in first else "B", "reason": "it is the good one"}
+
+
+def request_prompt(request: dict) -> str:
+    return request["messages"][-1]["content"]
+
+
+def pairs(n_a: int = 15, n_b: int = 5) -> list[dict]:
+    """`n_a` items where output_a is the better response, then `n_b` where output_b is; the
+    better response is the shorter one in every item."""
+    items = [{"id": f"a{i}", "input": f"question {i}", "output_a": f"GOOD {i}", "output_b": f"a worse answer {i}"}
+             for i in range(n_a)]
+    items += [{"id": f"b{i}", "input": f"question b{i}", "output_a": f"a worse answer b{i}", "output_b": f"GOOD b{i}"}
+              for i in range(n_b)]
+    return items
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def eval_json(server: FakeOpenAIServer, data: Path, out: Path, *more: object) -> tuple[dict, list[dict]]:
+    result = invoke("eval", "pairwise_preference", "--data", data, "--model", "openai/test-model", "--base-url",
+                    server.base_url, "--out", out, "--no-cache", "--quiet", "--json", *more)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return json.loads(result.stdout), lines
+
+
+def test_a_judge_that_picks_the_better_response_wins_fifteen_of_twenty_pairs_in_both_orders(tmp_path):
+    data = write_jsonl(tmp_path / "pairs.jsonl", pairs())
+    with FakeOpenAIServer(lambda request: better_wherever_placed(request_prompt(request))) as server:
+        summary, lines = eval_json(server, data, tmp_path / "out.jsonl")
+        assert len(server.requests) == 40
+    scores = {line["id"]: line["score"] for line in lines}
+    assert sorted(scores.values()) == [0.0] * 5 + [1.0] * 15
+    assert all(scores[f"a{i}"] == 1.0 for i in range(15)) and all(scores[f"b{i}"] == 0.0 for i in range(5))
+    figures = summary["scorers"]["pairwise_preference"]["pairwise"]
+    assert (figures["wins"], figures["ties"], figures["losses"]) == (15, 0, 5)
+    assert figures["winRate"] == 0.75
+    assert figures["winRateCi"]["method"] == "wilson" and figures["winRateCi"]["low"] > 0.5
+    assert figures["positionConsistency"] == 1.0
+    assert figures["signTestP"] == pytest.approx(0.041389, abs=1e-6)
+    assert figures["lengthBias"] == {"longerWon": 0, "decided": 20, "share": 0.0}
+
+
+def test_a_judge_that_always_picks_the_first_position_makes_every_pair_a_tie(tmp_path):
+    data = write_jsonl(tmp_path / "pairs.jsonl", pairs())
+    with FakeOpenAIServer({"winner": "A", "reason": "the first one"}) as server:
+        summary, lines = eval_json(server, data, tmp_path / "out.jsonl")
+    assert {line["score"] for line in lines} == {0.5}
+    assert all(line["pairwise"]["consistent"] is False for line in lines)
+    figures = summary["scorers"]["pairwise_preference"]["pairwise"]
+    assert (figures["wins"], figures["ties"], figures["losses"]) == (0, 20, 0)
+    assert figures["positionConsistency"] == 0.0 and figures["winRate"] == 0.5 and figures["signTestP"] is None
+
+
+# --- the order mapping -------------------------------------------------------------------------
+
+
+def test_a_position_maps_back_to_the_response_shown_there():
+    assert [winner_of("AB", p) for p in ("A", "B", "tie")] == ["A", "B", "tie"]
+    assert [winner_of("BA", p) for p in ("A", "B", "tie")] == ["B", "A", "tie"]
+
+
+def test_both_orders_show_a_first_then_b_first_and_keep_both_answers():
+    judge = FakeJudge({"judge": lambda call: better_wherever_placed(call.messages[-1]["content"])})
+    result = load_scorer("pairwise_preference", judge=judge).run(input="q", output_a="bad", output_b="GOOD")
+    assert [shown(call.messages[-1]["content"]) for call in judge.calls] == [("bad", "GOOD"), ("GOOD", "bad")]
+    assert [call.order for call in judge.calls] == ["AB", "BA"]
+    assert result.score == 0.0
+    stage = result.stages["judge"]
+    assert stage.result["winner"] == "B" and stage.result["consistent"] is True
+    assert [(o["order"], o["position"], o["winner"]) for o in stage.result["orders"]] == [("AB", "B", "B"),
+                                                                                        ("BA", "A", "B")]
+    assert len(json.loads(stage.raw_answer)) == 2 and stage.prompt.startswith("[AB]\n")
+    assert result.pairwise.model_dump() == {"winner": "B", "consistent": True, "orders": ["AB", "BA"],
+                                            "positions": ["B", "A"], "winners": ["B", "B"], "longer": "B"}
+
+
+def test_a_tie_in_both_orders_is_a_consistent_tie_scored_half_of_the_scale():
+    judge = FakeJudge({"judge": {"winner": "tie", "reason": "equal"}})
+    scorer = load_scorer("pairwise_preference", judge=judge, options={"scale": 10})
+    result = scorer.run(output_a="x", output_b="y")
+    assert result.score == 5.0 and result.pairwise.winner == "tie" and result.pairwise.consistent is True
+    assert result.reason.startswith("A tie: the judge found neither response better.")
+
+
+def test_a_tie_in_one_order_only_is_an_inconsistent_tie():
+    judge = FakeJudge({"judge": [{"winner": "A", "reason": "a"}, {"winner": "tie", "reason": "same"}]})
+    result = load_scorer("pairwise_preference", judge=judge).run(output_a="x", output_b="y")
+    assert result.score == 0.5 and result.pairwise.consistent is False
+
+
+def test_an_answer_off_the_enum_is_asked_again_and_then_fails_the_item():
+    judge = FakeJudge({"judge": {"winner": "first", "reason": "r"}})
+    result = load_scorer("pairwise_preference", judge=judge).run(output_a="x", output_b="y")
+    assert result.status == "failed" and result.score is None and result.pairwise is None
+    assert result.error.stage == "judge" and result.error.message.startswith("order AB: ")
+    assert len(judge.calls) == 3  # the first answer and two re-asks (max_reasks 2)
+
+
+def test_an_answer_in_another_case_counts_as_its_position():
+    judge = FakeJudge({"judge": [{"winner": " a ", "reason": "r"}, {"winner": "b", "reason": "r"}]})
+    result = load_scorer("pairwise_preference", judge=judge).run(output_a="x", output_b="y")
+    assert result.score == 1.0 and result.pairwise.consistent is True
+
+
+def test_a_pair_with_one_side_missing_fails_as_an_input_error_before_any_call():
+    judge = FakeJudge({"judge": {"winner": "A", "reason": "r"}})
+    result = load_scorer("pairwise_preference", judge=judge).run(input="q", output_a="only one")
+    assert result.status == "failed" and result.error.kind == "input"
+    assert "needs 'output_b'" in result.error.message and judge.calls == []
+
+
+def test_messages_and_tool_calls_are_shown_as_responses():
+    judge = FakeJudge({"judge": {"winner": "tie", "reason": "r"}})
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "4C"},
+                {"role": "assistant", "content": "It is 4C in Oslo."}]
+    calls = [{"name": "weather", "arguments": {"city": "Oslo"}, "error": "timeout"}]
+    load_scorer("pairwise_preference", judge=judge).run(input="weather?", output_a=messages, output_b=calls)
+    first, second = shown(judge.calls[0].messages[-1]["content"])
+    assert first == 'Let me look.\n\nIt is 4C in Oslo.\n[called weather({"city": "Oslo"}) -> 4C]'
+    assert second == '[called weather({"city": "Oslo"}) -> error: timeout]'
+
+
+def test_random_order_is_drawn_from_the_item_and_fixed_order_asks_a_first():
+    random = PairwisePlan(order="random")
+    drawn = {orders_for(random, f"a{i}", "b", "q") for i in range(20)}
+    assert drawn == {("AB",), ("BA",)}
+    assert all(orders_for(random, f"a{i}", "b", "q") == orders_for(random, f"a{i}", "b", "q") for i in range(20))
+    assert orders_for(PairwisePlan(order="fixed"), "a", "b", "q") == ("AB",)
+    assert orders_for(PairwisePlan(), "a", "b", "q") == ("AB", "BA")
+
+
+def test_wilson_interval_of_fifteen_in_twenty():
+    low, high = wilson_interval(15, 20)
+    assert low == pytest.approx(0.5313, abs=1e-4) and high == pytest.approx(0.8881, abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
