@@ -178,3 +178,57 @@ def test_wilson_interval_of_fifteen_in_twenty():
     low, high = wilson_interval(15, 20)
     assert low == pytest.approx(0.5313, abs=1e-4) and high == pytest.approx(0.8881, abs=1e-4)
     assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+# --- resume and the cache ----------------------------------------------------------------------
+
+
+def test_a_resumed_run_asks_only_the_failed_pairs_and_counts_every_pair_in_its_summary(tmp_path):
+    from engine.testing.fake_replies import Fault
+
+    data = write_jsonl(tmp_path / "pairs.jsonl", pairs())
+    out = tmp_path / "out.jsonl"
+    failing = [True]
+
+    def reply(request: dict):
+        prompt = request_prompt(request)
+        if failing[0] and "question b" in prompt:
+            return Fault.status(400)
+        return better_wherever_placed(prompt)
+
+    with FakeOpenAIServer(reply) as server:
+        first = invoke("eval", "pairwise_preference", "--data", data, "--model", "openai/test-model", "--base-url",
+                       server.base_url, "--out", out, "--no-cache", "--quiet", "--json")
+        assert first.exit_code == 2, first.output
+        assert json.loads(first.stdout)["scorers"]["pairwise_preference"]["pairwise"]["items"] == 15
+        asked = len(server.requests)
+        failing[0] = False
+        summary, lines = eval_json(server, data, out, "--resume")
+        assert len(server.requests) - asked == 10  # the 5 failed pairs, in both orders
+    figures = summary["scorers"]["pairwise_preference"]["pairwise"]
+    assert (figures["wins"], figures["ties"], figures["losses"]) == (15, 0, 5) and figures["winRate"] == 0.75
+    assert len(lines) == 20
+
+
+def test_each_order_is_cached_on_its_own_even_when_both_prompts_are_the_same(tmp_path):
+    data = write_jsonl(tmp_path / "pairs.jsonl", [{"id": 1, "input": "q", "output_a": "same", "output_b": "same"}])
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAIServer({"winner": "A", "reason": "first"}) as server:
+        for attempt, out in enumerate((tmp_path / "one.jsonl", tmp_path / "two.jsonl")):
+            result = invoke("eval", "pairwise_preference", "--data", data, "--model", "openai/test-model",
+                            "--base-url", server.base_url, "--out", out, "--cache", cache, "--quiet", "--json")
+            assert result.exit_code == 0, result.output
+            assert len(server.requests) == 2  # both orders asked the first time, none the second
+            line = json.loads(out.read_text(encoding="utf-8"))
+            assert line["usage"]["cacheHits"] == 2 * attempt
+            assert line["pairwise"]["winners"] == ["A", "B"]  # each order's own answer: A first, then B first
+
+
+def test_the_order_is_part_of_the_cache_key():
+    from engine.judge.cache.base import CallIdentity
+
+    common = dict(provider="openai", model="m", base_url=None, structured_mode="tool_call",
+                  messages=[{"role": "user", "content": "same"}], schema={"type": "object"}, temperature=0.0,
+                  max_tokens=10, seed=None, sample_index=0)
+    keys = {CallIdentity(**common, order=order).key() for order in (None, "AB", "BA")}
+    assert len(keys) == 3
