@@ -232,3 +232,44 @@ def test_the_order_is_part_of_the_cache_key():
                   max_tokens=10, seed=None, sample_index=0)
     keys = {CallIdentity(**common, order=order).key() for order in (None, "AB", "BA")}
     assert len(keys) == 3
+
+
+# --- what the console, the CI files and the HTML report show ------------------------------------
+
+
+def judge_first_position_for_some(request: dict) -> dict:
+    """Picks the better response, except for questions 1x, where it always picks position A."""
+    prompt = request_prompt(request)
+    return {"winner": "A", "reason": "first"} if "question 1" in prompt else better_wherever_placed(prompt)
+
+
+def test_the_console_the_ci_files_and_the_html_report_show_the_pairwise_figures(tmp_path):
+    pytest.importorskip("altair")
+    data = write_jsonl(tmp_path / "pairs.jsonl", pairs())
+    files = {name: tmp_path / name for name in ("out.jsonl", "junit.xml", "summary.md", "report.html")}
+    with FakeOpenAIServer(judge_first_position_for_some) as server:
+        result = invoke("eval", "pairwise_preference", "--data", data, "--model", "openai/test-model", "--base-url",
+                        server.base_url, "--out", files["out.jsonl"], "--no-cache", "--junit", files["junit.xml"],
+                        "--summary-md", files["summary.md"], "--report", files["report.html"])
+    assert result.exit_code == 0, result.output
+    line = ("A 9 · tie 6 · B 5 of 20 · win rate 0.60 (95 % Wilson 0.39–0.78) · sign test p 0.424 · "
+            "position consistency 0.70 of 20 · longer won 0 of 14 (0.00)")
+    assert f"pairwise: pairwise_preference: {line}" in result.stdout
+    assert f"- pairwise\\_preference: {line}" in files["summary.md"].read_text(encoding="utf-8")
+    junit = files["junit.xml"].read_text(encoding="utf-8")
+    assert f'<property name="pairwise" value="{line}" />' in junit
+    assert '<property name="positionConsistency" value="0.7" />' in junit
+    page = files["report.html"].read_text(encoding="utf-8")
+    assert 'class="winbar" src="data:image/svg+xml;base64,' in page and line in page
+    assert "<dt>inconsistent</dt><dd class=\"bad\">6 (" in page
+    rows = json.loads(page.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0]
+                      .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))["rows"]
+    assert [row["result"]["pairwise"]["consistent"] for row in rows[:7]] == [False] * 6 + [True]
+
+
+def test_the_win_bar_draws_each_share_at_its_width():
+    from engine.report.pairwise_view import win_bar_svg
+
+    svg = win_bar_svg(15, 0, 5)
+    assert 'width="240.00" height="18" fill="#2e7d32"><title>A wins: 15 of 20</title>' in svg
+    assert 'x="240.00" y="0" width="80.00"' in svg and "ties" not in svg

@@ -275,10 +275,14 @@ def calibration_usage_lines(report: Any) -> list[str]:
 
 
 def print_summary(summary: EvalSummary, console: Any) -> None:
+    from ..run.pairwise_stats import pairwise_text
     from .cache import cache_line
 
     console.print(summary_table(summary.scorers))
     for label, stats in summary.scorers.items():
+        if stats.pairwise is not None:
+            console.print(f"pairwise: {label}: {pairwise_text(stats.pairwise)}", markup=False, highlight=False,
+                          soft_wrap=True)
         if stats.warned:
             console.print(f"warning: {label}: {stats.warned} result(s) with a warning, the first: "
                           f"{stats.first_warning}", markup=False, highlight=False, soft_wrap=True, style="yellow")

@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PairwiseStats", "wilson_interval"]
+__all__ = ["PairwiseStats", "pairwise_text", "wilson_interval"]
 
 Z95 = 1.959963984540054
 """The standard normal quantile of 0.975: a two-sided 95 % interval."""
@@ -94,3 +94,23 @@ class PairwiseStats:
             "lengthBias": {"longerWon": self.longer_won, "decided": self.decided_by_length,
                            "share": self.longer_won / self.decided_by_length if self.decided_by_length else None},
         }
+
+
+def _figure(value: float | None, places: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{places}f}"
+
+
+def pairwise_text(figures: Mapping[str, Any]) -> str:
+    """A pairwise scorer's figures (`PairwiseStats.to_json_dict`) in one line of plain text, as
+    the console, the Markdown summary and JUnit give it: ``A 15 · tie 0 · B 5 of 20 · win rate
+    0.75 (95 % Wilson 0.53–0.89) · sign test p 0.041 · position consistency 1.00 of 20 · longer
+    won 0 of 20 (0.00)``."""
+    ci = figures["winRateCi"]
+    bias = figures["lengthBias"]
+    p_value = figures["signTestP"]
+    consistency = (f"position consistency {_figure(figures['positionConsistency'])} of {figures['bothOrders']}"
+                   if figures["bothOrders"] else "position consistency not measured (one order asked)")
+    return (f"A {figures['wins']} · tie {figures['ties']} · B {figures['losses']} of {figures['items']} · "
+            f"win rate {_figure(figures['winRate'])} (95 % Wilson {_figure(ci['low'])}–{_figure(ci['high'])}) · "
+            f"sign test p {'n/a' if p_value is None else f'{p_value:.3g}'} · {consistency} · "
+            f"longer won {bias['longerWon']} of {bias['decided']} ({_figure(bias['share'])})")
