@@ -273,3 +273,35 @@ def test_the_win_bar_draws_each_share_at_its_width():
     svg = win_bar_svg(15, 0, 5)
     assert 'width="240.00" height="18" fill="#2e7d32"><title>A wins: 15 of 20</title>' in svg
     assert 'x="240.00" y="0" width="80.00"' in svg and "ties" not in svg
+
+
+# --- two files joined into pairs ----------------------------------------------------------------
+
+
+def test_two_files_joined_by_item_id_give_the_same_scores_and_report_one_sided_items(tmp_path):
+    items = pairs()
+    new = write_jsonl(tmp_path / "new.jsonl", [{"id": i["id"], "input": i["input"], "output": i["output_a"]}
+                                               for i in items] + [{"id": "only-new", "output": "x"}])
+    old = write_jsonl(tmp_path / "old.jsonl", [{"id": i["id"], "output": i["output_b"]} for i in reversed(items)]
+                      + [{"id": "only-old", "output": "y"}])
+    with FakeOpenAIServer(lambda request: better_wherever_placed(request_prompt(request))) as server:
+        summary, lines = eval_json(server, new, tmp_path / "out.jsonl", "--pair-with", old)
+        assert len(server.requests) == 40
+        result = invoke("eval", "pairwise_preference", "--data", new, "--pair-with", tmp_path / "missing.jsonl",
+                        "--model", "openai/test-model", "--base-url", server.base_url, "--quiet")
+    assert {line["id"]: line["score"] for line in lines} == {i["id"]: 1.0 if i["id"].startswith("a") else 0.0
+                                                             for i in items}
+    figures = summary["scorers"]["pairwise_preference"]["pairwise"]
+    assert figures["winRate"] == 0.75 and figures["positionConsistency"] == 1.0 and summary["items"] == 20
+    assert result.exit_code == 2 and "--pair-with" in result.stderr and "no such file" in result.stderr
+
+
+def test_one_sided_items_are_named_and_left_out():
+    from engine.run.pairing import pair_items
+
+    told: list[str] = []
+    joined = pair_items([{"id": 1, "output": "a1"}, {"id": 2, "output": "a2"}],
+                        [{"id": "1", "output": "b1"}, {"id": 3, "output": "b3"}], note=told.append)
+    assert [(i["id"], i["output_a"], i["output_b"]) for i in joined] == [(1, "a1", "b1")]
+    assert told == ["1 item(s) of --data have no item of the same id in --pair-with, not scored: 2",
+                    "1 item(s) of --pair-with have no item of the same id in --data, not scored: 3"]

@@ -72,10 +72,12 @@ class ScorerChoice:
     model: Optional[str] = None
     base_url: Optional[str] = None
     command: str = "eval"
+    pair_with: Optional[str] = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
-                "options": list(self.options), "model": self.model, "base_url": self.base_url}
+                "options": list(self.options), "model": self.model, "base_url": self.base_url,
+                **({"pair_with": self.pair_with} if self.pair_with else {})}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
@@ -83,13 +85,13 @@ class ScorerChoice:
         before settings were stored whole)."""
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
-                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval")
+                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("pair_with"))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
         return ScorerChoice(self.scorers or stored.scorers, self.data or stored.data,
                             self.options or stored.options, self.model or stored.model,
-                            self.base_url or stored.base_url, self.command)
+                            self.base_url or stored.base_url, self.command, self.pair_with or stored.pair_with)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,10 @@ def eval_cmd(
     data_arg: Annotated[Optional[str], typer.Option(
         "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items, OTLP JSON traces, "
         "phoenix://HOST:PORT[/PROJECT] (on Ray also a folder, a glob or a URL Ray Data reads).")] = None,
+    pair_with: Annotated[Optional[str], typer.Option(
+        "--pair-with", metavar="FILE", help="A second file of items: each item's output joins the --data item of "
+        "the same id as output_b (the --data item's output is output_a), for a pairwise scorer; an id in one file "
+        "only is reported, not scored.")] = None,
     data_format: DataFormat = None,
     item_per: ItemPer = None,
     span_kind: SpanKinds = [],
@@ -146,7 +152,7 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = judge.model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
-                          judge.base_url)
+                          judge.base_url, pair_with=str(Path(pair_with).resolve()) if pair_with else None)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -186,7 +192,9 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
             settings.item_cutoffs or {})  # resumed: the run's own
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
-        summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
+        items, settings = _paired(choice, data, settings, scorers) if choice.pair_with else (
+            trace_data(data, outputs.traces), settings)
+        summary = _run(items, scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
         # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
         documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
@@ -295,6 +303,32 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     if settings.resume and settings.out is None and settings.run_id is None:
         fail("--resume needs --out FILE or --run-id ID (see `scorespec runs`)")
     return data
+
+
+def _paired(choice: ScorerChoice, data: str, settings: RunSettings, scorers: list[Any]) -> tuple[list[Any],
+                                                                                                 RunSettings]:
+    """``--pair-with``: the items of `data` joined with those of the second file by id
+    (`engine.run.pairing`; the field mapping applied to both, so not again to the pairs); the ids
+    found on one side only printed on stderr. Exits 2 for a second file that is missing, or no id
+    in common."""
+    from ..run.runner import declared_names
+    from ..run.items import DatasetError, parse_fields
+    from ..run.pairing import pair_items
+    from .output import err_console
+
+    assert choice.pair_with is not None
+    if "://" in data or not Path(choice.pair_with).is_file():
+        fail(f"--pair-with {choice.pair_with}: no such file" if "://" not in data
+             else "--pair-with: only with a --data file")
+    try:
+        fields = settings.fields if settings.fields is None or isinstance(settings.fields, Mapping) else parse_fields(
+            settings.fields, declared_names(scorers))
+        items = pair_items(Path(data), Path(choice.pair_with), fields,
+                           note=lambda text: err_console().print(f"note: {text}", markup=False, highlight=False,
+                                                                 soft_wrap=True, style="yellow"))
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+    return items, dataclasses.replace(settings, fields=None)
 
 
 def _on_ray(settings: RunSettings) -> bool:
