@@ -305,3 +305,64 @@ def test_one_sided_items_are_named_and_left_out():
     assert [(i["id"], i["output_a"], i["output_b"]) for i in joined] == [(1, "a1", "b1")]
     assert told == ["1 item(s) of --data have no item of the same id in --pair-with, not scored: 2",
                     "1 item(s) of --pair-with have no item of the same id in --data, not scored: 3"]
+
+
+# --- the pairwise block checked at load ---------------------------------------------------------
+
+
+PAIR_SPEC = """
+format: 1
+id: mine
+name: Mine
+description: A pairwise judge.
+version: 1
+fields:
+  output_a: {required: true}
+  output_b: {required: true}
+stages:
+  - id: judge
+    prompt: t/pair.j2
+    pairwise: {order: fixed}
+    output_schema:
+      type: object
+      required: [winner]
+      properties:
+        winner: {type: string, enum: WINNERS}
+    EXTRA
+score:
+  formula: "1 if judge.winner == 'A' else 0"
+"""
+
+
+@pytest.mark.parametrize(("winners", "extra", "message"), [
+    ('["first", "second"]', "", "must be a top-level property with enum [A, B] or [A, B, tie]"),
+    ('["A", "B"]', "for_each: \"[1, 2]\"", "a pairwise stage has no for_each"),
+    ('["A", "B"]', "samples: 3", "a pairwise stage has no samples"),
+])
+def test_a_pairwise_block_the_stage_cannot_keep_is_a_load_error(write_spec, winners, extra, message):
+    from engine.core.errors import SpecError
+
+    path = write_spec("mine", PAIR_SPEC.replace("WINNERS", winners).replace("EXTRA", extra),
+                      {"t/pair.j2": "{{ pair.first }} / {{ pair.second }}"})
+    with pytest.raises(SpecError) as caught:
+        load_scorer(str(path))
+    assert message in str(caught.value)
+
+
+def test_a_pairwise_prompt_reading_a_key_pair_does_not_have_is_a_load_error(write_spec):
+    from engine.core.errors import SpecError
+
+    path = write_spec("mine", PAIR_SPEC.replace("WINNERS", '["A", "B"]').replace("EXTRA", ""),
+                      {"t/pair.j2": "{{ pair.third }}"})
+    with pytest.raises(SpecError) as caught:
+        load_scorer(str(path))
+    assert "'pair.third'" in str(caught.value)
+
+
+def test_a_fixed_order_asks_once_a_first_and_measures_no_consistency(write_spec):
+    path = write_spec("mine", PAIR_SPEC.replace("WINNERS", '["A", "B"]').replace("EXTRA", ""),
+                      {"t/pair.j2": "{{ pair.first }} / {{ pair.second }} ({{ pair.order }})"})
+    judge = FakeJudge({"judge": {"winner": "B"}})
+    result = load_scorer(str(path), judge=judge).run(output_a="x", output_b="y")
+    assert [call.messages[-1]["content"] for call in judge.calls] == ["x / y (AB)"]
+    assert result.score == 0 and result.pairwise.consistent is None and result.pairwise.winner == "B"
