@@ -154,8 +154,8 @@ def test_a_pair_with_one_side_missing_fails_as_an_input_error_before_any_call():
 def test_messages_and_tool_calls_are_shown_as_responses():
     judge = FakeJudge({"judge": {"winner": "tie", "reason": "r"}})
     messages = [{"role": "user", "content": "weather?"},
-                {"role": "assistant", "content": "Let me look.", "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+                {"role": "assistant", "content": "Let me look.", "tool_calls": [{
+                    "id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
                 {"role": "tool", "tool_call_id": "c1", "content": "4C"},
                 {"role": "assistant", "content": "It is 4C in Oslo."}]
     calls = [{"name": "weather", "arguments": {"city": "Oslo"}, "error": "timeout"}]
@@ -366,3 +366,46 @@ def test_a_fixed_order_asks_once_a_first_and_measures_no_consistency(write_spec)
     result = load_scorer(str(path), judge=judge).run(output_a="x", output_b="y")
     assert [call.messages[-1]["content"] for call in judge.calls] == ["x / y (AB)"]
     assert result.score == 0 and result.pairwise.consistent is None and result.pairwise.winner == "B"
+
+
+# --- a target in both arms ----------------------------------------------------------------------
+
+
+def test_run_evals_runs_two_versions_on_the_same_inputs_and_judges_their_pairs():
+    from engine import run_evals
+
+    async def new_version(question):
+        return f"GOOD answer to {question}"
+
+    def old_version(question):
+        return f"a worse answer to {question}"
+
+    judge = FakeJudge({"judge": lambda call: better_wherever_placed(call.messages[-1]["content"])})
+    scorer = load_scorer("pairwise_preference", judge=judge)
+    items = [{"id": i, "input": f"question {i}"} for i in range(4)]
+    summary = run_evals(items, [scorer], target=new_version, against=old_version, store=False)
+    figures = summary.scorers["pairwise_preference"].pairwise
+    assert (figures["wins"], figures["losses"]) == (4, 0) and len(judge.calls) == 8
+    assert shown(judge.calls[0].messages[-1]["content"]) == ("GOOD answer to question 0", "a worse answer to question 0")
+    with pytest.raises(ValueError, match="against needs a target"):
+        run_evals(items, [scorer], against=old_version, store=False)
+
+
+def test_the_command_line_takes_both_arms_as_module_functions(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pair_arms.py").write_text(
+        "async def new(question):\n    return 'GOOD ' + question\n\n"
+        "def old(question):\n    return 'worse ' + question\n", encoding="utf-8")
+    data = write_jsonl(tmp_path / "questions.jsonl", [{"id": i, "input": f"question {i}"} for i in range(3)])
+    with FakeOpenAIServer(lambda request: better_wherever_placed(request_prompt(request))) as server:
+        summary, lines = eval_json(server, data, tmp_path / "out.jsonl", "--target", "pair_arms:new",
+                                   "--target-b", "pair_arms:old")
+        assert len(server.requests) == 6
+        missing = invoke("eval", "pairwise_preference", "--data", data, "--target", "pair_arms:nothing",
+                         "--model", "openai/test-model", "--base-url", server.base_url, "--quiet")
+        alone = invoke("eval", "pairwise_preference", "--data", data, "--target-b", "pair_arms:old",
+                       "--model", "openai/test-model", "--base-url", server.base_url, "--quiet")
+    assert [line["score"] for line in lines] == [1.0, 1.0, 1.0]
+    assert summary["scorers"]["pairwise_preference"]["pairwise"]["winRate"] == 1.0
+    assert missing.exit_code == 2 and "--target pair_arms:nothing: 'pair_arms' has no 'nothing'" in missing.stderr
+    assert alone.exit_code == 2 and "--target-b: give the first version with --target too" in alone.stderr

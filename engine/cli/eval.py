@@ -73,11 +73,14 @@ class ScorerChoice:
     base_url: Optional[str] = None
     command: str = "eval"
     pair_with: Optional[str] = None
+    target: Optional[str] = None
+    target_b: Optional[str] = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
                 "options": list(self.options), "model": self.model, "base_url": self.base_url,
-                **({"pair_with": self.pair_with} if self.pair_with else {})}
+                **{name: value for name, value in (("pair_with", self.pair_with), ("target", self.target),
+                                                   ("target_b", self.target_b)) if value}}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
@@ -85,13 +88,15 @@ class ScorerChoice:
         before settings were stored whole)."""
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
-                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("pair_with"))
+                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("pair_with"),
+                   cli.get("target"), cli.get("target_b"))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
         return ScorerChoice(self.scorers or stored.scorers, self.data or stored.data,
                             self.options or stored.options, self.model or stored.model,
-                            self.base_url or stored.base_url, self.command, self.pair_with or stored.pair_with)
+                            self.base_url or stored.base_url, self.command, self.pair_with or stored.pair_with,
+                            self.target or stored.target, self.target_b or stored.target_b)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,13 @@ def eval_cmd(
         "--pair-with", metavar="FILE", help="A second file of items: each item's output joins the --data item of "
         "the same id as output_b (the --data item's output is output_a), for a pairwise scorer; an id in one file "
         "only is reported, not scored.")] = None,
+    target: Annotated[Optional[str], typer.Option(
+        "--target", metavar="MODULE:FUNCTION", help="The system under test: a function (sync or async) from an "
+        "item's input to its output, imported from MODULE (the current folder first); its output replaces the "
+        "item's.")] = None,
+    target_b: Annotated[Optional[str], typer.Option(
+        "--target-b", metavar="MODULE:FUNCTION", help="With --target, a second version of the system: each item's "
+        "output_a is --target's output and output_b this one's, for a pairwise scorer.")] = None,
     data_format: DataFormat = None,
     item_per: ItemPer = None,
     span_kind: SpanKinds = [],
@@ -152,7 +164,8 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = judge.model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
-                          judge.base_url, pair_with=str(Path(pair_with).resolve()) if pair_with else None)
+                          judge.base_url, pair_with=str(Path(pair_with).resolve()) if pair_with else None,
+                          target=target, target_b=target_b)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -331,6 +344,31 @@ def _paired(choice: ScorerChoice, data: str, settings: RunSettings, scorers: lis
     return items, dataclasses.replace(settings, fields=None)
 
 
+def load_target(reference: str, flag: str) -> Any:
+    """The function ``MODULE:FUNCTION`` names (``MODULE`` imported with the current folder first on
+    the path; ``FUNCTION`` may be dotted: ``app:Bot.answer``). Exits 2 naming `flag` for a reference
+    without a colon, a module that cannot be imported, or a name that is missing or not callable."""
+    import importlib
+
+    module_name, sep, name = reference.partition(":")
+    if not sep or not module_name.strip() or not name.strip():
+        fail(f"{flag} {reference}: expected MODULE:FUNCTION (e.g. my_app:answer)")
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        found: Any = importlib.import_module(module_name.strip())
+    except Exception as exc:  # the user's module: any error on import is theirs to see
+        fail(f"{flag} {reference}: cannot import {module_name!r} ({type(exc).__name__}: {exc})")
+    for part in name.strip().split("."):
+        if not hasattr(found, part):
+            fail(f"{flag} {reference}: {module_name!r} has no {name!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        fail(f"{flag} {reference}: {name!r} is not callable")
+    return found
+
+
 def _on_ray(settings: RunSettings) -> bool:
     """Whether the run goes to Ray; exits (2) for an unknown executor or Ray flags without
     ``--executor ray``."""
@@ -349,8 +387,12 @@ def _run(data: Any, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
 
     if isinstance(data, str) and "://" not in data:
         data = Path(data)
+    targets = {"target": load_target(choice.target, "--target") if choice.target else None,
+               "against": load_target(choice.target_b, "--target-b") if choice.target_b else None}
+    if targets["against"] is not None and targets["target"] is None:
+        fail("--target-b: give the first version with --target too")
     return run_async(arun_evals(data, scorers, settings, store=db, progress=ConsoleReporter(quiet=quiet),
-                                config={"cli": choice.to_json_dict()}),
+                                config={"cli": choice.to_json_dict()}, **targets),
                      "interrupted: every completed result is saved; run the same command with --resume to continue")
 
 
@@ -383,4 +425,4 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
     raise typer.Exit(exit_code)
 
 
-__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalFlags", "EvalOutputs"]
+__all__ = ["eval_cmd", "load_target", "run_eval", "ScorerChoice", "EvalFlags", "EvalOutputs"]

@@ -136,6 +136,7 @@ async def arun_evals(
     settings: RunSettings | None = None,
     *,
     target: Callable[[Any], Any] | None = None,
+    against: Callable[[Any], Any] | None = None,
     on_item_complete: Callable[[Item, dict[str, ScoreResult]], Any] | None = None,
     progress: bool | EvalReporter = False,
     store: Store | str | os.PathLike[str] | bool | None = None,
@@ -150,7 +151,10 @@ async def arun_evals(
     `RunSettings` (concurrency, thresholds, out, resume, run_id, rate_limit, fields, samples,
     prices, max_cost, limit, executor, ray, cache, refresh: see `engine.run.settings`); keyword
     arguments named as its fields are laid over it (`RunSettings.build`). target: an optional sync
-    or async callable taking an item's ``input`` and returning its ``output``.
+    or async callable taking an item's ``input`` and returning its ``output``. against: a second
+    version of the system (the same kind of callable), run on the same inputs: the target's output
+    becomes each item's ``output_a`` and this one's ``output_b``, the pair a pairwise scorer judges
+    (`ValueError` without a target, or on Ray).
     on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each item's
     scorers finished, with the results made in this attempt; an exception from it stops the run
     (every completed result is already saved). progress: an `EvalReporter`, or True for plain
@@ -177,6 +181,8 @@ async def arun_evals(
     and `resume` is False (`engine.run.run_lock.RunInUse`, one, when another process is scoring the
     same run now), `engine.run.items.DatasetError` for an unreadable file or an unfound mapping."""
     settings = RunSettings.build(settings, **kwargs)
+    if against is not None and (target is None or settings.executor not in (None, "local")):
+        raise ValueError("against needs a target, and runs on the local executor only")
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
@@ -196,7 +202,7 @@ async def arun_evals(
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
         context = RunContext(scorers=scorer_list, state=state, prior=prior, concurrency=concurrency, target=target,
-                             rate_limit=settings.rate_limit, prices=price_table,
+                             against=against, rate_limit=settings.rate_limit, prices=price_table,
                              budget=_budget(settings.max_cost, price_table, prior))
         to = Destinations(out=out_path, db=db, reporter=reporter, on_item_complete=on_item_complete)
         source = ItemSource(data=data, fields=field_map, limit=limit, on_problem=_problem_counter(state, reporter))

@@ -85,7 +85,8 @@ class Runner:
         self.limiter = RateLimiter(context.rate_limit) if context.rate_limit else None
         self.budget = context.budget
         self.sink = ResultSink(context, to)
-        self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target)
+        self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target,
+                                   context.against)
 
     @property
     def rewrote(self) -> bool:
