@@ -386,7 +386,8 @@ def test_run_evals_runs_two_versions_on_the_same_inputs_and_judges_their_pairs()
     summary = run_evals(items, [scorer], target=new_version, against=old_version, store=False)
     figures = summary.scorers["pairwise_preference"].pairwise
     assert (figures["wins"], figures["losses"]) == (4, 0) and len(judge.calls) == 8
-    assert shown(judge.calls[0].messages[-1]["content"]) == ("GOOD answer to question 0", "a worse answer to question 0")
+    first_call = judge.calls[0].messages[-1]["content"]
+    assert shown(first_call) == ("GOOD answer to question 0", "a worse answer to question 0")
     with pytest.raises(ValueError, match="against needs a target"):
         run_evals(items, [scorer], against=old_version, store=False)
 
@@ -409,3 +410,37 @@ def test_the_command_line_takes_both_arms_as_module_functions(tmp_path, monkeypa
     assert summary["scorers"]["pairwise_preference"]["pairwise"]["winRate"] == 1.0
     assert missing.exit_code == 2 and "--target pair_arms:nothing: 'pair_arms' has no 'nothing'" in missing.stderr
     assert alone.exit_code == 2 and "--target-b: give the first version with --target too" in alone.stderr
+
+
+# --- calibrate on human preference labels -------------------------------------------------------
+
+
+def test_calibrate_on_preference_labels_gives_agreement_without_ties_kappa_and_position_consistency():
+    from engine import calibrate
+
+    def judge_answer(call):
+        first, _ = shown(call.messages[-1]["content"])
+        if "SAME" in call.messages[-1]["content"]:
+            return {"winner": "A", "reason": "first"}  # position bias on these: an inconsistent tie
+        return {"winner": "A" if "GOOD" in first else "B", "reason": "r"}
+
+    items = [{"id": 1, "output_a": "GOOD", "output_b": "bad", "label": "A"},
+             {"id": 2, "output_a": "bad", "output_b": "GOOD", "label": "B"},
+             {"id": 3, "output_a": "GOOD", "output_b": "bad", "label": "B"},   # the judge disagrees
+             {"id": 4, "output_a": "SAME x", "output_b": "SAME y", "label": " tie "},
+             {"id": 5, "output_a": "SAME x", "output_b": "SAME z", "label": "A"},
+             {"id": 6, "output_a": "GOOD", "output_b": "bad", "label": "a"}]
+    scorer = load_scorer("pairwise_preference", judge=FakeJudge({"judge": judge_answer}))
+    report = calibrate(scorer, items, label_field="label", store=False)
+    figures = report.pairwise
+    assert report.kind == "pairwise" and figures["items"] == 6
+    assert figures["decided"] == 4 and figures["accuracyWithoutTies"] == 0.75  # items 1, 2, 3, 6
+    assert figures["accuracy"] == 4 / 6  # 1, 2, 4 and 6 agree
+    assert figures["positionConsistency"] == 4 / 6
+    assert figures["confusion"]["B"] == {"A": 1, "B": 1, "tie": 0}
+    from sklearn.metrics import cohen_kappa_score
+
+    human = ["A", "B", "B", "tie", "A", "A"]
+    judged = ["A", "B", "A", "tie", "tie", "A"]
+    assert figures["cohenKappa"] == pytest.approx(cohen_kappa_score(human, judged))
+    assert report.to_json_dict()["pairwise"]["accuracyWithoutTies"] == 0.75

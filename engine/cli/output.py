@@ -382,6 +382,12 @@ def calibration_table(report: Any) -> Any:
             table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_cutoff)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
+    elif report.kind == "pairwise" and report.pairwise is not None:
+        p = report.pairwise
+        table.add_row("accuracy without ties", f"{fmt(p['accuracyWithoutTies'])} of {p['decided']} decided by both")
+        table.add_row("accuracy (A / B / tie)", fmt(p["accuracy"]))
+        table.add_row("Cohen's kappa (three classes)", fmt(p["cohenKappa"]))
+        table.add_row("position consistency", f"{fmt(p['positionConsistency'])} of {p['bothOrders']}")
     else:
         table.add_row("Spearman", estimate_text(report.spearman_ci) if report.spearman_ci is not None
                       else fmt(report.spearman))
