@@ -444,3 +444,18 @@ def test_calibrate_on_preference_labels_gives_agreement_without_ties_kappa_and_p
     judged = ["A", "B", "A", "tie", "tie", "A"]
     assert figures["cohenKappa"] == pytest.approx(cohen_kappa_score(human, judged))
     assert report.to_json_dict()["pairwise"]["accuracyWithoutTies"] == 0.75
+
+
+def test_the_calibrate_command_prints_the_pairwise_agreement(tmp_path):
+    rows = pairs(3, 2)
+    for row in rows:
+        row["label"] = "A" if row["id"].startswith("a") else "B"
+    data = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    with FakeOpenAIServer(lambda request: better_wherever_placed(request_prompt(request))) as server:
+        result = invoke("calibrate", "pairwise_preference", "--data", data, "--label-field", "label", "--model",
+                        "openai/test-model", "--base-url", server.base_url)
+    assert result.exit_code == 0, result.output
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    table = {line.split("  ")[0]: line.split("  ")[-1].strip() for line in lines if "  " in line}
+    assert table["accuracy without ties"] == "1 of 5 decided by both"
+    assert table["Cohen's kappa (three classes)"] == "1" and table["position consistency"] == "1 of 5"
