@@ -56,7 +56,8 @@ async def arun_evals(data: Any, scorers: Any, settings: RunSettings | None = Non
     (``"LABEL=SPEC"`` runs one under a label). settings: an `engine.RunSettings`; keyword arguments
     naming its fields (concurrency, rate_limit, thresholds, fields, samples, prices, max_cost,
     limit, executor, ray, cache, refresh, out, resume, run_id, item_cutoffs, language) are laid over it, a
-    keyword winning. The other keywords — target, on_item_complete, progress, store, config — and
+    keyword winning. The other keywords — target, against (a second version of the target: its
+    output each item's ``output_b``, the target's ``output_a``), on_item_complete, progress, store, config — and
     every error raised are `engine.run.evals.arun_evals`'s. ``executor="ray"`` scores on a Ray
     cluster (`engine.ray.runner.RayExecutor`)."""
     from .run.evals import arun_evals as run

@@ -202,7 +202,7 @@ def test_a_schema_change_changes_the_key_also_for_a_schema_keyed_before():
 def test_the_identity_has_exactly_the_answer_changing_fields_and_no_api_key():
     names = {f.name for f in dataclasses.fields(CallIdentity) if f.init}
     assert names == {"provider", "model", "base_url", "structured_mode", "messages", "schema", "temperature",
-                     "max_tokens", "seed", "sample_index", "probabilities", "request"}
+                     "max_tokens", "seed", "sample_index", "probabilities", "request", "order"}
     with pytest.raises(TypeError, match="api_key"):
         cache_key(**material(), api_key="sk-secret")
     incomplete = material()

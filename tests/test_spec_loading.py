@@ -531,7 +531,8 @@ def test_shipped_spec_loads_compiles_and_dry_runs(path):
     declared = {name: value for name, value in DECLARED_FIELDS.items() if name in compiled.declared}
     result = scorer.run(output="The sky is blue.", input="What colour is the sky?",
                         ground_truth="The sky is blue.", context=["The sky is blue."],
-                        tool_calls=[{"name": "look_up", "arguments": {"q": "sky"}, "result": "blue"}], **declared)
+                        tool_calls=[{"name": "look_up", "arguments": {"q": "sky"}, "result": "blue"}],
+                        output_a="The sky is blue.", output_b="The sky is green.", **declared)
     assert result.status == "scored", result.error
     assert 0 <= result.score <= scorer.scale
     assert result.reason

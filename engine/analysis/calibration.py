@@ -12,7 +12,8 @@ its scores with the labels:
   (the probability that a random positive item outscores a random negative one, ties counting
   one half) and the confusion matrix at ``threshold``.
 - **Graded labels** (numbers, no ``positive``): Spearman's and Pearson's correlation between
-  score and label.
+  score and label. **Pairwise** scorers' labels are ``A``, ``B`` or ``tie``: agreement without ties,
+  Cohen's kappa over the three classes, position consistency (`engine.analysis.pairwise_agreement`).
 - **Counts**: labelled items, items left out (no label, or — with ``negative`` — a label that
   is neither a positive nor a negative value), scored, not scorable and failed
   items. Figures are computed over scored items only, unless ``not_scorable_score`` gives not
@@ -48,20 +49,13 @@ from typing import Any
 from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
-from .judge_stats import (
-    Estimate,
-    balanced_accuracy_estimate,
-    check_confidence,
-    cohen_kappa_estimate,
-    length_bias,
-    output_length,
-    spearman_estimate,
-    wilson,
-)
+from .judge_stats import (Estimate, balanced_accuracy_estimate, check_confidence, cohen_kappa_estimate, length_bias,
+                          output_length, spearman_estimate, wilson)
 from .cutoff_names import REPORT_NAMES, OldCutoffNames, settle_cutoff
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .disagreements import Disagreement, disagreements
 from .labelled import LabelError, Labelled, labelled_items
+from .pairwise_agreement import pairwise_agreement
 
 __all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate", "roc_points"]
 
@@ -72,7 +66,8 @@ DEFAULT_TOP = 5
 class Calibration(OldCutoffNames):
     """Agreement between a scorer and human labels; see the module docstring.
 
-    kind: ``binary`` or ``graded``. `left_out` = `unlabelled` (items with no label) + the
+    kind: ``binary``, ``graded`` or ``pairwise`` (a pairwise scorer: its figures in `pairwise`,
+    `engine.analysis.pairwise_agreement`). `left_out` = `unlabelled` (items with no label) + the
     counts of `other_labels` (label text → items whose label is neither a positive nor a negative
     value; only with ``negative``). Rates, AUC and correlations are floats (rates and AUC in
     [0, 1], correlations in [-1, 1]) or None when undefined (see `notes`). `confusion` is
@@ -130,6 +125,7 @@ class Calibration(OldCutoffNames):
     spearman_ci: Estimate | None = None  # graded labels: `spearman` with its bootstrap interval
     base_rate: float | None = None  # the share of positive labels among the items in the figures
     length_bias: dict[str, Any] | None = None  # see `length_bias`
+    pairwise: dict[str, Any] | None = None  # a pairwise scorer's agreement with A / B / tie labels
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON (``calibrate --json``); an `Estimate` as ``{value, ci: [low, high], confidence, method}``."""
@@ -415,6 +411,9 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     warned = [line["warnings"] for _, line in kept if line.get("warnings")]
     if warned:
         report.notes.append(f"{len(warned)} item(s) in the figures carry a warning, the first: {warned[0][0]}")
+    if any(getattr(stage, "pairwise", None) is not None for stage in resolved.plan.stages):
+        report.kind, report.pairwise = "pairwise", pairwise_agreement(kept, truth)
+        return
     cutoff = settings.cutoff if settings.cutoff is not None else resolved.cutoff
     if cutoff is not None and settings.cutoff is None and wanted_pos is not None:
         report.notes.append(f"cut-off {cutoff:g}: the spec's documented cut-off")

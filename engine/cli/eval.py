@@ -77,11 +77,16 @@ class ScorerChoice:
     data_format: Optional[str] = None
     item_per: Optional[str] = None
     span_kinds: tuple[str, ...] = ()
+    pair_with: Optional[str] = None
+    target: Optional[str] = None
+    target_b: Optional[str] = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
                 "options": list(self.options), "model": self.model, "base_url": self.base_url,
-                "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds)}
+                "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds),
+                **{name: value for name, value in (("pair_with", self.pair_with), ("target", self.target),
+                                                   ("target_b", self.target_b)) if value}}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
@@ -91,14 +96,17 @@ class ScorerChoice:
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
                    cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("format"),
-                   cli.get("item_per"), tuple(cli.get("span_kinds") or ()))
+                   cli.get("item_per"), tuple(cli.get("span_kinds") or ()), cli.get("pair_with"),
+                   cli.get("target"), cli.get("target_b"))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
         return ScorerChoice(self.scorers or stored.scorers, self.data or stored.data,
                             self.options or stored.options, self.model or stored.model,
                             self.base_url or stored.base_url, self.command, self.data_format or stored.data_format,
-                            self.item_per or stored.item_per, self.span_kinds or stored.span_kinds)
+                            self.item_per or stored.item_per, self.span_kinds or stored.span_kinds,
+                            self.pair_with or stored.pair_with, self.target or stored.target,
+                            self.target_b or stored.target_b)
 
     def reading(self, traces: TraceFlags) -> TraceFlags:
         """`traces` (the flags as given, with the exports) reading the data as this choice says."""
@@ -132,6 +140,17 @@ def eval_cmd(
     data_arg: Annotated[Optional[str], typer.Option(
         "--data", metavar="FILE", help="JSONL, CSV, JSON-array or Parquet file of items, OTLP JSON traces, "
         "phoenix://HOST:PORT[/PROJECT] (on Ray also a folder, a glob or a URL Ray Data reads).")] = None,
+    pair_with: Annotated[Optional[str], typer.Option(
+        "--pair-with", metavar="FILE", help="A second file of items: each item's output joins the --data item of "
+        "the same id as output_b (the --data item's output is output_a), for a pairwise scorer; an id in one file "
+        "only is reported, not scored.")] = None,
+    target: Annotated[Optional[str], typer.Option(
+        "--target", metavar="MODULE:FUNCTION", help="The system under test: a function (sync or async) from an "
+        "item's input to its output, imported from MODULE (the current folder first); its output replaces the "
+        "item's.")] = None,
+    target_b: Annotated[Optional[str], typer.Option(
+        "--target-b", metavar="MODULE:FUNCTION", help="With --target, a second version of the system: each item's "
+        "output_a is --target's output and output_b this one's, for a pairwise scorer.")] = None,
     data_format: DataFormat = None,
     item_per: ItemPer = None,
     span_kind: SpanKinds = [],
@@ -160,7 +179,9 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = judge.model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
-                          judge.base_url, data_format=data_format, item_per=item_per, span_kinds=tuple(span_kind))
+                          judge.base_url, data_format=data_format, item_per=item_per, span_kinds=tuple(span_kind),
+                          pair_with=str(Path(pair_with).resolve()) if pair_with else None,
+                          target=target, target_b=target_b)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -200,7 +221,9 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
             settings.item_cutoffs or {})  # resumed: the run's own
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
-        summary = _run(trace_data(data, choice.reading(outputs.traces)), scorers, settings, db, outputs.quiet,
+        items, settings = _paired(choice, data, settings, scorers) if choice.pair_with else (
+            trace_data(data, choice.reading(outputs.traces)), settings)
+        summary = _run(items, scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
         # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
         documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
@@ -315,6 +338,57 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     return data
 
 
+def _paired(choice: ScorerChoice, data: str, settings: RunSettings, scorers: list[Any]) -> tuple[list[Any],
+                                                                                                 RunSettings]:
+    """``--pair-with``: the items of `data` joined with those of the second file by id
+    (`engine.run.pairing`; the field mapping applied to both, so not again to the pairs); the ids
+    found on one side only printed on stderr. Exits 2 for a second file that is missing, or no id
+    in common."""
+    from ..run.runner import declared_names
+    from ..run.items import DatasetError, parse_fields
+    from ..run.pairing import pair_items
+    from .output import err_console
+
+    assert choice.pair_with is not None
+    if "://" in data or not Path(choice.pair_with).is_file():
+        fail(f"--pair-with {choice.pair_with}: no such file" if "://" not in data
+             else "--pair-with: only with a --data file")
+    try:
+        fields = settings.fields if settings.fields is None or isinstance(settings.fields, Mapping) else parse_fields(
+            settings.fields, declared_names(scorers))
+        items = pair_items(Path(data), Path(choice.pair_with), fields,
+                           note=lambda text: err_console().print(f"note: {text}", markup=False, highlight=False,
+                                                                 soft_wrap=True, style="yellow"))
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+    return items, dataclasses.replace(settings, fields=None)
+
+
+def load_target(reference: str, flag: str) -> Any:
+    """The function ``MODULE:FUNCTION`` names (``MODULE`` imported with the current folder first on
+    the path; ``FUNCTION`` may be dotted: ``app:Bot.answer``). Exits 2 naming `flag` for a reference
+    without a colon, a module that cannot be imported, or a name that is missing or not callable."""
+    import importlib
+
+    module_name, sep, name = reference.partition(":")
+    if not sep or not module_name.strip() or not name.strip():
+        fail(f"{flag} {reference}: expected MODULE:FUNCTION (e.g. my_app:answer)")
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        found: Any = importlib.import_module(module_name.strip())
+    except Exception as exc:  # the user's module: any error on import is theirs to see
+        fail(f"{flag} {reference}: cannot import {module_name!r} ({type(exc).__name__}: {exc})")
+    for part in name.strip().split("."):
+        if not hasattr(found, part):
+            fail(f"{flag} {reference}: {module_name!r} has no {name!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        fail(f"{flag} {reference}: {name!r} is not callable")
+    return found
+
+
 def _on_ray(settings: RunSettings) -> bool:
     """Whether the run goes to Ray; exits (2) for an unknown executor or Ray flags without
     ``--executor ray``."""
@@ -333,8 +407,12 @@ def _run(data: Any, scorers: list[Any], settings: RunSettings, db: Any, quiet: b
 
     if isinstance(data, str) and "://" not in data:
         data = Path(data)
+    targets = {"target": load_target(choice.target, "--target") if choice.target else None,
+               "against": load_target(choice.target_b, "--target-b") if choice.target_b else None}
+    if targets["against"] is not None and targets["target"] is None:
+        fail("--target-b: give the first version with --target too")
     return run_async(arun_evals(data, scorers, settings, store=db, progress=ConsoleReporter(quiet=quiet),
-                                config={"cli": choice.to_json_dict()}),
+                                config={"cli": choice.to_json_dict()}, **targets),
                      "interrupted: every completed result is saved; run the same command with --resume to continue")
 
 
@@ -367,4 +445,4 @@ def _print_and_write(summary: EvalSummary, scorers: list[Any], cutoffs: dict[str
     raise typer.Exit(exit_code)
 
 
-__all__ = ["eval_cmd", "run_eval", "ScorerChoice", "EvalFlags", "EvalOutputs"]
+__all__ = ["eval_cmd", "load_target", "run_eval", "ScorerChoice", "EvalFlags", "EvalOutputs"]

@@ -275,10 +275,14 @@ def calibration_usage_lines(report: Any) -> list[str]:
 
 
 def print_summary(summary: EvalSummary, console: Any) -> None:
+    from ..run.pairwise_stats import pairwise_text
     from .cache import cache_line
 
     console.print(summary_table(summary.scorers))
     for label, stats in summary.scorers.items():
+        if stats.pairwise is not None:
+            console.print(f"pairwise: {label}: {pairwise_text(stats.pairwise)}", markup=False, highlight=False,
+                          soft_wrap=True)
         if stats.warned:
             console.print(f"warning: {label}: {stats.warned} result(s) with a warning, the first: "
                           f"{stats.first_warning}", markup=False, highlight=False, soft_wrap=True, style="yellow")
@@ -378,6 +382,12 @@ def calibration_table(report: Any) -> Any:
             table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_cutoff)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
+    elif report.kind == "pairwise" and report.pairwise is not None:
+        p = report.pairwise
+        table.add_row("accuracy without ties", f"{fmt(p['accuracyWithoutTies'])} of {p['decided']} decided by both")
+        table.add_row("accuracy (A / B / tie)", fmt(p["accuracy"]))
+        table.add_row("Cohen's kappa (three classes)", fmt(p["cohenKappa"]))
+        table.add_row("position consistency", f"{fmt(p['positionConsistency'])} of {p['bothOrders']}")
     else:
         table.add_row("Spearman", estimate_text(report.spearman_ci) if report.spearman_ci is not None
                       else fmt(report.spearman))

@@ -172,6 +172,25 @@ def _without_none(data: Any, keys: tuple[str, ...]) -> Any:
     return data
 
 
+class PairOutcome(_Out):
+    """A pairwise stage's outcome on one item (`engine.interpret.pairwise`; JSON ``pairwise``).
+
+    winner: ``A`` (output_a won in every order asked), ``B`` (output_b did) or ``tie`` (the judge
+    said tie, or the orders disagreed). consistent: whether the orders agreed (None when the pair
+    was asked in one order only). orders: the orders asked (``AB``: output_a shown first; ``BA``:
+    output_b first); positions: the position each order's answer named (``A``, ``B`` or ``tie``),
+    in the same order; winners: what each maps back to (the response, or ``tie``). longer: the
+    response with more characters (``A`` or ``B``), None when both are as long, for the length bias
+    (`engine.run.pairwise_stats`)."""
+
+    winner: Literal["A", "B", "tie"]
+    consistent: bool | None = None
+    orders: list[str] = Field(default_factory=list)
+    positions: list[str] = Field(default_factory=list)
+    winners: list[str] = Field(default_factory=list)
+    longer: Literal["A", "B"] | None = None
+
+
 class NotScorableInfo(_Out):
     reason: str
 
@@ -214,6 +233,8 @@ class ScoreResult(_Out):
     when it is not the item's: the spec gives none for the item's language, so it fell back to
     English (``en``; `warnings` says so too); None, and left out of the JSON, when the reason is in
     the item's language, written by the judge, or the scorer does not read the language.
+    pairwise: for a spec with a pairwise stage, which response won and whether the orders agreed
+    (`PairOutcome`); None, and left out of the JSON, for any other spec or a stage skipped.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -237,12 +258,13 @@ class ScoreResult(_Out):
     language: str | None = None
     language_detected: bool | None = None
     reason_language: str | None = None
+    pairwise: PairOutcome | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
         data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
                                              "languageDetected", "language_detected", "reasonLanguage",
-                                             "reason_language"))
+                                             "reason_language", "pairwise"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

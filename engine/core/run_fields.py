@@ -9,7 +9,9 @@ An item may give
   parts: their text; a number or an object: its JSON text);
 - ``context``: passages (a list of texts; one text is a list of one);
 - ``system``: the system prompt (a text, or a list of parts);
-- ``tool_calls``: the calls the system made, in order (`engine.core.messages.read_tool_calls`).
+- ``tool_calls``: the calls the system made, in order (`engine.core.messages.read_tool_calls`);
+- ``output_a`` and ``output_b``: a pair's two responses, for a pairwise stage (each in any form
+  ``output`` takes, or a list of tool calls; `engine.core.responses`).
 
 Expressions read them as ``run.input`` … (as given: a list of messages stays a list; but
 ``run.ground_truth`` is always its text), and the
@@ -57,12 +59,15 @@ from .messages import (
     tool_calls_of,
 )
 
-RunField = Literal["input", "output", "ground_truth", "context", "system", "tool_calls"]
-RUN_FIELDS: tuple[RunField, ...] = ("input", "output", "ground_truth", "context", "system", "tool_calls")
+RunField = Literal["input", "output", "ground_truth", "context", "system", "tool_calls", "output_a", "output_b"]
+RUN_FIELDS: tuple[RunField, ...] = ("input", "output", "ground_truth", "context", "system", "tool_calls",
+                                    "output_a", "output_b")
 """The fields an item may give (`engine.run.datasets` reads them, the CLI and `Scorer.run` take them)."""
+PAIR_FIELDS: tuple[RunField, ...] = ("output_a", "output_b")
+"""A pair's two responses (a pairwise stage's: `engine.core.responses`)."""
 ITEM_FIELDS: tuple[RunField, ...] = RUN_FIELDS[:4]
 """The fields every dataset item holds (None when not given); the others only when given."""
-ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls"})
+ANSWER_FIELDS: frozenset[str] = frozenset({"output", "tool_calls", "output_a", "output_b"})
 """What the system produced: empty is a real answer, judged as one, even when required."""
 LOOKED_FOR = "_looked_for"
 """An item's key holding, for a run field it does not give, where its reader looked (``{"output":
@@ -80,6 +85,7 @@ FIELDS_READ: dict[str, tuple[str, ...]] = {
     "ground_truth": ("ground_truth",), "context": ("context",),
     "system": ("system", "input"), "tool_calls": ("tool_calls", "output"), "given": (),
     "language": ("language",), "language_name": ("language",),
+    "output_a": ("output_a",), "output_b": ("output_b",),
 }
 """The fields each key of `run` reads: a derived name its field; ``system`` and ``tool_calls``
 also the field they fall back to (the input's system messages, the output's tool calls);
@@ -229,6 +235,8 @@ def run_namespace(values: Mapping[str, Any], declared: Mapping[str, Any] | None 
                output_messages=output_messages,
                input_conversation=conversation_text(input_messages) if input_is_messages else input_text)
     run["language"], run["language_name"] = language
+    for name in PAIR_FIELDS:  # a pair's responses, as given (`engine.core.responses` reads them)
+        run[name] = "" if values.get(name) is None else values[name]
     for name, value in (declared or {}).items():
         run[name] = value
     run["given"] = sorted(given | set(declared_given))
@@ -256,5 +264,6 @@ def empty_reason(name: str, run: Mapping[str, Any], looked_for: Mapping[str, Any
     return None if as_text(run[name], name).strip() else "it is empty"
 
 
-__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "LANGUAGE_KEYS", "LOOKED_FOR", "RUN_FIELDS", "RUN_NAMES", "RunField",
+__all__ = ["ANSWER_FIELDS", "DERIVED_NAMES", "FIELDS_READ", "ITEM_FIELDS", "LANGUAGE_KEYS", "LOOKED_FOR", "PAIR_FIELDS",
+           "RUN_FIELDS", "RUN_NAMES", "RunField",
            "as_text", "coerce_context", "empty_reason", "ground_truth_text", "run_keys", "run_namespace"]

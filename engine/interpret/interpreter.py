@@ -127,6 +127,8 @@ class Interpreter:
             if keeps:
                 assert work is not None
                 listed[stage.id] = work.listed
+            if work is not None and work.pair is not None:
+                result.pairwise = work.pair
             if work is not None and work.warnings:
                 result.warnings = [*(result.warnings or []), *work.warnings]
             if labelled:

@@ -35,6 +35,7 @@ from ..spec.expressions import Template
 from ..spec.plans import PromptStagePlan
 from .fan_out import FanOut
 from .pages import MAX_PAGES, Pages
+from .pairwise import run_pair
 from .reduce import Reduced, agreeing_share, reduce_samples
 from .values import evaluate, render, require_json
 
@@ -61,6 +62,7 @@ class StageWork:
     listed: Any = None
     warnings: list[str] = field(default_factory=list)
     sampled: int = 0  # answers per question whose label shares stood in for missing probabilities
+    pair: Any = None  # a pairwise stage's `PairOutcome` (`engine.interpret.pairwise`)
 
 
 def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
@@ -83,6 +85,8 @@ class PromptRunner:
         that list); raises `ScorerRunError`."""
         if stage.for_each is not None:
             return (yield from self._each(stage, ns, work))
+        if stage.pairwise is not None:
+            return (yield from run_pair(self, stage, ns, work))
         answer = yield from self._sampled(stage, stage.answer_for(ns), ns, work)
         if stage.result is None:
             return answer
@@ -229,10 +233,11 @@ class PromptRunner:
         return reduced.answer
 
     def ask(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
-            sample_index: int | None = None, temperature: float | None = None) -> Steps:
+            sample_index: int | None = None, temperature: float | None = None, order: str | None = None) -> Steps:
         """One judge call for `stage` over its compiled answer `schema` (sample `sample_index` of a
-        sampled question, at the sampling temperature; None: the stage asked once); its prompt, raw
-        answer, attempts and usage in the record."""
+        sampled question, at the sampling temperature; None: the stage asked once; `order`: a
+        pairwise stage's order, `JudgeCall.order`); its prompt, raw answer, attempts and usage in
+        the record."""
         record = work.record
         prompt = render(stage.template, {**ns, "examples": list(stage.examples)} if "examples" in stage.template.names
                         else ns, f"{stage.id}.prompt")
@@ -250,7 +255,7 @@ class PromptRunner:
         asked = stage.probabilities is not False and wants_probs(stage, ns)
         call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
                          sample_index or 0, probabilities=asked, reasoning_effort=stage.reasoning_effort,
-                         reasoning_tokens=stage.reasoning_tokens, family=stage.family)
+                         reasoning_tokens=stage.reasoning_tokens, family=stage.family, order=order)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)

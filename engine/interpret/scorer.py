@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ScorerRunError, UserError, did_you_mean
 from ..core.language import AUTO, check_language
 from ..core.result import ScoreResult
-from ..core.run_fields import LOOKED_FOR, RUN_FIELDS
+from ..core.run_fields import LOOKED_FOR, PAIR_FIELDS, RUN_FIELDS
 from ..core.sync import run_sync
 from ..judge.call import Judge, JudgeAnswer, JudgeCall, MissingCredentials
 from ..judge.model import resolve_model
@@ -188,8 +188,9 @@ class Scorer:
         text or a list of passages; system: the system prompt; tool_calls: the calls made,
         ``[{name, arguments, result?, error?}]`` (see `engine.core.run_fields`); language: this item's
         language (an ISO 639-1 code, winning over the scorer's setting; a bad code fails the item
-        with kind ``input``); `fields`: the fields the spec declares, by name. Raises `TypeError`
-        for a keyword that is none of these."""
+        with kind ``input``); `fields`: the fields the spec declares, by name, and a pair's two
+        responses, ``output_a`` and ``output_b`` (for a pairwise spec: `engine.core.responses`).
+        Raises `TypeError` for a keyword that is none of these."""
         gen = self._interpret(self._item(output, input, ground_truth, context, system, tool_calls, fields, language),
                               run_id)
         if not self.plan.uses_judge:
@@ -211,7 +212,8 @@ class Scorer:
               fields: Mapping[str, Any], language: Any = None) -> dict[str, Any]:
         """The item's fields by name; `TypeError` for a field the spec does not declare (but
         `engine.core.run_fields.LOOKED_FOR`: where a reader looked for the fields the item lacks)."""
-        unknown = [name for name in fields if name not in self.plan.declared and name != LOOKED_FOR]
+        unknown = [name for name in fields if name not in self.plan.declared and name not in PAIR_FIELDS
+                   and name != LOOKED_FOR]
         if unknown:
             run_fields = [*RUN_FIELDS, "language"]
             declared = ", ".join(self.plan.declared) or "none"

@@ -34,7 +34,9 @@ class JudgeCall:
     `reasoning_effort` (``minimal``/``low``/``medium``/``high``, or None), `reasoning_tokens` (the
     reasoning budget added to `max_tokens` for a reasoning model, None: the judge's default) and
     `family` (the spec's declared model family, None: the table's): how a reasoning model is asked
-    (`engine.judge.model_params`)."""
+    (`engine.judge.model_params`). `order`: for a pairwise stage, the order the pair's responses
+    are shown in (``AB``: output_a first, ``BA``: output_b first), part of the cache key; None for
+    any other stage."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -47,6 +49,7 @@ class JudgeCall:
     reasoning_effort: str | None = None
     reasoning_tokens: int | None = None
     family: str | None = None
+    order: str | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

@@ -71,7 +71,8 @@ class ProviderIdentity:
             sent = self.shape.identity_fields(call, call.probabilities)
         return CallIdentity(provider=self.provider, model=self.model_identity(), base_url=self.base_url,
                             structured_mode=self.structured_mode, messages=call.messages,
-                            schema=schema_as_sent(call), seed=self.seed, sample_index=sample_index, **sent)
+                            schema=schema_as_sent(call), seed=self.seed, sample_index=sample_index,
+                            order=getattr(call, "order", None), **sent)
 
 
 def schema_as_sent(call: JudgeCall) -> Any:

@@ -126,6 +126,8 @@ def label_summary(run: ReportRun, label: str) -> ScorerSummary:
         if line["label"] == label:
             status = result_status(line)
             stats.add(status, line.get("score") if status == "scored" else None)
+            if status == "scored":
+                stats.add_pair(line.get("pairwise"))
     return stats.summary(run.threshold(label))
 
 

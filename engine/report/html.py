@@ -45,6 +45,7 @@ from typing import Any
 from ..core.result import result_status
 from ..run.items import item_key, label_value
 from .data import ReportRun, label_summary, spread, usage_totals
+from .pairwise_view import inconsistent, pairwise_view
 
 __all__ = ["render_report", "write_report", "report_json"]
 
@@ -114,7 +115,7 @@ def report_json(run: ReportRun, other: ReportRun | None = None) -> str:
     pairs = dict(_paired_labels(run, other)) if other is not None else {}
     theirs = {(item_key(line["id"]), line["label"]): line for line in other.lines} if other is not None else {}
     rows = []
-    for line in run.lines:
+    for line in sorted(run.lines, key=lambda line: not inconsistent(line)):  # a pair's orders that disagree first
         key = item_key(line["id"])
         row: dict[str, Any] = {"key": key, "id": key, "label": line["label"], "result": _trim(line, lines)}
         if other is not None:
@@ -245,6 +246,7 @@ def _scorer_view(run: ReportRun, label: str, spec: Any) -> dict[str, Any]:
     return {"label": label, "summary": summary, "spec": spec, "direction": _direction(run, label, summary),
             "spread": spread(scores), "usage": usage,
             "corrected": corrected_text(corrected) if corrected else None,
+            "pairwise": pairwise_view(summary.pairwise, [line for line in run.lines if line["label"] == label]),
             "histogram": _svg_uri(histogram_svg(scores, top, f"{label}: scores of {len(scores)} items")) if scores
             else None}
 

@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..run.pairwise_stats import pairwise_text
 from .ci import CIReport, Gate, ItemOutcome, corrected_text
 
 MESSAGE_CHARS = 500  # a message attribute's length; the element's text holds the rest
@@ -95,6 +96,21 @@ def _counts(kinds: Iterable[str]) -> dict[str, str]:
             "skipped": str(kinds.count("skipped"))}
 
 
+def _pairwise_properties(properties: ET.Element, figures: dict) -> None:
+    """A pairwise scorer's figures (`engine.run.pairwise_stats`) as the suite's properties: the
+    line, then each figure on its own (``winRate``, ``winRateCiLow``/``High``, ``signTestP``,
+    ``positionConsistency``, ``longerWonShare``; an unknown one left out)."""
+    _sub(properties, "property", name="pairwise", value=pairwise_text(figures))
+    values = {"wins": figures["wins"], "ties": figures["ties"], "losses": figures["losses"],
+              "winRate": figures["winRate"], "winRateCiLow": figures["winRateCi"]["low"],
+              "winRateCiHigh": figures["winRateCi"]["high"], "signTestP": figures["signTestP"],
+              "positionConsistency": figures["positionConsistency"],
+              "longerWonShare": figures["lengthBias"]["share"]}
+    for name, value in values.items():
+        if value is not None:
+            _sub(properties, "property", name=name, value=f"{value:.6g}" if isinstance(value, float) else str(value))
+
+
 def junit_xml(report: CIReport) -> bytes:
     """The report as a UTF-8 JUnit XML document (with its declaration)."""
     by_label: dict[str, list[ItemOutcome]] = {label: [] for label in report.summaries}
@@ -113,6 +129,9 @@ def junit_xml(report: CIReport) -> bytes:
         corrected = summary.corrected_pass_rate if summary is not None else None
         if corrected is not None:
             _sub(properties, "property", name="correctedPassRate", value=corrected_text(corrected))
+        figures = summary.pairwise if summary is not None else None
+        if figures is not None:
+            _pairwise_properties(properties, figures)
         for outcome in outcomes:
             _item_case(suite, outcome)
     if report.gates:

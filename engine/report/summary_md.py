@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..core import environment
 from ..core.direction import worst_first_key
+from ..run.pairwise_stats import pairwise_text
 from .ci import CIReport, ItemOutcome, corrected_text
 
 CELL_CHARS = 300
@@ -109,6 +110,10 @@ def summary_markdown(report: CIReport, top: int = DEFAULT_TOP) -> str:
     if corrected:
         lines += ["", "**Pass rates corrected for the judge's errors** (Rogan-Gladen)", ""]
         lines += [f"- {md_cell(label)}: {md_cell(corrected_text(c))}" for label, c in corrected]
+    paired = [(label, s.pairwise) for label, s in report.summaries.items() if s.pairwise]
+    if paired:
+        lines += ["", "**Pairwise** (output_a against output_b, both orders; ties count half)", ""]
+        lines += [f"- {md_cell(label)}: {md_cell(pairwise_text(figures))}" for label, figures in paired]
     lines += _checks(report)
     lines += _worst(report, top)
     footer = f"{len({o.item_id for o in report.outcomes})} item(s)"

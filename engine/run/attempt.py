@@ -34,7 +34,8 @@ class RunContext:
     """What one attempt works with. `scorers`: the run's resolved scorers (`ScorerLike`), in
     order; `state`: the run's progress and statistics, updated in place; `prior`: what earlier
     attempts left (`engine.run.resume.PriorResults`); `target`: the system under test (a sync or
-    async callable of an item's ``input``), or None; `concurrency`: judge-asking scorer runs at
+    async callable of an item's ``input``), or None; `against`: a second version of it, whose output
+    is the pair's ``output_b`` (the target's then ``output_a``), or None; `concurrency`: judge-asking scorer runs at
     once (≥ 1; per actor on Ray); `rate_limit`: judge requests per second over the run (None:
     no limit); `prices`: the price table each result is costed from (None: no cost); `budget`:
     what admits each item (`engine.run.budget.Budget`; None: no budget)."""
@@ -44,6 +45,7 @@ class RunContext:
     prior: PriorResults
     concurrency: int
     target: Callable[[Any], Any] | None = None
+    against: Callable[[Any], Any] | None = None
     rate_limit: float | None = None
     prices: PriceTable | None = None
     budget: Budget | None = None

@@ -149,8 +149,8 @@ async def arun_evals(
     statistics and thresholds are keyed by each scorer's label, its id unless given). settings: a
     `RunSettings` (concurrency, thresholds, out, resume, run_id, rate_limit, fields, samples,
     prices, max_cost, limit, executor, ray, cache, refresh: see `engine.run.settings`); keyword
-    arguments named as its fields are laid over it (`RunSettings.build`). target: an optional sync
-    or async callable taking an item's ``input`` and returning its ``output``.
+    arguments named as its fields are laid over it (`RunSettings.build`). target: a sync or async
+    callable of an item's ``input`` giving its ``output``; against: a second one (output_b; target: output_a).
     on_item_complete(item, {label: ScoreResult}): called (awaited if async) after each item's
     scorers finished, with the results made in this attempt; an exception from it stops the run
     (every completed result is already saved). progress: an `EvalReporter`, or True for plain
@@ -176,9 +176,9 @@ async def arun_evals(
     `ValueError`) for an unusable price table, `FileExistsError` when `out` already holds results
     and `resume` is False (`engine.run.run_lock.RunInUse`, one, when another process is scoring the
     same run now), `engine.run.items.DatasetError` for an unreadable file or an unfound mapping."""
+    against = kwargs.pop("against", None)  # a keyword beside the settings' (the entry points' size)
     settings = RunSettings.build(settings, **kwargs)
-    if settings.limit is not None and settings.limit < 1:
-        raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
+    _check_call(settings, target, against)
     reporter = progress if isinstance(progress, EvalReporter) else StderrReporter(progress=bool(progress))
     db, own_store, out_path, lock = _open_run(store, settings)
     try:
@@ -196,7 +196,7 @@ async def arun_evals(
                          min(total, limit) if total is not None and limit is not None else total,
                          str(out_path) if out_path else None, str(db) if db else None, resuming=prior.resuming)
         context = RunContext(scorers=scorer_list, state=state, prior=prior, concurrency=concurrency, target=target,
-                             rate_limit=settings.rate_limit, prices=price_table,
+                             against=against, rate_limit=settings.rate_limit, prices=price_table,
                              budget=_budget(settings.max_cost, price_table, prior))
         to = Destinations(out=out_path, db=db, reporter=reporter, on_item_complete=on_item_complete)
         source = ItemSource(data=data, fields=field_map, limit=limit, on_problem=_problem_counter(state, reporter))
@@ -210,6 +210,14 @@ async def arun_evals(
         lock.release()
         if own_store and db is not None:
             db.close()
+
+
+def _check_call(settings: RunSettings, target: Any, against: Any) -> None:
+    """Raise `ValueError` for a limit below 1, or `against` without a target or off the local executor."""
+    if against is not None and (target is None or settings.executor not in (None, "local")):
+        raise ValueError("against needs a target, and runs on the local executor only")
+    if settings.limit is not None and settings.limit < 1:
+        raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
 
 
 def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) -> Budget | None:

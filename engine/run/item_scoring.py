@@ -5,7 +5,8 @@ both do with an item; where the results go is theirs to say (a ``save`` callback
 each result completes):
 
 - **Target**: with a target (the system under test), its output (or ``{"output", "context",
-  …}``) replaces the item's before any scorer runs (`apply_target_output`); a target that
+  …}``) replaces the item's before any scorer runs (`apply_target_output`); with a second version
+  (`against`), the two outputs become the pair ``output_a`` / ``output_b`` (`apply_pair_outputs`); a target that
   raises fails every scorer of the item with kind ``target``. A sync target runs in a thread
   pool of ``concurrency`` threads.
 - **Slots**: a scorer that asks a judge, and the target, take one of ``concurrency`` slots
@@ -28,7 +29,7 @@ from ..core.run_fields import LOOKED_FOR, RUN_FIELDS, coerce_context
 from ..core.scorer_like import ScorerLike
 from .items import Item
 
-__all__ = ["ItemScoring", "Save", "apply_target_output", "failed_result", "item_fields"]
+__all__ = ["ItemScoring", "Save", "apply_pair_outputs", "apply_target_output", "failed_result", "item_fields"]
 
 #: ``save(item, label, result)``: called with each result as it completes (the item as scored).
 Save = Callable[[Item, str, ScoreResult], None]
@@ -58,6 +59,16 @@ def apply_target_output(item: Item, produced: Any) -> Item:
     return updated
 
 
+def apply_pair_outputs(item: Item, produced: Any, other: Any) -> Item:
+    """The item with two versions' outputs as a pair: the first's (`produced`, applied as
+    `apply_target_output` does, its context and the rest too) as ``output`` and ``output_a``, the
+    second's output (`other`, or its ``output`` key) as ``output_b``."""
+    updated = apply_target_output(item, produced)
+    updated["output_a"] = updated["output"]
+    updated["output_b"] = other["output"] if isinstance(other, Mapping) and "output" in other else other
+    return updated
+
+
 def _is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
@@ -81,10 +92,11 @@ class ItemScoring:
     judge-asking scorer runs and target calls at once, over every item scored through this
     object. Use it inside one event loop; `close()` ends the target's threads."""
 
-    def __init__(self, run_id: str, concurrency: int, target: Any = None):
+    def __init__(self, run_id: str, concurrency: int, target: Any = None, against: Any = None):
         self.run_id = run_id
         self.concurrency = concurrency
         self.target = target
+        self.against = against
         self._slots: asyncio.Semaphore | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -103,9 +115,7 @@ class ItemScoring:
         failure = None
         if self.target is not None:
             try:
-                async with self.slots:
-                    produced = await self._call_target(item.get("input"))
-                item = apply_target_output(item, produced)
+                item = await self._produced(item)
             except Exception as exc:
                 failure = f"the target raised {type(exc).__name__}: {exc}"
         if ready is not None:
@@ -120,12 +130,23 @@ class ItemScoring:
         done = await asyncio.gather(*(self._score(s, item, save) for s in todo))
         return item, {s.label: r for s, r in zip(todo, done)}
 
-    async def _call_target(self, value: Any) -> Any:
-        if _is_async_callable(self.target):
-            return await self.target(value)
+    async def _produced(self, item: Item) -> Item:
+        """The item with the target's output; with `against` too, the pair: the target's output as
+        ``output_a`` and the other version's as ``output_b`` (`apply_pair_outputs`)."""
+        async with self.slots:
+            produced = await self._call_target(self.target, item.get("input"))
+        if self.against is None:
+            return apply_target_output(item, produced)
+        async with self.slots:
+            other = await self._call_target(self.against, item.get("input"))
+        return apply_pair_outputs(item, produced, other)
+
+    async def _call_target(self, target: Any, value: Any) -> Any:
+        if _is_async_callable(target):
+            return await target(value)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="scorespec-target")
-        produced = await asyncio.get_running_loop().run_in_executor(self._pool, self.target, value)
+        produced = await asyncio.get_running_loop().run_in_executor(self._pool, target, value)
         if inspect.isawaitable(produced):
             produced = await produced
         return produced

@@ -35,11 +35,13 @@ class PriorResults:
     """What an earlier attempt of a run left: the last status and score per (item key, label),
     the run id it used, and whether the out file needs a compacting rewrite. `agreements`: the
     agreement of each such result that has one (sampled stages); `spent`: the model and the
-    tokens in and out of each (what the run's budget counts as spent before)."""
+    tokens in and out of each (what the run's budget counts as spent before); `pairs`: the pairwise
+    outcome of each result that has one (``pairwise``, for the summary's win rate)."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
     agreements: dict[LineKey, float] = field(default_factory=dict)
+    pairs: dict[LineKey, dict[str, Any]] = field(default_factory=dict)
     spent: dict[LineKey, tuple[str | None, int, int]] = field(default_factory=dict)
     untidy: bool = False
     repaired: str | None = None  # a message when a torn last line was repaired
@@ -83,6 +85,10 @@ def _note_extras(prior: PriorResults, key: LineKey, record: dict[str, Any]) -> N
         prior.agreements[key] = float(agreement)
     else:
         prior.agreements.pop(key, None)
+    if isinstance(record.get("pairwise"), dict):
+        prior.pairs[key] = record["pairwise"]
+    else:
+        prior.pairs.pop(key, None)
     usage = record.get("usage") if isinstance(record.get("usage"), dict) else {}
     tokens = [usage.get(k) if isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool) else 0
               for k in ("tokensIn", "tokensOut")]

@@ -91,7 +91,8 @@ class Runner:
         self.limiter = RateLimiter(context.rate_limit) if context.rate_limit else None
         self.budget = context.budget
         self.sink = ResultSink(context, to)
-        self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target)
+        self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target,
+                                   context.against)
         # set once the run's judge has answered (or its first item ended): the other workers wait for it
         self.opened = asyncio.Event()
         self.leading = False  # a worker has taken the run's first item

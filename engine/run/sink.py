@@ -70,6 +70,8 @@ class ResultSink:
                 found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
                     self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
+                    if found[0] == "scored":
+                        self.state.stats[label].add_pair(self.prior.pairs.get((key, label)))
         return todo
 
     def record_item(self, key: str, item: Item) -> None:
@@ -91,6 +93,8 @@ class ResultSink:
             self.rewrote = True
         self.state.stats[label].add(status, result.score, result.agreement)
         self.state.stats[label].warn(result.warnings)
+        if status == "scored" and result.pairwise is not None:
+            self.state.stats[label].add_pair(data.get("pairwise"))
         self.state.judge_calls += result.usage.calls
         self.state.usage.setdefault(label, Usage()).add(result.usage)
         if result.model:

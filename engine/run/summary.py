@@ -17,6 +17,9 @@
   larger one); else ``errors`` (2) when any result failed or any dataset record could not be read
   (or the dataset had no item); else ``below_threshold`` (1) when any threshold was missed; else
   ``passed`` (0).
+- **Pairwise figures** per pairwise scorer (`engine.run.pairwise_stats`): wins, ties and losses
+  of output_a, the win rate with its Wilson interval, the sign test, position consistency and
+  length bias.
 - **Usage and cost**: judge usage per label and per model, and what it cost (`engine.run.prices`).
 """
 
@@ -30,6 +33,7 @@ from typing import Any
 
 from ..core.direction import HIGHER_IS_BETTER, Direction, better
 from ..core.result import Usage
+from .pairwise_stats import PairwiseStats
 
 VERDICT_EXIT = {"passed": 0, "below_threshold": 1, "errors": 2, "budget_reached": 3}
 
@@ -139,6 +143,7 @@ class ScorerStats:
         self._agreements = 0
         self.warned = 0
         self.first_warning: str | None = None
+        self.pairs: PairwiseStats | None = None  # a pairwise scorer's outcomes, from its first
 
     def warn(self, warnings: list[str] | None) -> None:
         """Count one result's `warnings` (a result with none is not counted)."""
@@ -159,6 +164,13 @@ class ScorerStats:
             self.not_scorable += 1
         else:
             self.failed += 1
+
+    def add_pair(self, outcome: Mapping[str, Any] | None) -> None:
+        """Count a scored result's pairwise outcome (its JSON ``pairwise``; None: not pairwise)."""
+        if outcome is not None:
+            if self.pairs is None:
+                self.pairs = PairwiseStats()
+            self.pairs.add(outcome)
 
     def cutoff_misses(self, cutoff: float | None) -> int:
         """How many scores are worse than the item cut-off `cutoff` (by the direction; None: 0)."""
@@ -184,7 +196,8 @@ class ScorerStats:
                              threshold, None if threshold is None else threshold.met(mean), label=self.label,
                              spec_hash=self.spec_hash, direction=self.direction,
                              agreement=self._agreement_sum / self._agreements if self._agreements else None,
-                             warned=self.warned, first_warning=self.first_warning)
+                             warned=self.warned, first_warning=self.first_warning,
+                             pairwise=self.pairs.to_json_dict() if self.pairs is not None else None)
 
 
 @dataclass
@@ -214,6 +227,9 @@ class ScorerSummary:
     #: the pass rate corrected for the judge's errors, set after the run by
     #: `engine.analysis.corrected.apply_corrections` (``eval --calibration``); None without one
     corrected_pass_rate: dict[str, Any] | None = None
+    #: a pairwise scorer's figures (`engine.run.pairwise_stats`: win rate and its Wilson interval,
+    #: sign test, position consistency, length bias); None for any other scorer
+    pairwise: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -230,7 +246,8 @@ class ScorerSummary:
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,
                 "thresholdMet": self.threshold_met, "agreement": self.agreement, "warned": self.warned,
                 "firstWarning": self.first_warning,
-                **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {})}
+                **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {}),
+                **({"pairwise": self.pairwise} if self.pairwise is not None else {})}
 
 
 @dataclass

@@ -28,6 +28,7 @@ from .expressions import Expression, Template
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .option_plans import checked_cutoff, checked_examples, declared_field, options_plan
+from .pairwise import PAIR_KEYS, RESULT_KEYS, one_pairwise_stage, pairwise_of
 from .plans import (CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
 from .reasons import reason_plans, reason_text
@@ -37,7 +38,7 @@ from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
-            "examples", "listed"}
+            "examples", "listed", "pair"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -208,6 +209,8 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     for_each = c.expr(stage.for_each, f"{key}.for_each", scope) if stage.for_each else None
     if stage.for_each:
         scope = scope.with_names(each=None, each_index=None)
+    if stage.pairwise:
+        scope = scope.with_names(pair=PAIR_KEYS)
     template = c.template_file(stage.prompt, f"{key}.prompt", scope.with_names(examples=None))
     schema, schema_exprs = c.output_schema(stage.output_schema, f"{key}.output_schema", scope)
     keys = answer_keys(schema)
@@ -227,7 +230,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
     if stage.collect and not stage.for_each:
         c.doc.add("invalid-value", f"{key}.collect", "collect gathers the results of a for_each stage, and this "
                   "stage has no for_each", "remove collect, or ask once per element with for_each")
-    shape = keys if stage.result is None and stage.for_each is None else None
+    shape = RESULT_KEYS if stage.pairwise else keys if stage.result is None and stage.for_each is None else None
     probabilities = probabilities_of(stage, key, c.doc, schema, lambda source, where: c.expr(source, where, outer))
     keep_first = keep_first_of(stage, key, c.doc)
     pages = pages_of(stage, key, c.doc)
@@ -243,6 +246,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         reasoning_effort=stage.reasoning_effort or judge.reasoning_effort,
         reasoning_tokens=stage.reasoning_tokens or judge.reasoning_tokens,
         sampled_probabilities=sampled_probabilities_of(stage, key, c.doc, sampling),
+        pairwise=pairwise_of(stage, key, c.doc, schema),
     )
     return plan, shape
 
@@ -273,6 +277,7 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
     seen: set[str] = set()
     with_probs: set[str] = set()  # the stages `answer_probs` has, so far (in scope after the first)
     with_listed: set[str] = set()  # the stages `listed` has, so far (in scope after the first)
+    one_pairwise_stage(spec.stages, c.doc)
     for i, stage in enumerate(spec.stages):
         key = f"stages[{i}]"
         if stage.id in RESERVED or stage.id in spec.vars:

@@ -13,7 +13,8 @@ key of ``run`` that reads it (`engine.core.run_fields.FIELDS_READ`: ``run.output
   conditionals, ``or`` / ``and``, the vars and ``let`` names it refers to, and an option's
   ``enum`` (an option with no enum can name any field, as can any other expression);
 - ``'KEY' in run.given`` reads KEY (whether the item gives it decides something);
-- ``run`` used whole (``run | tojson``, ``run.items()``, passed on) reads every field.
+- ``run`` used whole (``run | tojson``, ``run.items()``, passed on) reads every field;
+- a pairwise stage reads ``output_a`` and ``output_b`` (its prompt reads them as ``pair``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from jinja2 import nodes
 from jinja2.parser import Parser
 
 from ..core.errors import Problem
-from ..core.run_fields import FIELDS_READ
+from ..core.run_fields import FIELDS_READ, PAIR_FIELDS
 from .document import Document
 from .expressions import Expression, Template, environment
 from .plans import ScorerPlan
@@ -65,6 +66,8 @@ def fields_read(plan: ScorerPlan) -> frozenset[str] | None:
     named = {name: _tree(expression) for name, expression in (*plan.vars, *plan.score.let)}
     schemas = plan.options.schemas
     fields: set[str] = set()
+    if any(getattr(stage, "pairwise", None) is not None for stage in plan.stages):
+        fields.update(PAIR_FIELDS)  # a pairwise stage reads both responses (`engine.interpret.pairwise`)
     for compiled in _compiled(plan):
         keys = keys_read(_tree(compiled), named, schemas)
         if keys is ANY:

@@ -94,6 +94,21 @@ class Check(_Model):
     message: str = Field(description="Told to the judge when the check fails.")
 
 
+class PairwiseSpec(_Model):
+    """How a pairwise stage shows the two responses of an item (``output_a``, ``output_b``)."""
+
+    order: Literal["both", "random", "fixed"] = Field(
+        "both", description="`both` (the default): asked twice, A first then B first; the item is a win only "
+        "when both orders agree, else a tie counted as inconsistent. `random`: asked once, the order drawn per "
+        "item from the item's content (the same on every run). `fixed`: asked once, A first.",
+    )
+    winner: str = Field(
+        "winner", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="The answer's field naming the winning position: a top-level string property whose enum is "
+        "`A` (the response shown first), `B` (the one shown second) and optionally `tie`.",
+    )
+
+
 class PromptStage(_Model):
     """A stage answered by the judge model."""
 
@@ -171,6 +186,14 @@ class PromptStage(_Model):
         "that refuses or omits logprobs), ask the question this many times in all (true: 5) and take the share of "
         "the answers giving each label as its probability (the answer is their majority; the "
         "result records `scoring: sampled` and `probsSource: sampled`) instead of the hard label. False (the default): the hard label, with a warning.",
+    )
+    pairwise: PairwiseSpec | None = Field(
+        None, description="Judge a pair: the prompt reads the item's two responses in positions as `pair.first` "
+        "and `pair.second` (texts; `pair.order` is `AB` or `BA`), and the answer's winner (a position: A, B or "
+        "tie) is mapped back to the response (output_a or output_b). The stage's result is `{winner: A | B | "
+        "tie, consistent, orders: [{order, position, winner, answer}]}`; the item's result gets `pairwise`. "
+        "Each order is its own judge call, cached on its own. Not with for_each, samples, probabilities, pages "
+        "or result.",
     )
     examples: list[dict[str, Any]] = Field(
         default_factory=list, max_length=50,

@@ -57,6 +57,16 @@ class SamplingPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class PairwisePlan:
+    """A pairwise stage's plan (`engine.interpret.pairwise`): `order` is ``both`` (asked A first,
+    then B first), ``random`` (once, the order drawn from the item's content) or ``fixed`` (once, A
+    first); `field` is the answer's field naming the winning position (``A``, ``B`` or ``tie``)."""
+
+    order: str = "both"
+    field: str = "winner"
+
+
+@dataclass(frozen=True, slots=True)
 class PromptStagePlan:
     """A stage the judge answers.
 
@@ -88,6 +98,7 @@ class PromptStagePlan:
     sampled_probabilities: with a judge that reports no label probabilities, how many answers in all
     a question asks for, their shares taken as the probabilities (`engine.interpret.prompt_stages`);
     None: the hard labels.
+    pairwise: for a stage judging an item's two responses (`PairwisePlan`), None for any other.
     """
 
     id: str
@@ -112,6 +123,7 @@ class PromptStagePlan:
     reasoning_tokens: int | None = None
     family: str | None = None
     sampled_probabilities: int | None = None
+    pairwise: PairwisePlan | None = None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:

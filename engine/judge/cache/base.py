@@ -131,6 +131,9 @@ class CallIdentity:
     ``max_completion_tokens``, ``reasoning_effort``, Anthropic's ``thinking``: see
     `engine.judge.model_params`), as a JSON mapping; None for a chat request. Part of the key only
     when given, so a chat request keeps the key it always had."""
+    order: str | None = None
+    """For a pairwise stage's call, the order the two responses are shown in (``AB`` or ``BA``),
+    so each order is cached on its own; None for any other call. Part of the key only when given."""
 
     _key: str = field(init=False, repr=False, compare=False)
 
@@ -152,7 +155,7 @@ class CallIdentity:
         base_url = self.base_url.rstrip("/") if self.base_url is not None else None
         # + 0.0: -0.0 is 0.0 (one key, whichever came first in the memo of headers)
         header = (self.provider, self.model, base_url, self.structured_mode, float(temperature) + 0.0,
-                  self.max_tokens, seed, self.sample_index, self.probabilities, self.request)
+                  self.max_tokens, seed, self.sample_index, self.probabilities, self.request, self.order)
         object.__setattr__(self, "_key", hashlib.sha256(key_material(header, self.schema, self.messages)).hexdigest())
 
     def _check_fields(self) -> None:
@@ -186,6 +189,7 @@ def _prefix(header: tuple, schema: Any) -> bytes:
     """The header's and the schema's sections of `key_material`."""
     provider, model, base_url, structured_mode, temperature, max_tokens, seed, sample_index, probabilities = header[:9]
     request = header[9] if len(header) > 9 else None
+    order = header[10] if len(header) > 10 else None
     scalars = {"key_format": KEY_FORMAT, "provider": provider, "model": model, "base_url": base_url,
                "structured_mode": structured_mode, "temperature": temperature, "max_tokens": max_tokens,
                "seed": seed, "sample_index": sample_index}
@@ -193,6 +197,8 @@ def _prefix(header: tuple, schema: Any) -> bytes:
         scalars["probabilities"] = True
     if request:
         scalars["request"] = request
+    if order:
+        scalars["order"] = order
     fields = canonical_json(scalars)
     try:
         schema_json = schema.canonical_json() if isinstance(schema, SentSchema) else canonical_json(schema)
@@ -206,7 +212,7 @@ def key_material(header: tuple, schema: Any, messages: Any) -> bytes:
     `KEY_FORMAT` (``{"base_url", "key_format", "max_tokens", "model", "provider",
     "sample_index", "seed", "structured_mode", "temperature"}``, and ``"probabilities": true`` when
     the call asked for label probabilities, ``"request": {…}`` for parameters beyond a chat
-    request's; `header` holds their values,
+    request's, ``"order": "AB"`` for a pairwise stage's call; `header` holds their values,
     checked, in the order of `CallIdentity`'s fields) and the canonical JSON of `schema`, each
     framed by its length (8 bytes, big-endian); then `messages`: ``L`` and their count (8 bytes,
     big-endian), then each message as ``T`` + its role + its content (each framed, UTF-8) when it
