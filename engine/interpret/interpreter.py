@@ -29,6 +29,7 @@ from ..spec.plans import PromptStagePlan, ReasonText, RuleStagePlan, ScorerPlan
 from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
 from .fan_out import FanOut
+from .jury import jury_totals
 from .prompt_stages import PromptRunner, StageWork, wants_probs
 from .values import evaluate, render, require_json, scale_of, score_of
 
@@ -89,6 +90,7 @@ class Interpreter:
             agreements = [record.agreement for record in result.stages.values()
                           if isinstance(record, PromptStageRecord) and record.agreement is not None]
             result.agreement = min(agreements) if agreements else None
+            result.jurors = jury_totals(result.stages.values())
         return result
 
     def _stages(self, ns: dict[str, Any], probs: dict[str, Any], listed: dict[str, Any], result: ScoreResult,

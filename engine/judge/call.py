@@ -34,7 +34,8 @@ class JudgeCall:
     `reasoning_effort` (``minimal``/``low``/``medium``/``high``, or None), `reasoning_tokens` (the
     reasoning budget added to `max_tokens` for a reasoning model, None: the judge's default) and
     `family` (the spec's declared model family, None: the table's): how a reasoning model is asked
-    (`engine.judge.model_params`)."""
+    (`engine.judge.model_params`); `model`: the juror asked, for a stage a jury answers
+    (`engine.judge.jury`), None: the scorer's judge."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -47,6 +48,7 @@ class JudgeCall:
     reasoning_effort: str | None = None
     reasoning_tokens: int | None = None
     family: str | None = None
+    model: str | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

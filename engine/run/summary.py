@@ -214,6 +214,9 @@ class ScorerSummary:
     #: the pass rate corrected for the judge's errors, set after the run by
     #: `engine.analysis.corrected.apply_corrections` (``eval --calibration``); None without one
     corrected_pass_rate: dict[str, Any] | None = None
+    #: for a scorer with a jury, how far its jurors agree and which were left out
+    #: (`engine.run.jury_stats.JuryStats.summary`); None without one
+    jury: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -230,7 +233,8 @@ class ScorerSummary:
                 "threshold": self.threshold.to_json_dict() if self.threshold else None,
                 "thresholdMet": self.threshold_met, "agreement": self.agreement, "warned": self.warned,
                 "firstWarning": self.first_warning,
-                **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {})}
+                **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {}),
+                **({"jury": self.jury} if self.jury is not None else {})}
 
 
 @dataclass

@@ -1,0 +1,127 @@
+"""A stage's question asked by a jury: each juror once (or ``samples`` times), their answers reduced.
+
+For a prompt stage with a `engine.spec.plans.JuryPlan`, every question (the stage's one, or each
+``for_each`` element's) is asked of each juror in the jury's order, as the stage is asked of one
+judge (`PromptRunner._sampled`: re-asks, checks, samples), its calls naming the juror
+(`JudgeCall.model`, answered by that juror's own judge stack: `engine.judge.jury`).
+
+- A juror that fails after its retries and re-asks (a judge-side kind: ``judge``, ``check``,
+  ``transport``, ``truncated``, ``content_filter``, ``prompt_too_long``, ``auth``, ``unsupported``)
+  is left out; its `JurorRecord` keeps the error. Any other failure (an expression) fails the item.
+- With fewer answers than ``min_successful`` the question fails (kind ``judge``), the message
+  naming each failed model and why.
+- The answers, in the jury's order, are reduced by the jury's reduction exactly as a stage's
+  samples are (`engine.interpret.reduce`; ties as there); the record's `agreement` is the
+  reduction's (for a vote: the share of answering jurors whose vote is the jury's).
+
+The stage record (`PromptStageRecord`) keeps each juror's `JurorRecord` and, for a vote, each
+question's votes (`jury_votes`), from which a run's summary computes the jurors' agreement
+(`engine.run.jury_stats`). The result's `jurors` totals each juror's usage and failures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Generator, Iterable, Mapping
+from typing import Any
+
+from ..core.answer_schema import AnswerSchema
+from ..core.errors import ScorerRunError
+from ..core.result import JurorRecord, JurorTotals, PromptStageRecord
+from ..spec.plans import PromptStagePlan
+
+__all__ = ["LEFT_OUT", "ask_jury", "gather_jurors", "jury_totals", "vote_of"]
+
+Steps = Generator[Any, Any, Any]
+
+LEFT_OUT = frozenset({"judge", "check", "transport", "truncated", "content_filter", "prompt_too_long", "auth",
+                      "unsupported"})
+"""The failure kinds that leave a juror out of a question instead of failing the item."""
+
+
+def vote_of(answer: Any, fields: tuple[str, ...]) -> Any:
+    """A juror's vote: the value of the one voted field, or a mapping of the voted fields' values."""
+    if not isinstance(answer, Mapping):
+        return answer
+    if len(fields) == 1:
+        return answer.get(fields[0])
+    return {name: answer.get(name) for name in fields}
+
+
+def ask_jury(runner: Any, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: Any) -> Steps:
+    """One question of `stage` asked of its jury by `runner` (a `PromptRunner`), recorded in
+    `work` (a `StageWork`); returns the reduced answer. Raises `ScorerRunError` as the module says."""
+    from .prompt_stages import StageWork, gather_parts, reduce_answers
+
+    jury = stage.jury
+    assert jury is not None
+    record: PromptStageRecord = work.record
+    jurors: dict[str, JurorRecord] = {}
+    parts: dict[str, Any] = {}
+    answers: dict[str, Any] = {}
+    raws: dict[str, Any] = {}
+    for model in jury.models:
+        part = parts[model] = StageWork()
+        juror = jurors[model] = JurorRecord()
+        try:
+            answers[model] = juror.answer = yield from dataclasses.replace(runner, juror=model)._sampled(
+                stage, schema, ns, part)
+        except ScorerRunError as exc:
+            if exc.kind not in LEFT_OUT:
+                raise
+            juror.error = f"{exc.kind}: {exc.message}"
+        finally:
+            juror.attempts, juror.usage = part.record.attempts, part.record.usage
+            juror.samples, juror.agreement = part.record.samples, part.record.agreement
+            record.attempts += part.record.attempts
+            record.usage.add(part.record.usage)
+            record.prompt = part.record.prompt or record.prompt
+            raws[model] = part.record.raw_answer
+            record.jurors, record.raw_answer = jurors, json.dumps(raws, ensure_ascii=False)
+    if len(answers) < jury.min_successful:
+        failed = "; ".join(f"{model} ({juror.error})" for model, juror in jurors.items() if juror.error)
+        raise ScorerRunError("judge", f"the jury needs {jury.min_successful} of its {len(jury.models)} jurors' "
+                             f"answers and got {len(answers)}: failed {failed}", stage=stage.id,
+                             attempts=record.attempts, usage=record.usage)
+    reduced = reduce_answers(stage, jury.reduction, list(answers.values()), schema, ns)
+    record.agreement, record.spread = reduced.agreement, reduced.spread
+    if jury.reduction.method in ("majority", "unanimous"):
+        record.jury_votes = [{model: vote_of(answer, jury.reduction.fields) for model, answer in answers.items()}]
+    gather_parts(stage, work, [parts[model] for model in answers], reduced.answer, schema)
+    return reduced.answer
+
+
+def gather_jurors(record: PromptStageRecord, parts: Iterable[PromptStageRecord]) -> None:
+    """A ``for_each`` stage's jurors from its elements' records: per juror the answers as a list
+    (one per element), attempts and usage summed, the first error kept; the votes of every
+    element in order; the lowest element agreement."""
+    merged: dict[str, JurorRecord] = {}
+    votes: list[dict[str, Any]] = []
+    agreements: list[float] = []
+    for part in parts:
+        for model, juror in (part.jurors or {}).items():
+            into = merged.setdefault(model, JurorRecord(answer=[]))
+            into.answer.append(juror.answer)
+            into.attempts += juror.attempts
+            into.usage.add(juror.usage)
+            into.error = into.error or juror.error
+        votes.extend(part.jury_votes or [])
+        if part.agreement is not None:
+            agreements.append(part.agreement)
+    if merged:
+        record.jurors = merged
+        record.jury_votes = votes or None
+        record.agreement = min(agreements) if agreements else None
+
+
+def jury_totals(records: Iterable[Any]) -> dict[str, JurorTotals] | None:
+    """Each juror's usage and failed questions over a result's stage `records`; None without a jury."""
+    totals: dict[str, JurorTotals] = {}
+    for record in records:
+        for model, juror in (getattr(record, "jurors", None) or {}).items():
+            total = totals.setdefault(model, JurorTotals())
+            total.usage.add(juror.usage)
+            if juror.error is not None:
+                total.failed += 1 if not isinstance(juror.answer, list) else sum(a is None for a in juror.answer)
+    return totals or None
