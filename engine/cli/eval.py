@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 class ScorerChoice:
     """Which scorers a CLI run loads, and on what data: scorer references (``SPEC`` or
     ``LABEL=SPEC``), the data (a resolved path, or a URL), ``--option`` values, the judge model and
-    server. Recorded with the run as ``config["cli"]`` (`to_json_dict`) beside its settings."""
+    server, the jury (``--jury``, ``--jury-min``). Recorded with the run as ``config["cli"]`` (`to_json_dict`) beside its settings."""
 
     scorers: tuple[str, ...] = ()
     data: Optional[str] = None
@@ -72,10 +72,13 @@ class ScorerChoice:
     model: Optional[str] = None
     base_url: Optional[str] = None
     command: str = "eval"
+    jury: Optional[str] = None
+    jury_min: Optional[int] = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
-                "options": list(self.options), "model": self.model, "base_url": self.base_url}
+                "options": list(self.options), "model": self.model, "base_url": self.base_url,
+                **({"jury": self.jury, "jury_min": self.jury_min} if self.jury or self.jury_min else {})}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
@@ -83,13 +86,15 @@ class ScorerChoice:
         before settings were stored whole)."""
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
-                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval")
+                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("jury"),
+                   cli.get("jury_min"))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
         return ScorerChoice(self.scorers or stored.scorers, self.data or stored.data,
                             self.options or stored.options, self.model or stored.model,
-                            self.base_url or stored.base_url, self.command)
+                            self.base_url or stored.base_url, self.command, self.jury or stored.jury,
+                            self.jury_min or stored.jury_min)
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = judge.model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
-                          judge.base_url)
+                          judge.base_url, jury=judge.jury, jury_min=judge.jury_min)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -176,7 +181,8 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         record = _stored_record(db, flags.stored)
         if record is not None:
             choice = _resumed_choice(record, choice)
-        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options))
+        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options),
+                                    jury=choice.jury, jury_min=choice.jury_min)
         settings, judge_settings = build_settings(judge, flags.run, flags.stored, thresholds=list(flags.thresholds))
         if record is not None:
             settings = _resumed_settings(record, settings)
