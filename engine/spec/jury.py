@@ -25,7 +25,7 @@ from .models import JudgeSpec, JurySpec, PromptStage
 from .plans import JuryPlan, PromptStagePlan, SamplingPlan, ScorerPlan
 from .sampling import sampling_plan
 
-__all__ = ["default_min", "jury_plan", "with_jury"]
+__all__ = ["default_min", "jury_plan", "stage_with_jury", "with_jury"]
 
 
 def default_min(jurors: int) -> int:
@@ -42,7 +42,7 @@ def jury_plan(stage: PromptStage, key: str, schema: Mapping[str, Any], judge: Ju
         return None
     models = _models(written, where, doc)
     minimum = written.min_successful
-    if minimum is not None and models and minimum > len(models):
+    if minimum is not None and len(models) >= 2 and minimum > len(models):
         doc.add("invalid-value", f"{where}.min_successful", f"min_successful: {minimum} is more than the "
                 f"{len(models)} jurors", f"give at most {len(models)}")
     asked = SimpleNamespace(samples=None, temperature=None, reduce=written.reduce, tie=written.tie)
@@ -88,13 +88,14 @@ def with_jury(plan: ScorerPlan, models: tuple[str, ...] | None, min_successful: 
     stages = []
     for stage in plan.stages:
         if isinstance(stage, PromptStagePlan):
-            stage = _stage_with_jury(stage, models, min_successful)
+            stage = stage_with_jury(stage, models, min_successful)
         stages.append(stage)
     return dataclasses.replace(plan, stages=tuple(stages))
 
 
-def _stage_with_jury(stage: PromptStagePlan, models: tuple[str, ...] | None,
-                     min_successful: int | None) -> PromptStagePlan:
+def stage_with_jury(stage: PromptStagePlan, models: tuple[str, ...] | None,
+                    min_successful: int | None) -> PromptStagePlan:
+    """One prompt stage with a caller's jury (see `with_jury`)."""
     jury = stage.jury
     if models is None and jury is None:
         return stage
