@@ -21,15 +21,13 @@ question's votes (`jury_votes`), from which a run's summary computes the jurors'
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
-from ..core.answer_schema import AnswerSchema
 from ..core.errors import ScorerRunError
 from ..core.result import JurorRecord, JurorTotals, PromptStageRecord
-from ..spec.plans import PromptStagePlan
+from ..spec.plans import JuryPlan
 
 __all__ = ["LEFT_OUT", "ask_jury", "gather_jurors", "jury_totals", "vote_of"]
 
@@ -49,24 +47,25 @@ def vote_of(answer: Any, fields: tuple[str, ...]) -> Any:
     return {name: answer.get(name) for name in fields}
 
 
-def ask_jury(runner: Any, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: Any) -> Steps:
-    """One question of `stage` asked of its jury by `runner` (a `PromptRunner`), recorded in
-    `work` (a `StageWork`); returns the reduced answer. Raises `ScorerRunError` as the module says."""
-    from .prompt_stages import StageWork, gather_parts, reduce_answers
-
-    jury = stage.jury
-    assert jury is not None
+def ask_jury(stage_id: str, jury: JuryPlan, work: Any, new_part: Callable[[], Any],
+             ask: Callable[[str, Any], Steps], reduce: Callable[[list[Any]], Any],
+             gather: Callable[[list[Any], Any], None]) -> Steps:
+    """One question of the stage `stage_id` asked of its `jury`, recorded in `work` (a
+    `StageWork`); returns the reduced answer. `new_part()` makes a juror's `StageWork`;
+    ``ask(model, part)`` asks the question of one juror (`PromptRunner._sampled` naming it);
+    ``reduce(answers)`` gives the `engine.interpret.reduce.Reduced` of the answers;
+    ``gather(parts, answer)`` adds what the answering jurors' parts hold to `work`. Raises
+    `ScorerRunError` as the module says."""
     record: PromptStageRecord = work.record
     jurors: dict[str, JurorRecord] = {}
     parts: dict[str, Any] = {}
     answers: dict[str, Any] = {}
     raws: dict[str, Any] = {}
     for model in jury.models:
-        part = parts[model] = StageWork()
+        part = parts[model] = new_part()
         juror = jurors[model] = JurorRecord()
         try:
-            answers[model] = juror.answer = yield from dataclasses.replace(runner, juror=model)._sampled(
-                stage, schema, ns, part)
+            answers[model] = juror.answer = yield from ask(model, part)
         except ScorerRunError as exc:
             if exc.kind not in LEFT_OUT:
                 raise
@@ -82,13 +81,13 @@ def ask_jury(runner: Any, stage: PromptStagePlan, schema: AnswerSchema, ns: dict
     if len(answers) < jury.min_successful:
         failed = "; ".join(f"{model} ({juror.error})" for model, juror in jurors.items() if juror.error)
         raise ScorerRunError("judge", f"the jury needs {jury.min_successful} of its {len(jury.models)} jurors' "
-                             f"answers and got {len(answers)}: failed {failed}", stage=stage.id,
+                             f"answers and got {len(answers)}: failed {failed}", stage=stage_id,
                              attempts=record.attempts, usage=record.usage)
-    reduced = reduce_answers(stage, jury.reduction, list(answers.values()), schema, ns)
+    reduced = reduce(list(answers.values()))
     record.agreement, record.spread = reduced.agreement, reduced.spread
     if jury.reduction.method in ("majority", "unanimous"):
         record.jury_votes = [{model: vote_of(answer, jury.reduction.fields) for model, answer in answers.items()}]
-    gather_parts(stage, work, [parts[model] for model in answers], reduced.answer, schema)
+    gather([parts[model] for model in answers], reduced.answer)
     return reduced.answer
 
 

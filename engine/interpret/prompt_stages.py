@@ -156,7 +156,12 @@ class PromptRunner:
         record. A sample that fails fails the question (message prefixed ``sample i: ``). A stage
         with a jury asks each juror so (`engine.interpret.jury.ask_jury`)."""
         if stage.jury is not None and self.juror is None:
-            return (yield from ask_jury(self, stage, schema, ns, work))
+            jury = stage.jury
+            return (yield from ask_jury(
+                stage.id, jury, work, StageWork,
+                lambda model, part: dataclasses.replace(self, juror=model)._sampled(stage, schema, ns, part),
+                lambda answers: reduce_answers(stage, jury.reduction, answers, schema, ns),
+                lambda parts, answer: gather_parts(stage, work, parts, answer, schema, jury.reduction.method)))
         sampling = stage.sampling
         if sampling is None or sampling.n == 1:
             answer = yield from self.ask(stage, schema, ns, work)
