@@ -244,3 +244,30 @@ def test_the_summary_counts_labels_by_kappa_and_binary_verdicts_by_the_share_agr
     assert verdicts.summary() == {"stages": {"s": {"questions": 2, "agreeing": 0.5, "kappa": None}},
                                   "failed": {"a": 2}}
     assert json.dumps(labels.summary())  # plain JSON
+
+
+# --- calibrate: each juror beside the jury ----------------------------------------------------------
+
+
+def test_each_juror_keeps_its_own_score_and_calibrate_sets_each_beside_the_jury(write_spec, tmp_path):
+    from engine.analysis.calibration import calibrate
+
+    items = [{"id": i, "output": f"o{i}", "label": "good" if i % 2 else "bad"} for i in range(10)]
+    right = {f"o{i}": {"verdict": "yes" if i % 2 else "no"} for i in range(10)}
+
+    def reply(call):  # a is always right, b always says yes, c right but on o0 and o1
+        text = call.messages[-1]["content"].split("\n")[1]
+        if call.model == "openai/b":
+            return {"verdict": "yes"}
+        if call.model == "openai/c" and text in ("o0", "o1"):
+            return {"verdict": "unsure"}
+        return right[text]
+
+    scorer = load_scorer(str(spec(write_spec)), judge=FakeJudge(default=reply))
+    report = calibrate(scorer, items, positive=["good"], cutoff=0.5, store=False, out=tmp_path / "out.jsonl")
+    assert report.accuracy == 1.0  # a and c outvote b wherever c is right; on o1 a and b agree
+    assert report.jurors["openai/a"] == {"items": 10, "accuracy": 1.0, "balancedAccuracy": 1.0, "rocAuc": 1.0,
+                                         "cohenKappa": 1.0}
+    assert report.jurors["openai/b"]["accuracy"] == 0.5 and report.jurors["openai/b"]["balancedAccuracy"] == 0.5
+    assert report.jurors["openai/c"]["accuracy"] == 0.9  # o1 scored 0 (unsure), labelled good
+    assert report.to_json_dict()["jurors"]["openai/a"]["items"] == 10

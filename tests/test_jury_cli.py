@@ -161,3 +161,17 @@ def test_each_jurors_usage_and_cost_are_kept_in_the_result_and_the_summary(spec,
     assert set(cost["byModel"]) == {"openai/juror-a", "openai/juror-b"}
     assert cost["usd"] == pytest.approx(total)
     assert cost["byModel"]["openai/juror-b"] == pytest.approx(10 * cost["byModel"]["openai/juror-a"])
+
+
+def test_calibrate_shows_each_jurors_figures_beside_the_jurys(spec, tmp_path):
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "output": f"Output {i}.", "label": "good" if i < 2 else "bad"})
+                            + "\n" for i in range(4)), encoding="utf-8")
+    with FakeOpenAIServer(by_model(answers(down=None))) as server:  # a and b say right, c wrong: c is right on 2
+        result = CliRunner().invoke(app, ["calibrate", spec, "--data", str(data), "--positive", "good", "--base-url",
+                                          server.base_url, "--jury", JURY, "--no-cache", "--cutoff", "0.5"], env=ENV)
+    assert result.exit_code == 0, result.output
+    rows = {line.split("(")[0].strip(): " ".join(line.split(")", 1)[1].split()) for line in result.stdout.splitlines()
+            if line.startswith("juror ")}
+    assert rows == {f"juror {model}": "accuracy 0.5 · balanced accuracy 0.5 · ROC AUC 0.5 · Cohen's kappa 0"
+                    for model in JURY.split(",")}

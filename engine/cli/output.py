@@ -351,6 +351,10 @@ def _length_bias_text(bias: Any) -> str | None:
     return text + (" · within each label: " + ", ".join(within) if within else "")
 
 
+_JUROR_FIGURES = {"balancedAccuracy": "balanced accuracy", "cohenKappa": "Cohen's kappa", "rocAuc": "ROC AUC",
+                  "spearman": "Spearman"}
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.analysis.calibration.Calibration` as a rich table."""
     from rich.table import Table
@@ -385,4 +389,8 @@ def calibration_table(report: Any) -> Any:
     bias = _length_bias_text(report.length_bias)
     if bias:
         table.add_row("score against output length", bias)
+    for model, figures in (getattr(report, "jurors", None) or {}).items():
+        shown = " · ".join(f"{_JUROR_FIGURES.get(name, name)} {fmt(value)}" for name, value in figures.items()
+                           if name != "items")
+        table.add_row(f"juror {model} ({figures['items']} items)", shown)
     return table

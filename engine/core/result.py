@@ -105,11 +105,14 @@ class JurorRecord(_Out):
 class JurorTotals(_Out):
     """One juror over a whole result (`ScoreResult.jurors`): the `usage` of its calls, their cost
     (`cost_usd`, JSON ``costUsd``: set by a batch run from its price table, None when unpriced) and
-    how many questions it `failed` (left out)."""
+    how many questions it `failed` (left out); `score`: on a scored result, the score the spec's
+    formula gives with this juror's answers in place of the jury's (None when they give none:
+    `engine.interpret.jury.juror_scores`), so `calibrate` can set each juror beside the jury."""
 
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
     failed: int = 0
+    score: float | None = None
 
 
 class PromptStageRecord(_StageRecordBase):

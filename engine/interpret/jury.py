@@ -27,9 +27,10 @@ from typing import Any
 
 from ..core.errors import ScorerRunError
 from ..core.result import JurorRecord, JurorTotals, PromptStageRecord
-from ..spec.plans import JuryPlan
+from ..spec.plans import JuryPlan, PromptStagePlan, ScorerPlan
+from .values import evaluate, score_of
 
-__all__ = ["LEFT_OUT", "ask_jury", "gather_jurors", "jury_totals", "vote_of"]
+__all__ = ["LEFT_OUT", "ask_jury", "gather_jurors", "juror_scores", "jury_totals", "vote_of"]
 
 Steps = Generator[Any, Any, Any]
 
@@ -112,6 +113,36 @@ def gather_jurors(record: PromptStageRecord, parts: Iterable[PromptStageRecord])
         record.jurors = merged
         record.jury_votes = votes or None
         record.agreement = min(agreements) if agreements else None
+
+
+def juror_scores(plan: ScorerPlan, ns: Mapping[str, Any], result: Any) -> None:
+    """Each juror's own score on a scored result (`JurorTotals.score`): the spec's ``let`` and formula
+    over the item's names with each stage a jury asked taking that juror's answer (through the
+    stage's ``result``) in place of the jury's; later stages keep what the jury's answers made of
+    them. None for a juror left out of a question, a stage asked per element (``for_each``), or a
+    formula that fails on its answers."""
+    stages = [s for s in plan.stages if isinstance(s, PromptStagePlan) and s.jury is not None]
+    for model, total in (result.jurors or {}).items():
+        own = dict(ns)
+        try:
+            for stage in stages:
+                record = result.stages.get(stage.id)
+                if record is None or record.skipped:
+                    continue
+                juror = (record.jurors or {}).get(model)
+                if stage.for_each is not None or juror is None or juror.answer is None:
+                    raise _NoScore
+                own[stage.id] = juror.answer if stage.result is None else evaluate(
+                    stage.result, {**own, "answer": juror.answer}, f"{stage.id}.result")
+            for name, expression in plan.score.let:
+                own[name] = evaluate(expression, own, f"score.let.{name}")
+            total.score = score_of(plan.score, own)
+        except (_NoScore, ScorerRunError):
+            total.score = None
+
+
+class _NoScore(Exception):
+    """A juror's answers give no score of its own."""
 
 
 def jury_totals(records: Iterable[Any]) -> dict[str, JurorTotals] | None:
