@@ -175,3 +175,14 @@ def test_calibrate_shows_each_jurors_figures_beside_the_jurys(spec, tmp_path):
             if line.startswith("juror ")}
     assert rows == {f"juror {model}": "accuracy 0.5 · balanced accuracy 0.5 · ROC AUC 0.5 · Cohen's kappa 0"
                     for model in JURY.split(",")}
+
+
+def test_the_console_summary_says_how_far_the_jurors_agree_and_render_names_them(spec, data):
+    with FakeOpenAIServer(by_model(answers())) as server:
+        result = CliRunner().invoke(app, ["eval", spec, "--data", data, "--base-url", server.base_url, "--jury", JURY,
+                                          "--no-cache"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "jury of verdict_panel: judge agreeing 1; left out: openai/juror-c 3" in result.output
+    shown = CliRunner().invoke(app, ["render", spec, "--output", "x"], env={**ENV, "SCORESPEC_JURY": JURY})
+    assert shown.exit_code == 0, shown.output
+    assert f"===== judge (asked by the jury: {JURY.replace(',', ', ')}) =====" in shown.stdout
