@@ -271,3 +271,8 @@ def test_each_juror_keeps_its_own_score_and_calibrate_sets_each_beside_the_jury(
     assert report.jurors["openai/b"]["accuracy"] == 0.5 and report.jurors["openai/b"]["balancedAccuracy"] == 0.5
     assert report.jurors["openai/c"]["accuracy"] == 0.9  # o1 scored 0 (unsure), labelled good
     assert report.to_json_dict()["jurors"]["openai/a"]["items"] == 10
+
+
+def test_a_jury_minimum_without_a_jury_is_refused(write_spec):
+    with pytest.raises(ValueError, match="a jury minimum \\(2\\) needs a jury"):
+        load_scorer(str(spec(write_spec, "")), model="openai/m", jury_min=2)

@@ -103,12 +103,16 @@ def bind(plan: ScorerPlan, settings: JudgeSettings | None = None, *, judge: Judg
     variable or label, `engine.interpret.scorer.OptionError` for a bad option, what `open_cache`
     raises for a bad cache setting. A jury (``settings.jury``, else the spec's, else
     ``$SCORESPEC_JURY``: `JudgeSettings.resolved`) is set on the plan's prompt stages
-    (`engine.spec.jury.with_jury`), each juror's model checked here too."""
+    (`engine.spec.jury.with_jury`), each juror's model checked here too; a jury minimum without a jury
+    is a `ValueError`."""
     spec_jury = next((s.jury.models for s in plan.stages if isinstance(s, PromptStagePlan) and s.jury), None)
     settings = JudgeSettings.of(settings).resolved(plan.model, spec_jury)
     settings = settings.replace(cache=open_cache(settings.cache))
     plan = with_jury(plan, settings.jury if settings.jury != spec_jury else None, settings.jury_min)
     jurors = sorted({m for s in plan.stages if isinstance(s, PromptStagePlan) and s.jury for m in s.jury.models})
+    if settings.jury_min is not None and not jurors and plan.uses_judge:
+        raise ValueError(f"{plan.id}: a jury minimum ({settings.jury_min}) needs a jury, and neither the spec nor "
+                         "the caller names one (give --jury A,B,C, or jury= in Python)")
     if judge is not None:
         factory: Any = GivenJudge(judge, settings)
         return Scorer(plan, judge=factory(None), options=options, judge_factory=factory, label=label,
