@@ -6,7 +6,8 @@ judge (`PromptRunner._sampled`: re-asks, checks, samples), its calls naming the 
 (`JudgeCall.model`, answered by that juror's own judge stack: `engine.judge.jury`).
 
 - A juror that fails after its retries and re-asks (a judge-side kind: ``judge``, ``check``,
-  ``transport``, ``truncated``, ``content_filter``, ``prompt_too_long``, ``auth``, ``unsupported``)
+  ``transport``, ``truncated``, ``content_filter``, ``prompt_too_long``, ``auth``, ``unsupported``,
+  ``not_found``: a model its server does not know)
   is left out; its `JurorRecord` keeps the error. Any other failure (an expression) fails the item.
 - With fewer answers than ``min_successful`` the question fails (kind ``judge``), the message
   naming each failed model and why.
@@ -35,7 +36,7 @@ __all__ = ["LEFT_OUT", "ask_jury", "gather_jurors", "juror_scores", "jury_totals
 Steps = Generator[Any, Any, Any]
 
 LEFT_OUT = frozenset({"judge", "check", "transport", "truncated", "content_filter", "prompt_too_long", "auth",
-                      "unsupported"})
+                      "unsupported", "not_found"})
 """The failure kinds that leave a juror out of a question instead of failing the item."""
 
 
