@@ -21,7 +21,8 @@ its scores with the labels:
   never enter the figures and are always reported.
 - **Disagreements**: the items where score and label differ most (the score on a 0–1 scale
   against the label: 1 for positive, 0 for negative, or the label rescaled to 0–1), with the
-  judge's reason, to guide the next prompt edit.
+  judge's reason, to guide the next prompt edit; for a jury, each juror's figures beside
+  (`engine.analysis.juror_agreement`).
 
 - **Uncertainty**: TPR and TNR at ``threshold`` with Wilson intervals, Cohen's kappa, balanced
   accuracy (and graded: Spearman) with seeded bootstrap intervals, the base rate, at
@@ -54,6 +55,7 @@ from .judge_stats import (Estimate, balanced_accuracy_estimate, check_confidence
 from .cutoff_names import REPORT_NAMES, OldCutoffNames, settle_cutoff
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .disagreements import Disagreement, disagreements
+from .juror_agreement import juror_figures
 from .labelled import LabelError, Labelled, labelled_items
 from .pairwise_agreement import pairwise_agreement
 
@@ -126,6 +128,7 @@ class Calibration(OldCutoffNames):
     base_rate: float | None = None  # the share of positive labels among the items in the figures
     length_bias: dict[str, Any] | None = None  # see `length_bias`
     pairwise: dict[str, Any] | None = None  # a pairwise scorer's agreement with A / B / tie labels
+    jurors: dict[str, Any] | None = None  # a jury's: each juror's figures on its items (`juror_figures`)
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON (``calibrate --json``); an `Estimate` as ``{value, ci: [low, high], confidence, method}``."""
@@ -427,6 +430,8 @@ def _figures_into(report: Calibration, resolved: Any, settings: CalibrationSetti
     report.length_bias = length_bias(scores, [lengths.get(key) for key, _ in kept],
                                      truth if wanted_pos is not None else None)
     report.disagreements = disagreements(kept, scores, truth, wanted_pos, scale, settings.top)
+    report.jurors = juror_figures(kept, truth, wanted_pos is not None, lambda s, t: agreement(
+        s, t, positive=wanted_pos, threshold=cutoff, scale=scale, confidence=settings.confidence))
 
 
 def _usage_into(report: Calibration, summary: Any, label: str) -> None:

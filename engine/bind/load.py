@@ -13,7 +13,8 @@ from ..spec.plans import ScorerPlan
 from .stack import bind
 
 #: The `JudgeSettings` fields `load_scorer` takes as keyword arguments (the others: ``settings=``).
-SETTINGS_KEYWORDS = ("base_url", "api_key", "mode", "timeout_s", "context_window", "cache", "refresh")
+SETTINGS_KEYWORDS = ("base_url", "api_key", "mode", "timeout_s", "context_window", "cache", "refresh", "jury",
+                     "jury_min")
 
 
 def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping[str, Any] | None = None,
@@ -45,6 +46,9 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
       default here; the CLI's default is on) for none. A judge given as `judge` is cached only
       when it has a provider identity (the judges `engine.bind.stack.make_judge` builds).
       refresh: with a cache, ask every call again and overwrite its entry.
+    - jury, jury_min: a panel of two or more judge models asking every prompt stage (a tuple, or
+      text with commas), replacing the spec's ``judge.jury``, and the fewest that must answer
+      (`engine.spec.jury`).
 
     label: the scorer's name in a batch run (default: its id; see `Scorer`). Any other keyword
     argument is shorthand for an option (``scale=10`` is ``options={"scale": 10}``). An option
@@ -54,8 +58,8 @@ def load_scorer(name_or_path: str, model: str | None = None, *, options: Mapping
     Raises `OptionError` for an unknown option or a misspelled keyword (with the nearest name of
     either), an invalid option value, an option given both ways, or a keyword that is also one of
     the spec's options given without ``options=``; `TypeError` for `settings` that is not a
-    `JudgeSettings`; `ValueError` for a bad label, timeout or
-    context window; `engine.judge.model.ModelError` for a judge model that cannot work here;
+    `JudgeSettings`; `ValueError` for a bad label, timeout,
+    context window or jury; `engine.judge.model.ModelError` for a judge model that cannot work here;
     `SpecError` for a broken spec; `FileNotFoundError` for an unknown id.
     """
     settings = JudgeSettings.of(settings)

@@ -3,7 +3,8 @@
 A run's scorers are compiled objects holding live judges; a Ray actor on another machine is
 given each as a `ScorerRecipe` instead — its label, the spec's full text (every source file and
 template, `engine.spec.snapshot`) with its hash, the options, the judge model, the samples each
-prompt stage asks, and how its judge was built (`engine.judge.recipe`) and cached — and
+prompt stage asks, the jury of each stage one asks, and how its judge was built
+(`engine.judge.recipe`) and cached — and
 `ScorerRecipe.build` compiles it there from that text alone, checking the hash, so an actor
 scores with exactly the spec the run recorded, whatever the files on its machine say.
 """
@@ -18,6 +19,7 @@ from ..interpret.scorer import Scorer
 from ..judge.model import is_local
 from ..judge.recipe import JudgeRecipe, cache_setting, judge_recipe
 from ..judge.settings import JudgeSettings
+from ..spec.jury import stage_with_jury
 from ..spec.plans import PromptStagePlan, ScorerPlan
 from ..spec.snapshot import compile_kept
 from .stack import bind
@@ -31,7 +33,8 @@ class ScorerRecipe:
     file merged into it, its own first; `templates`: name → text; `sampling`: stage id → the
     samples that prompt stage asks; `judge`: how its judge was built (None for a rule-only
     scorer); `cache`, `refresh`: its judge-call cache (`engine.judge.recipe.cache_setting`);
-    `language`: its language setting (``auto`` or an ISO 639-1 code).
+    `language`: its language setting (``auto`` or an ISO 639-1 code); `juries`: stage id → (the
+    models, the fewest answers) of each prompt stage a jury asks (`engine.spec.plans.JuryPlan`).
     Picklable."""
 
     label: str
@@ -46,10 +49,11 @@ class ScorerRecipe:
     cache: Any = None
     refresh: bool = False
     language: str = "auto"
+    juries: dict[str, tuple[tuple[str, ...], int]] = field(default_factory=dict)
 
     def plan(self) -> ScorerPlan:
         """The spec compiled from the recipe's text, its hash checked, each prompt stage asking
-        the recipe's samples. Raises `engine.core.errors.SpecError` when it does not compile here,
+        the recipe's samples and asked by its juries. Raises `engine.core.errors.SpecError` when it does not compile here,
         `engine.spec.snapshot.SpecHashMismatch` when it compiles to another hash."""
         plan = compile_kept({"sources": self.sources, "templates": self.templates}, self.spec_hash)
         stages = []
@@ -57,6 +61,8 @@ class ScorerRecipe:
             n = self.sampling.get(stage.id) if isinstance(stage, PromptStagePlan) else None
             if n is not None and stage.sampling is not None and stage.sampling.n != n:
                 stage = dataclasses.replace(stage, sampling=dataclasses.replace(stage.sampling, n=n))
+            if isinstance(stage, PromptStagePlan) and stage.id in self.juries:
+                stage = stage_with_jury(stage, *self.juries[stage.id])
             stages.append(stage)
         return dataclasses.replace(plan, stages=tuple(stages))
 
@@ -97,7 +103,9 @@ def scorer_recipe(scorer: Any) -> ScorerRecipe:
                              "model=...)) or a judge made by engine.bind.stack.make_judge")
         cache, refresh = cache_setting(judge)
     sampling = {s.id: s.sampling.n for s in plan.stages if isinstance(s, PromptStagePlan) and s.sampling is not None}
+    juries = {s.id: (s.jury.models, s.jury.min_successful) for s in plan.stages
+              if isinstance(s, PromptStagePlan) and s.jury is not None}
     return ScorerRecipe(label=label, spec_id=plan.id, spec_hash=plan.hash, sources=tuple(plan.sources),
                         templates=dict(plan.templates), options=dict(scorer.options), model=scorer.model,
                         sampling=sampling, judge=recipe, cache=cache, refresh=refresh,
-                        language=getattr(scorer, "language", "auto"))
+                        language=getattr(scorer, "language", "auto"), juries=juries)

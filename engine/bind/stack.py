@@ -23,13 +23,15 @@ from ..interpret.scorer import Scorer
 from ..judge.cache.layer import open_cache
 from ..judge.call import Judge
 from ..judge.clients import hosted_judge
+from ..judge.jury import JurorJudges
 from ..judge.model import check_model, is_local
 from ..judge.recipe import JudgeRecipe
 from ..judge.retries import RetryPolicy
 from ..judge.secret import reveal
 from ..judge.settings import JudgeSettings
 from ..judge.stack import GivenJudge, JudgeParts, compose
-from ..spec.plans import ScorerPlan
+from ..spec.jury import with_jury
+from ..spec.plans import PromptStagePlan, ScorerPlan
 
 __all__ = ["LOCAL_RETRY", "JudgeFactory", "bind", "for_run", "make_judge"]
 
@@ -76,11 +78,15 @@ def make_judge(model: str, settings: JudgeSettings | None = None, parts: JudgePa
 @dataclass(frozen=True)
 class JudgeFactory:
     """Builds a scorer's judge on its first use: ``factory(model, parts)`` is ``make_judge(model,
-    settings, parts)`` (the scorer gives the model, and the parts its run added)."""
+    settings, parts)`` (the scorer gives the model, and the parts its run added); with `jury`, a
+    `engine.judge.jury.JurorJudges` building each juror's judge alike on its first call."""
 
     settings: JudgeSettings
+    jury: bool = False
 
     def __call__(self, model: str, parts: JudgeParts | None = None) -> Judge:
+        if self.jury:
+            return JurorJudges(lambda juror: make_judge(juror, self.settings, parts), model)
         return make_judge(model, self.settings, parts)
 
 
@@ -95,17 +101,27 @@ def bind(plan: ScorerPlan, settings: JudgeSettings | None = None, *, judge: Judg
     see `Scorer`. Raises `TypeError` for `settings` that is not a `JudgeSettings`, `ModelError`
     for a model string that cannot work here, `ValueError` for a bad context window, endpoint
     variable or label, `engine.interpret.scorer.OptionError` for a bad option, what `open_cache`
-    raises for a bad cache setting."""
-    settings = JudgeSettings.of(settings).resolved(plan.model)
+    raises for a bad cache setting. A jury (``settings.jury``, else the spec's, else
+    ``$SCORESPEC_JURY``: `JudgeSettings.resolved`) is set on the plan's prompt stages
+    (`engine.spec.jury.with_jury`), each juror's model checked here too; a jury minimum without a jury
+    is a `ValueError`."""
+    spec_jury = next((s.jury.models for s in plan.stages if isinstance(s, PromptStagePlan) and s.jury), None)
+    settings = JudgeSettings.of(settings).resolved(plan.model, spec_jury)
     settings = settings.replace(cache=open_cache(settings.cache))
+    plan = with_jury(plan, settings.jury if settings.jury != spec_jury else None, settings.jury_min)
+    jurors = sorted({m for s in plan.stages if isinstance(s, PromptStagePlan) and s.jury for m in s.jury.models})
+    if settings.jury_min is not None and not jurors and plan.uses_judge:
+        raise ValueError(f"{plan.id}: a jury minimum ({settings.jury_min}) needs a jury, and neither the spec nor "
+                         "the caller names one (give --jury A,B,C, or jury= in Python)")
     if judge is not None:
         factory: Any = GivenJudge(judge, settings)
         return Scorer(plan, judge=factory(None), options=options, judge_factory=factory, label=label,
                       samples=samples)
     if plan.uses_judge:
-        check_model(settings.model)
-    return Scorer(plan, model=settings.model, options=options, judge_factory=JudgeFactory(settings), label=label,
-                  samples=samples)
+        for model in (settings.model, *jurors):
+            check_model(model)
+    return Scorer(plan, model=settings.model, options=options, judge_factory=JudgeFactory(settings, bool(jurors)),
+                  label=label, samples=samples)
 
 
 def for_run(scorer: Any, parts: JudgeParts) -> Any:

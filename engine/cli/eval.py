@@ -65,8 +65,8 @@ class ScorerChoice:
     """Which scorers a CLI run loads, and on what data: scorer references (``SPEC`` or
     ``LABEL=SPEC``), the data (a resolved path, or a URL) and how its traces are read
     (``--format``, ``--item-per``, ``--span-kind``: a resume reads the same items), ``--option``
-    values, the judge model and server. Recorded with the run as ``config["cli"]``
-    (`to_json_dict`) beside its settings."""
+    values, the judge model and server, the jury (``--jury``, ``--jury-min``). Recorded with the
+    run as ``config["cli"]`` (`to_json_dict`) beside its settings."""
 
     scorers: tuple[str, ...] = ()
     data: Optional[str] = None
@@ -80,13 +80,16 @@ class ScorerChoice:
     pair_with: Optional[str] = None
     target: Optional[str] = None
     target_b: Optional[str] = None
+    jury: Optional[str] = None
+    jury_min: Optional[int] = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
                 "options": list(self.options), "model": self.model, "base_url": self.base_url,
                 "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds),
                 **{name: value for name, value in (("pair_with", self.pair_with), ("target", self.target),
-                                                   ("target_b", self.target_b)) if value}}
+                                                   ("target_b", self.target_b)) if value},
+                **({"jury": self.jury, "jury_min": self.jury_min} if self.jury or self.jury_min else {})}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
@@ -96,8 +99,9 @@ class ScorerChoice:
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
                    cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("format"),
-                   cli.get("item_per"), tuple(cli.get("span_kinds") or ()), cli.get("pair_with"),
-                   cli.get("target"), cli.get("target_b"))
+                   cli.get("item_per"), tuple(cli.get("span_kinds") or ()), pair_with=cli.get("pair_with"),
+                   target=cli.get("target"), target_b=cli.get("target_b"), jury=cli.get("jury"),
+                   jury_min=cli.get("jury_min"))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
@@ -105,8 +109,9 @@ class ScorerChoice:
                             self.options or stored.options, self.model or stored.model,
                             self.base_url or stored.base_url, self.command, self.data_format or stored.data_format,
                             self.item_per or stored.item_per, self.span_kinds or stored.span_kinds,
-                            self.pair_with or stored.pair_with, self.target or stored.target,
-                            self.target_b or stored.target_b)
+                            pair_with=self.pair_with or stored.pair_with, target=self.target or stored.target,
+                            target_b=self.target_b or stored.target_b, jury=self.jury or stored.jury,
+                            jury_min=self.jury_min or stored.jury_min)
 
     def reading(self, traces: TraceFlags) -> TraceFlags:
         """`traces` (the flags as given, with the exports) reading the data as this choice says."""
@@ -181,7 +186,7 @@ def eval_cmd(
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
                           judge.base_url, data_format=data_format, item_per=item_per, span_kinds=tuple(span_kind),
                           pair_with=str(Path(pair_with).resolve()) if pair_with else None,
-                          target=target, target_b=target_b)
+                          target=target, target_b=target_b, jury=judge.jury, jury_min=judge.jury_min)
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -211,7 +216,8 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         record = _stored_record(db, flags.stored)
         if record is not None:
             choice = _resumed_choice(record, choice)
-        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options))
+        judge = flags.judge.replace(model=choice.model, base_url=choice.base_url, option=list(choice.options),
+                                    jury=choice.jury, jury_min=choice.jury_min)
         settings, judge_settings = build_settings(judge, flags.run, flags.stored, thresholds=list(flags.thresholds))
         if record is not None:
             settings = _resumed_settings(record, settings)

@@ -37,6 +37,8 @@ from .options import (
     Cache,
     Concurrency,
     Fields,
+    Jury,
+    JuryMin,
     Language,
     Limit,
     LocalConcurrency,
@@ -108,6 +110,8 @@ class JudgeFlags(FlagGroup):
 
     model: Model = None
     base_url: BaseUrl = None
+    jury: Jury = None
+    jury_min: JuryMin = None
     option: Options = []
     cache: Cache = None
     no_cache: NoCache = False
@@ -181,8 +185,9 @@ def build_settings(judge: JudgeFlags, run: RunFlags | None = None, out: OutFlags
     values.update({name: value or None for name, value in more.items()})
     cache = command_cache(judge.cache, judge.no_cache, judge.refresh)
     try:
-        judge_settings = JudgeSettings(model=judge.model, base_url=judge.base_url, cache=cache, refresh=judge.refresh)
-    except ValueError as exc:  # a base URL that is no http(s) URL
+        judge_settings = JudgeSettings(model=judge.model, base_url=judge.base_url, cache=cache, refresh=judge.refresh,
+                                       jury=judge.jury or None, jury_min=judge.jury_min)
+    except ValueError as exc:  # a base URL that is no http(s) URL, a jury of one
         fail(str(exc))
     return RunSettings(**values), judge_settings
 

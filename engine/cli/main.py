@@ -356,8 +356,10 @@ def render_cmd(
         shown = scorer.render(answers=answers, **item)
     except Exception as exc:  # the item fails before its first prompt (a ValueError), or an invalid scripted answer
         fail(str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}")
+    juries = {s.id: s.jury.models for s in scorer.plan.stages if isinstance(s, PromptStagePlan) and s.jury}
     for stage, text in shown:
-        sys.stdout.write(f"===== {stage} =====\n{text}\n\n")
+        asked_by = f" (asked by the jury: {', '.join(juries[stage])})" if stage in juries else ""
+        sys.stdout.write(f"===== {stage}{asked_by} =====\n{text}\n\n")
     if shown and shown[-1][0] not in answers:
         _stderr().print(f"(stopped: stage {shown[-1][0]!r} needs the judge's answer; pass --answer "
                         f"{shown[-1][0]}='{{…}}' to render what follows)", markup=False)

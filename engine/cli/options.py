@@ -97,6 +97,12 @@ def with_help(option: Any, help: str) -> Any:
 # --- the judge and the scorers -----------------------------------------------------------------
 Model = Annotated[Optional[str], typer.Option("--model", help=MODEL_HELP)]
 BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="An OpenAI-compatible server's URL.")]
+Jury = Annotated[Optional[str], typer.Option(
+    "--jury", metavar="A,B,C", help="Ask a panel of judge models instead of one, comma-separated: each answers "
+    "every prompt stage, their answers reduced as the stage's samples are (replaces a spec's judge.jury).")]
+JuryMin = Annotated[Optional[int], typer.Option(
+    "--jury-min", min=1, help="The fewest jurors that must answer an item (default: the spec's min_successful, "
+    "else more than half); a juror that fails after its retries is left out.")]
 Options = Annotated[list[str], typer.Option(
     "--option", help="A scorer option, typed by the option's schema (repeatable): key=value when one spec runs, "
     "ID.key=value (every version of spec ID) or LABEL.key=value (one version).")]

@@ -274,6 +274,22 @@ def calibration_usage_lines(report: Any) -> list[str]:
     return lines
 
 
+def jury_lines(summary: EvalSummary) -> list[str]:
+    """A line per scorer with a jury: per stage the share of questions its jurors agreed on and
+    Fleiss' kappa, then the questions each juror was left out of (`engine.run.jury_stats`)."""
+    lines = []
+    for label, stats in summary.scorers.items():
+        jury = getattr(stats, "jury", None)
+        if not jury:
+            continue
+        parts = [f"{stage} agreeing {fmt(figures['agreeing'])}" + (f" · kappa {fmt(figures['kappa'])}"
+                                                                    if figures["kappa"] is not None else "")
+                 for stage, figures in jury["stages"].items()]
+        out = [f"{model} {n}" for model, n in jury["failed"].items() if n]
+        lines.append(f"jury of {label}: " + "; ".join(parts) + (f"; left out: {', '.join(out)}" if out else ""))
+    return lines
+
+
 def print_summary(summary: EvalSummary, console: Any) -> None:
     from ..run.pairwise_stats import pairwise_text
     from .cache import cache_line
@@ -290,7 +306,7 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
         if usage.calls or usage.cache_hits or usage.cache_misses:
             console.print(cache_line(sid, summary.scorers[sid].total, usage.calls, usage.cache_hits), markup=False,
                           highlight=False)
-    for line in usage_lines(summary):
+    for line in usage_lines(summary) + jury_lines(summary):
         console.print(line, markup=False, highlight=False, soft_wrap=True,
                       style="yellow" if line.startswith("note:") else None)
     from .stats_options import corrected_lines
@@ -355,6 +371,10 @@ def _length_bias_text(bias: Any) -> str | None:
     return text + (" · within each label: " + ", ".join(within) if within else "")
 
 
+_JUROR_FIGURES = {"balancedAccuracy": "balanced accuracy", "cohenKappa": "Cohen's kappa", "rocAuc": "ROC AUC",
+                  "spearman": "Spearman"}
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.analysis.calibration.Calibration` as a rich table."""
     from rich.table import Table
@@ -395,4 +415,8 @@ def calibration_table(report: Any) -> Any:
     bias = _length_bias_text(report.length_bias)
     if bias:
         table.add_row("score against output length", bias)
+    for model, figures in (getattr(report, "jurors", None) or {}).items():
+        shown = " · ".join(f"{_JUROR_FIGURES.get(name, name)} {fmt(value)}" for name, value in figures.items()
+                           if name != "items")
+        table.add_row(f"juror {model} ({figures['items']} items)", shown)
     return table

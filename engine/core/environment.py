@@ -48,6 +48,12 @@ VARIABLES: tuple[Variable, ...] = (
              "`reasoning` (OpenAI's reasoning rules) or `thinking` (Anthropic's extended thinking).",
              "from the model's name, else `chat`", "hosted judges, unless the spec's `judge.family` or "
              "`family=` is given", "judge"),
+    Variable("SCORESPEC_JURY", "A panel of judge models, comma-separated (`openai/gpt-4o-mini,anthropic/claude-"
+             "3-5-haiku-latest,openai/gpt-4.1-nano`): every prompt stage of a spec without a jury is asked by each "
+             "(it stands for `--jury`, below a spec's `judge.jury`).", "none: one judge",
+             "every judging command, unless `--jury` / `jury=` is given or the spec names a jury", "judge"),
+    Variable("SCORESPEC_JURY_MIN", "With `SCORESPEC_JURY`: the fewest jurors that must answer an item.",
+             "more than half of the jurors", "the jury of `SCORESPEC_JURY`, unless `--jury-min` is given", "judge"),
     Variable("SCORESPEC_CONTEXT_WINDOW", "The judge model's context window in tokens, checked before each call; "
              "0 turns the check off.", "known per model, else no check",
              "every judge, unless `context_window=` is given", "judge"),

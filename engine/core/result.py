@@ -83,6 +83,38 @@ class _StageRecordBase(_Out):
     usage: Usage = Field(default_factory=Usage)
 
 
+class JurorRecord(_Out):
+    """One juror's part of a stage a jury asked (`PromptStageRecord.jurors`): its `answer` (its
+    samples reduced, when sampled: then `samples` and their `agreement` too; with ``for_each`` a
+    list, one per element, None for an element it failed), the `attempts` and `usage` of its calls,
+    and `error` (``kind: message``) when it failed after its retries and was left out (with
+    ``for_each``: the first element it failed). None values are left out of the JSON."""
+
+    answer: Any = None
+    samples: list[Any] | None = None
+    agreement: float | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _set_keys(self, handler: Any) -> Any:
+        return _without_none(handler(self), ("samples", "agreement", "error"))
+
+
+class JurorTotals(_Out):
+    """One juror over a whole result (`ScoreResult.jurors`): the `usage` of its calls, their cost
+    (`cost_usd`, JSON ``costUsd``: set by a batch run from its price table, None when unpriced) and
+    how many questions it `failed` (left out); `score`: on a scored result, the score the spec's
+    formula gives with this juror's answers in place of the jury's (None when they give none:
+    `engine.interpret.jury.juror_scores`), so `calibrate` can set each juror beside the jury."""
+
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    failed: int = 0
+    score: float | None = None
+
+
 class PromptStageRecord(_StageRecordBase):
     """One prompt stage of one run (JSON ``kind: prompt``): its result, the prompt sent (with
     ``for_each``: each element's, numbered ``[i]``) and the judge's raw answer.
@@ -112,6 +144,14 @@ class PromptStageRecord(_StageRecordBase):
     each label, for a judge without them) or ``hard`` (the label given counts 1). `sampled_at`
     (``sampledAt``): the temperature samples were drawn at when the model takes only its own (1),
     not the one the stage asked for. Each left out of the JSON when None.
+
+    A stage asked by a jury (`engine.interpret.jury`) records `jurors`: juror model → its
+    `JurorRecord` (answer, samples, attempts, usage, error), in the jury's order; `jury_votes`
+    (``juryVotes``): for a voting reduction (majority, unanimous), one mapping per question (one
+    per element with ``for_each``) of each answering juror → its vote (the voted field's value, or
+    a mapping of them when several vote); its `agreement` is the share of answering jurors whose
+    vote is the jury's (the lowest over the elements). Its usage and attempts are every juror's.
+    Both left out of the JSON without a jury.
     """
 
     kind: Literal["prompt"] = "prompt"
@@ -124,12 +164,15 @@ class PromptStageRecord(_StageRecordBase):
     reasoning_effort: str | None = None
     probs_source: str | None = None
     sampled_at: float | None = None
+    jurors: dict[str, JurorRecord] | None = None
+    jury_votes: list[dict[str, Any]] | None = None
 
     @model_serializer(mode="wrap")
     def _sampling_keys_when_sampled(self, handler: Any) -> Any:
         return _without_none(handler(self), ("samples", "agreement", "agreements", "spread", "answerProbs",
                                              "answer_probs", "listed", "reasoningEffort", "reasoning_effort",
-                                             "probsSource", "probs_source", "sampledAt", "sampled_at"))
+                                             "probsSource", "probs_source", "sampledAt", "sampled_at", "jurors",
+                                             "juryVotes", "jury_votes"))
 
 
 class RuleStageRecord(_StageRecordBase):
@@ -235,6 +278,9 @@ class ScoreResult(_Out):
     the item's language, written by the judge, or the scorer does not read the language.
     pairwise: for a spec with a pairwise stage, which response won and whether the orders agreed
     (`PairOutcome`); None, and left out of the JSON, for any other spec or a stage skipped.
+    jurors: for a scorer with a jury (`engine.interpret.jury`), each juror's `JurorTotals` (usage,
+    cost, questions failed); `usage` is every call's, the jurors' included, and `cost_usd` their
+    sum; None (left out of the JSON) without a jury.
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -259,12 +305,13 @@ class ScoreResult(_Out):
     language_detected: bool | None = None
     reason_language: str | None = None
     pairwise: PairOutcome | None = None
+    jurors: dict[str, JurorTotals] | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
         data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
                                              "languageDetected", "language_detected", "reasonLanguage",
-                                             "reason_language", "pairwise"))
+                                             "reason_language", "pairwise", "jurors"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ..spec.plans import PromptStagePlan, ReasonText, RuleStagePlan, ScorerPlan
 from .declared_fields import FieldValueError, missing_reason
 from .declared_fields import resolve as resolve_declared
 from .fan_out import FanOut
+from .jury import juror_scores, jury_totals
 from .prompt_stages import PromptRunner, StageWork, wants_probs
 from .values import evaluate, render, require_json, scale_of, score_of
 
@@ -75,6 +76,9 @@ class Interpreter:
             for name, expression in score.let:
                 ns[name] = evaluate(expression, ns, f"score.let.{name}")
             result.score = score_of(score, ns)
+            if any(isinstance(s, PromptStagePlan) and s.jury for s in plan.stages):  # each juror's own score
+                result.jurors = jury_totals(result.stages.values())
+                juror_scores(plan, ns, result)
             ns["score"] = result.score
             ns["scale"] = scale_of(score, ns)
             where[0] = "reason"
@@ -89,6 +93,7 @@ class Interpreter:
             agreements = [record.agreement for record in result.stages.values()
                           if isinstance(record, PromptStageRecord) and record.agreement is not None]
             result.agreement = min(agreements) if agreements else None
+            result.jurors = result.jurors or jury_totals(result.stages.values())
         return result
 
     def _stages(self, ns: dict[str, Any], probs: dict[str, Any], listed: dict[str, Any], result: ScoreResult,

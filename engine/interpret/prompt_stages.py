@@ -32,14 +32,15 @@ from ..core.result import PromptStageRecord, Usage
 from ..judge.call import JudgeCall
 from ..judge.contract import AnswerContract, AnswerInvalid
 from ..spec.expressions import Template
-from ..spec.plans import PromptStagePlan
+from ..spec.plans import PromptStagePlan, SamplingPlan
 from .fan_out import FanOut
+from .jury import ask_jury, gather_jurors
 from .pages import MAX_PAGES, Pages
 from .pairwise import run_pair
 from .reduce import Reduced, agreeing_share, reduce_samples
 from .values import evaluate, render, require_json
 
-__all__ = ["PromptRunner", "StageWork", "wants_probs"]
+__all__ = ["PromptRunner", "StageWork", "gather_parts", "reduce_answers", "wants_probs"]
 
 Steps = Generator[Any, Any, Any]
 
@@ -75,9 +76,11 @@ def wants_probs(stage: PromptStagePlan, ns: dict[str, Any]) -> bool:
 @dataclass(frozen=True)
 class PromptRunner:
     """Runs prompt stages of one scorer; `instructions` is its system message template (None:
-    no system message)."""
+    no system message); `juror`: the jury's model this runner asks for (`engine.interpret.jury`),
+    None: the scorer's judge, or the stage's jury."""
 
     instructions: Template | None
+    juror: str | None = None
 
     def stage(self, stage: PromptStagePlan, ns: dict[str, Any], work: StageWork) -> Steps:
         """The stage's result for this item (its `result` expression over ``answer``, else the
@@ -133,6 +136,8 @@ class PromptRunner:
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
             if stage.samples > 1:
                 _gather_samples(record, [part.record for part in parts[:len(prompts)]])
+            if stage.jury is not None:
+                gather_jurors(record, [part.record for part in parts[:len(prompts)]])
         if stage.probabilities is not False:
             _gather_probs(work, parts, each=True)
             work.sampled = max((part.sampled for part in parts), default=0)
@@ -152,7 +157,15 @@ class PromptRunner:
     def _sampled(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork) -> Steps:
         """One question of `stage`: asked once, or `stage.samples` times and reduced
         (`engine.interpret.reduce`), every sample's answer, the agreement and the spread in the
-        record. A sample that fails fails the question (message prefixed ``sample i: ``)."""
+        record. A sample that fails fails the question (message prefixed ``sample i: ``). A stage
+        with a jury asks each juror so (`engine.interpret.jury.ask_jury`)."""
+        if stage.jury is not None and self.juror is None:
+            jury = stage.jury
+            return (yield from ask_jury(
+                stage.id, jury, work, StageWork,
+                lambda model, part: dataclasses.replace(self, juror=model)._sampled(stage, schema, ns, part),
+                lambda answers: reduce_answers(stage, jury.reduction, answers, schema, ns),
+                lambda parts, answer: gather_parts(stage, work, parts, answer, schema, jury.reduction.method)))
         sampling = stage.sampling
         if sampling is None or sampling.n == 1:
             answer = yield from self.ask(stage, schema, ns, work)
@@ -186,14 +199,7 @@ class PromptRunner:
             record.reasoning_effort = stage.reasoning_effort
         reduced = _reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
-        work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
-        if stage.keep_first or stage.pages:
-            work.listed = _most([part.listed for part in parts]) or {}
-            record.listed = _most([part.record.listed for part in parts])
-        if stage.probabilities is not False:
-            _gather_probs(work, parts, each=False)
-            if sampling.method == "majority":
-                _majority_labels(work, parts, reduced.answer, schema)
+        gather_parts(stage, work, parts, reduced.answer, schema, sampling.method)
         return reduced.answer
 
     def _sampled_probs(self, stage: PromptStagePlan, schema: AnswerSchema, ns: dict[str, Any], work: StageWork,
@@ -255,7 +261,8 @@ class PromptRunner:
         asked = stage.probabilities is not False and wants_probs(stage, ns)
         call = JudgeCall(stage.id, messages, contract, stage.max_reasks, temperature, stage.max_tokens,
                          sample_index or 0, probabilities=asked, reasoning_effort=stage.reasoning_effort,
-                         reasoning_tokens=stage.reasoning_tokens, family=stage.family, order=order)
+                         reasoning_tokens=stage.reasoning_tokens, family=stage.family, order=order,
+                         model=self.juror)
         try:
             reply = yield call
         except ScorerRunError as exc:  # the judge decided its kind (``check`` when a check still failed)
@@ -333,6 +340,32 @@ class PromptRunner:
         return pages.answer
 
 
+def gather_parts(stage: PromptStagePlan, work: StageWork, parts: list[StageWork], answer: Any, schema: AnswerSchema,
+                 method: str = "majority") -> None:
+    """What one question's answers (`parts`: its samples, or its jurors') give `work` beside the
+    reduced `answer`: their warnings, what they listed (the most), their label probabilities (the
+    mean; for a majority the hard labels of the answer where none reported any)."""
+    work.warnings.extend(dict.fromkeys(w for part in parts for w in part.warnings))
+    if stage.keep_first or stage.pages:
+        work.listed = _most([part.listed for part in parts]) or {}
+        work.record.listed = _most([part.record.listed for part in parts])
+    if stage.probabilities is not False and parts:
+        _gather_probs(work, parts, each=False)
+        if method == "majority":
+            _majority_labels(work, parts, answer, schema)
+
+
+def reduce_answers(stage: PromptStagePlan, sampling: SamplingPlan, answers: list[Any], schema: AnswerSchema,
+                   ns: dict[str, Any]) -> Reduced:
+    """`answers` (non-empty) reduced by `sampling` (a stage's samples, or its jury's reduction);
+    an expression reduction evaluated with ``samples`` (the answers) in scope."""
+    if sampling.method != "expression":
+        return reduce_samples(sampling, answers, schema.schema)
+    value = evaluate(sampling.expression, {**ns, "samples": answers}, f"{stage.id}.reduce")
+    require_json(value, stage.id)
+    return Reduced(value, agreeing_share(answers, value))
+
+
 def _check_past_bound(contract: AnswerContract, reply: Any, bounds: dict[str, int], stage_id: str) -> None:
     """A page's lists longer than their bound (`bounds`: field → ``maxItems``), which the contract
     judged cut to their first items, checked past them too, a bound's worth at a time as the rest
@@ -353,13 +386,8 @@ def _check_past_bound(contract: AnswerContract, reply: Any, bounds: dict[str, in
 
 
 def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns: dict[str, Any]) -> Reduced:
-    sampling = stage.sampling
-    assert sampling is not None
-    if sampling.method != "expression":
-        return reduce_samples(sampling, samples, schema.schema)
-    value = evaluate(sampling.expression, {**ns, "samples": samples}, f"{stage.id}.reduce")
-    require_json(value, stage.id)
-    return Reduced(value, agreeing_share(samples, value))
+    assert stage.sampling is not None
+    return reduce_answers(stage, stage.sampling, samples, schema, ns)
 
 
 def _most(counts: list[dict[str, int] | None]) -> dict[str, int] | None:

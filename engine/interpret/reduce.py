@@ -9,8 +9,12 @@ They become one answer, and an **agreement** in [0, 1] says how sure the judge w
   the first sample that gave them, else the first tied sample with its voted fields set to them
   — and otherwise to the combination the earliest tied sample gave. Agreement: the share of
   samples whose voted fields equal the answer's (a tie sent to a value no sample gave: 0).
-- **mean** / **median** (number fields): each number field of the first sample replaced by the
-  mean or median of that field over the samples (a mean may be fractional on an integer field).
+- **unanimous** (enum and boolean fields): the combination every sample gave; when they differ,
+  the plan's ``tie`` values (the first sample that gave them, else the first sample with its
+  voted fields set to them). Agreement as for majority.
+- **mean** / **median** / **min** / **max** (number fields): each number field of the first sample
+  replaced by the mean, median, least or greatest value of that field over the samples (a mean
+  may be fractional on an integer field).
   The **spread** of a field is max − min over the samples; agreement: 1 − spread / (the field's
   range), the lowest over the fields whose schema bounds them (``minimum`` / ``maximum``, their
   exclusive forms, or a numeric ``enum``); None when no field is bounded (the spread still says
@@ -30,7 +34,9 @@ from typing import Any
 
 from ..spec.plans import SamplingPlan
 
-__all__ = ["Reduced", "agreeing_share", "central", "majority", "reduce_samples"]
+__all__ = ["Reduced", "agreeing_share", "central", "majority", "reduce_samples", "unanimous"]
+
+_CENTRAL = {"mean": statistics.fmean, "median": statistics.median, "min": min, "max": max}
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,28 @@ def majority(samples: Sequence[Any], fields: Sequence[str], tie: Sequence[Any] |
     top = max(counts.values())
     leaders = [vote for vote in dict.fromkeys(votes) if counts[vote] == top]  # in order of first appearance
     if len(leaders) > 1 and tie is not None:
-        winner = tuple(_key(v) for v in tie)
-    else:
-        winner = leaders[0]
+        return _chosen(samples, votes, fields, tie)
+    return _chosen(samples, votes, fields, None, leaders[0])
+
+
+def unanimous(samples: Sequence[Any], fields: Sequence[str], tie: Sequence[Any] | None) -> Reduced:
+    """The combination of the voted `fields` every one of `samples` (non-empty) gave, else the
+    `tie` values (in `fields` order; None: the majority's); see the module docstring."""
+    votes = [tuple(_key(_field(s, f)) for f in fields) for s in samples]
+    if len(set(votes)) == 1 or tie is None:
+        return majority(samples, fields, tie)
+    return _chosen(samples, votes, fields, tie)
+
+
+def _chosen(samples: Sequence[Any], votes: list[tuple[str, ...]], fields: Sequence[str], tie: Sequence[Any] | None,
+            winner: tuple[str, ...] | None = None) -> Reduced:
+    """The first sample whose vote is `winner` (given, or the `tie` values'), else the first sample
+    with its voted fields set to the tie values; agreement: the share voting for it."""
+    if winner is None:
+        winner = tuple(_key(v) for v in tie or ())
     answer = next((s for s, vote in zip(samples, votes) if vote == winner), None)
     if answer is None:  # a tie sent to values no sample gave
-        first = next(s for s, vote in zip(samples, votes) if vote == leaders[0])
+        first = samples[0]
         answer = {**first, **dict(zip(fields, tie or ()))} if isinstance(first, Mapping) else first
     return Reduced(answer, sum(vote == winner for vote in votes) / len(votes))
 
@@ -92,7 +114,7 @@ def _bounds(node: Any) -> tuple[float, float] | None:
 
 
 def central(samples: Sequence[Any], fields: Sequence[str], how: str, schema: Mapping[str, Any]) -> Reduced:
-    """The `how` (``mean`` or ``median``) of each number field over `samples` (non-empty), in the
+    """The `how` (``mean``, ``median``, ``min`` or ``max``) of each number field over `samples` (non-empty), in the
     first sample's place; agreement and spread as in the module docstring. `schema`: the answer's
     schema for this item (its fields' bounds)."""
     answer = dict(samples[0]) if isinstance(samples[0], Mapping) else samples[0]
@@ -104,7 +126,7 @@ def central(samples: Sequence[Any], fields: Sequence[str], how: str, schema: Map
                   if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
         if not values or not isinstance(answer, dict):
             continue
-        value = statistics.fmean(values) if how == "mean" else statistics.median(values)
+        value = _CENTRAL[how](values)
         whole = all(isinstance(v, int) for v in values) and float(value).is_integer()
         answer[name] = int(value) if whole else float(value)  # integers stay integers when they can
         spread[name] = float(max(values) - min(values))
@@ -122,12 +144,14 @@ def agreeing_share(samples: Sequence[Any], value: Any) -> float:
 
 def reduce_samples(sampling: SamplingPlan, samples: Sequence[Any], schema: Mapping[str, Any]) -> Reduced:
     """`samples` (non-empty, in sample order) reduced by the plan's built-in method (``majority``,
-    ``mean``, ``median``); an ``expression`` plan is evaluated by the interpreter, which then
+    ``unanimous``, ``mean``, ``median``, ``min``, ``max``); an ``expression`` plan is evaluated by the interpreter, which then
     calls `agreeing_share`. Raises ValueError for no samples or an expression plan."""
     if not samples:
         raise ValueError("no sample to reduce")
     if sampling.method == "majority":
         return majority(samples, sampling.fields, sampling.tie)
-    if sampling.method in ("mean", "median"):
+    if sampling.method == "unanimous":
+        return unanimous(samples, sampling.fields, sampling.tie)
+    if sampling.method in _CENTRAL:
         return central(samples, sampling.fields, sampling.method, schema)
     raise ValueError(f"reduce_samples: the {sampling.method!r} reduction is evaluated by the interpreter")

@@ -261,14 +261,16 @@ class Scorer:
         """The prompts that would be sent, as (stage id, text) pairs, without calling a model.
         The item's fields are `run`'s. `answers` gives a judge answer per stage id so later
         stages can be rendered; rendering stops at the first stage whose answer is needed and not
-        given. Raises `ValueError` when the item fails before its first prompt (a missing or empty
+        given; a question a jury asks is shown once. Raises `ValueError` when the item fails before its first prompt (a missing or empty
         required field, messages that cannot be read: the item's error message)."""
         answers = dict(answers or {})
         shown: list[tuple[str, str]] = []
 
         def answer(call: JudgeCall) -> JudgeAnswer:
             if not call.sample_index:  # another sample of the question just shown: the same prompt
-                shown.append((call.stage, "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)))
+                text = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in call.messages)
+                if call.model is None or not shown or shown[-1] != (call.stage, text):  # a jury's: shown once
+                    shown.append((call.stage, text))
                 if call.stage not in answers:
                     raise _RenderStop
             return JudgeAnswer(call.validate(answers[call.stage]), "", 0)

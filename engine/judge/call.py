@@ -37,6 +37,8 @@ class JudgeCall:
     (`engine.judge.model_params`). `order`: for a pairwise stage, the order the pair's responses
     are shown in (``AB``: output_a first, ``BA``: output_b first), part of the cache key; None for
     any other stage."""
+    (`engine.judge.model_params`); `model`: the juror asked, for a stage a jury answers
+    (`engine.judge.jury`), None: the scorer's judge."""
 
     stage: str
     messages: list[dict[str, str]]
@@ -50,6 +52,7 @@ class JudgeCall:
     reasoning_tokens: int | None = None
     family: str | None = None
     order: str | None = None
+    model: str | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

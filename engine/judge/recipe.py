@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cache.layer import CachedJudge
+from .jury import JurorJudges
 from .retries import RetryPolicy
 from .settings import JudgeSettings
 
@@ -77,6 +78,8 @@ def judge_recipe(judge: Any) -> JudgeRecipe | None:
 def cache_setting(judge: Any) -> tuple[Any, bool]:
     """(the cache `judge`'s outer cache layer uses, as a value naming it on another machine;
     its refresh flag) — (None, False) without a cache layer. See the module docstring."""
+    if isinstance(judge, JurorJudges):  # a jury's: the scorer's own judge's cache, which every juror shares
+        judge = judge.inner
     if not isinstance(judge, CachedJudge):
         return None, False
     store = judge.cache

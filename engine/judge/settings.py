@@ -61,10 +61,16 @@ class JudgeSettings:
     - reasoning_tokens: the reasoning budget (tokens > 0) added to each stage's ``max_tokens`` for a
       reasoning model (None: the spec's ``judge.reasoning_tokens``, else
       `engine.judge.model_params.DEFAULT_REASONING_TOKENS`).
+    - jury: a panel of two or more distinct model strings (a tuple, or text with commas) asking every
+      prompt stage instead of one judge (`engine.spec.jury.with_jury`); None: the spec's
+      ``judge.jury``, else ``$SCORESPEC_JURY``, else one judge. jury_min: the fewest jurors that
+      must answer (1..jurors; None: the spec's ``min_successful``, else ``$SCORESPEC_JURY_MIN``
+      with that jury, else more than half). Each juror's judge is built from these settings with its
+      model (`engine.bind.stack.make_judge`).
 
     Raises `ValueError` for a timeout that is not > 0, a base URL without ``http://`` or
-    ``https://``, a rate limit number that is not > 0, an unknown family or a budget that is not a
-    whole number > 0.
+    ``https://``, a rate limit number that is not > 0, an unknown family, a budget that is not a
+    whole number > 0, a jury of fewer than two distinct models or a jury minimum outside 1..jurors.
     """
 
     model: str | None = None
@@ -79,8 +85,12 @@ class JudgeSettings:
     refresh: bool = False
     family: str | None = None
     reasoning_tokens: int | None = None
+    jury: tuple[str, ...] | None = None
+    jury_min: int | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "jury", _jurors(self.jury))
+        _check_jury_min(self.jury_min, self.jury)
         if isinstance(self.api_key, str):
             object.__setattr__(self, "api_key", Secret(self.api_key))
         if self.timeout_s is None:
@@ -111,7 +121,7 @@ class JudgeSettings:
                             f"{settings!r}"[:300])
         return settings
 
-    def resolved(self, spec_model: str | None = None) -> "JudgeSettings":
+    def resolved(self, spec_model: str | None = None, spec_jury: tuple[str, ...] | None = None) -> "JudgeSettings":
         """These settings with every choice made (see the module for the precedence):
 
         - model: this one > ``$SCORESPEC_MODEL`` > `spec_model` > ``local``;
@@ -119,13 +129,25 @@ class JudgeSettings:
           base_url: this one > the provider's endpoint variable (``OPENAI_BASE_URL``,
           ``ANTHROPIC_BASE_URL``, ``OLLAMA_BASE_URL``; `engine.core.environment.ENDPOINT_VARIABLES`)
           > for ``ollama/…`` `OLLAMA_DEFAULT_URL` > None (the provider's own API);
-        - context_window: this one > ``$SCORESPEC_CONTEXT_WINDOW`` > None (known per model).
+        - context_window: this one > ``$SCORESPEC_CONTEXT_WINDOW`` > None (known per model);
+        - jury: this one > `spec_jury` (the models the spec's jury names) > ``$SCORESPEC_JURY`` >
+          None; jury_min: this one > ``$SCORESPEC_JURY_MIN`` with the environment's jury > None (the
+          spec's, else more than half); with a jury and no model given anywhere, the model (asked
+          for a judge-written reason) is the first juror.
 
         The key stays as given (None: the provider's key variable, `key_variable`, read when the
         client is built). Resolving resolved settings changes nothing. Raises `ValueError` for a
         context window that is not a whole number ≥ 0 or an endpoint variable that is not an
-        http(s) URL, naming the variable it came from."""
+        http(s) URL, naming the variable it came from, and for a jury variable that names fewer than two
+        models or a minimum that is not a whole number in 1..jurors."""
+        jury, jury_min = self.jury or spec_jury, self.jury_min
+        if jury is None:
+            jury = _jurors(environment.value("SCORESPEC_JURY"), "$SCORESPEC_JURY")
+            if jury is not None and jury_min is None:
+                jury_min = _env_min(jury)
         model = resolve_model(self.model, spec_model)
+        if jury and not (self.model or environment.value("SCORESPEC_MODEL") or spec_model):
+            model = jury[0]
         mode, base_url = self.mode, self.base_url
         if not is_local(model):
             provider = model.split("/", 1)[0]
@@ -138,7 +160,7 @@ class JudgeSettings:
                                      "http://localhost:8000/v1)")
             if base_url is None and provider == "ollama":
                 base_url = OLLAMA_DEFAULT_URL
-        return dataclasses.replace(self, model=model, mode=mode, base_url=base_url,
+        return dataclasses.replace(self, model=model, mode=mode, base_url=base_url, jury=jury, jury_min=jury_min,
                                    context_window=configured_window(self.context_window))
 
     @property
@@ -166,6 +188,41 @@ class JudgeSettings:
 
 def _rebuilt(values: dict[str, Any]) -> JudgeSettings:
     return JudgeSettings(**values)
+
+
+def _jurors(given: Any, where: str = "jury") -> tuple[str, ...] | None:
+    """A jury's models as a tuple (text split at commas, blanks dropped, each named once); None for
+    none. Raises `ValueError` for fewer than two models or one that is not text."""
+    if given is None:
+        return None
+    items = given.split(",") if isinstance(given, str) else list(given)
+    if not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{where}: model strings are needed, not {given!r}")
+    models = tuple(dict.fromkeys(item.strip() for item in items if item.strip()))
+    if len(models) < 2:
+        raise ValueError(f"{where}: a jury needs two or more distinct models (e.g. openai/gpt-4o-mini,"
+                         f"anthropic/claude-3-5-haiku-latest), not {given!r}")
+    return models
+
+
+def _check_jury_min(minimum: Any, jury: tuple[str, ...] | None, where: str = "jury_min") -> None:
+    if minimum is None:
+        return
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1 or (jury and minimum > len(jury)):
+        most = f" to the {len(jury)} jurors" if jury else " or more"
+        raise ValueError(f"{where}: the fewest jurors that must answer is a whole number from 1{most}, not {minimum!r}")
+
+
+def _env_min(jury: tuple[str, ...]) -> int | None:
+    text = environment.value("SCORESPEC_JURY_MIN")
+    if text is None:
+        return None
+    try:
+        minimum = int(text)
+    except ValueError:
+        raise ValueError(f"$SCORESPEC_JURY_MIN={text!r}: expected a whole number") from None
+    _check_jury_min(minimum, jury, "$SCORESPEC_JURY_MIN")
+    return minimum
 
 
 def _is_http(url: Any) -> bool:

@@ -408,6 +408,8 @@ def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str,
     item cut-offs by label."""
     limits, cutoffs = gates
     summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
+    for label, jury in state.jury.items():
+        summaries[label].jury = jury.summary()
     misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label)) for label in state.labels)
     summary = EvalSummary(
         run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items,
@@ -419,11 +421,18 @@ def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str,
         budget=budget.to_json_dict() if budget is not None else None)
     if prices is not None:
         summary.cost = cost_of(state.usage_by_model, prices)
-        summary.cost_by_label = {label: prices.cost(models.get(label), usage) for label, usage in state.usage.items()
-                                 if models.get(label)}
+        summary.cost_by_label = {label: _sum_or_none(prices.cost(model, usage) for model, usage in
+                                                     state.usage_by_label_model.get(label, {}).items())
+                                 for label in state.usage if models.get(label)}
     if state.items == 0 and not state.problem_count:
         summary.problems.append("the dataset has no items")
     return summary
+
+
+def _sum_or_none(costs: Any) -> float | None:
+    """The sum of `costs`, None when one is unknown (0 for none)."""
+    known = list(costs)
+    return None if any(c is None for c in known) else sum(known)
 
 
 __all__ = ["arun_evals", "resolve_scorers", "check_labels", "scorer_reference", "default_concurrency", "new_run_id"]

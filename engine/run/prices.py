@@ -42,7 +42,8 @@ EMBEDDED = "embedded judge"
 PER = 1_000_000  # prices are per million tokens
 
 __all__ = ["Cost", "Price", "PriceTable", "PriceTableError", "PRICES_ENV", "SHIPPED_PRICES", "cost_of",
-           "default_prices_path", "load_prices", "parse_prices", "usage_by_model", "usd_text"]
+           "default_prices_path", "load_prices", "parse_prices", "priced_result", "result_usage", "usage_by_model",
+           "usd_text"]
 
 
 class PriceTableError(UserError, ValueError):
@@ -300,6 +301,33 @@ def usd_text(usd: float | None) -> str:
     places = max(2, 3 - math.floor(math.log10(usd)))  # four significant digits
     whole, _, cents = f"{usd:.{places}f}".partition(".")
     return f"${whole}.{cents[:2] + cents[2:].rstrip('0')}"
+
+
+def result_usage(result: Any) -> dict[str, Usage]:
+    """A result's judge usage per model string: each juror's (`ScoreResult.jurors`), and the rest
+    of its usage (its calls to the scorer's own model: a judge-written reason) on its `model`;
+    {} for a result without a model (a rule-only scorer)."""
+    if not result.model:
+        return {}
+    jurors = result.jurors or {}
+    rest = result.usage.model_copy(deep=True)
+    for total in jurors.values():
+        for name in type(rest).model_fields:
+            setattr(rest, name, getattr(rest, name) - getattr(total.usage, name))
+    out = {model: total.usage for model, total in jurors.items()}
+    if rest.calls or rest.tokens_in or rest.tokens_out or not jurors:
+        out.setdefault(result.model, Usage()).add(rest)
+    return out
+
+
+def priced_result(result: Any, prices: PriceTable) -> None:
+    """`result`'s cost (``costUsd``) from `prices`: the sum over its models (`result_usage`), None
+    when any is unknown; each juror's own cost set on its `JurorTotals`."""
+    costs = {model: prices.cost(model, usage) for model, usage in result_usage(result).items()}
+    for model, total in (result.jurors or {}).items():
+        total.cost_usd = costs.get(model)
+    known = list(costs.values())
+    result.cost_usd = None if not known or any(c is None for c in known) else sum(known)
 
 
 def usage_by_model(pairs: Iterable[tuple[str | None, Usage]]) -> dict[str, Usage]:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.result import ScoreResult, Usage
 from .items import DatasetProblem, Item
@@ -49,6 +50,8 @@ class RunState:
     cached_answers: int = 0  # of those, the answers the judge-call cache gave
     usage: dict[str, Usage] = field(default_factory=dict)  # per label
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    usage_by_label_model: dict[str, dict[str, Usage]] = field(default_factory=dict)  # a jury's models apart
+    jury: dict[str, Any] = field(default_factory=dict)  # per label: its `engine.run.jury_stats.JuryStats`
     stopped: str | None = None
     left: int = 0
     problems: list[str] = field(default_factory=list)

@@ -26,6 +26,7 @@ from typing import Any
 from ..core.result import result_status
 from .items import item_key
 from .outfile import LineKey, compact_out_file, iter_out_lines, line_key, read_lines, repair_last_line
+from .jury_stats import jury_of
 from .settings import RUN_RESUMED_FIELDS, RunSettings
 from .store import Store
 
@@ -36,13 +37,15 @@ class PriorResults:
     the run id it used, and whether the out file needs a compacting rewrite. `agreements`: the
     agreement of each such result that has one (sampled stages); `spent`: the model and the
     tokens in and out of each (what the run's budget counts as spent before); `pairs`: the pairwise
-    outcome of each result that has one (``pairwise``, for the summary's win rate)."""
+    outcome of each result that has one (``pairwise``, for the summary's win rate); `juries`: the
+    jury votes and failures of each result a jury gave (`engine.run.jury_stats.jury_of`)."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
     agreements: dict[LineKey, float] = field(default_factory=dict)
     pairs: dict[LineKey, dict[str, Any]] = field(default_factory=dict)
     spent: dict[LineKey, tuple[str | None, int, int]] = field(default_factory=dict)
+    juries: dict[LineKey, Any] = field(default_factory=dict)  # `engine.run.jury_stats.jury_of` each line
     untidy: bool = False
     repaired: str | None = None  # a message when a torn last line was repaired
     resuming: bool = False  # an earlier attempt of the run exists
@@ -94,6 +97,11 @@ def _note_extras(prior: PriorResults, key: LineKey, record: dict[str, Any]) -> N
               for k in ("tokensIn", "tokensOut")]
     model = record.get("model") if isinstance(record.get("model"), str) else None
     prior.spent[key] = (model, tokens[0], tokens[1])
+    jury = jury_of(record)
+    if jury is not None:
+        prior.juries[key] = jury
+    else:
+        prior.juries.pop(key, None)
 
 
 def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:

@@ -25,8 +25,9 @@ from ..core.result import ScoreResult, Usage
 from ..core.scorer_like import ScorerLike
 from .attempt import Destinations, RunContext
 from .items import Item
+from .jury_stats import JuryStats, jury_of
 from .outfile import OutWriter, out_line
-from .prices import PriceTable
+from .prices import PriceTable, priced_result, result_usage
 
 __all__ = ["ResultSink", "priced"]
 
@@ -34,7 +35,7 @@ __all__ = ["ResultSink", "priced"]
 def priced(result: ScoreResult, prices: PriceTable | None) -> ScoreResult:
     """`result` with its cost (``costUsd``) set from `prices` when it has a judge model."""
     if prices is not None and result.model:
-        result.cost_usd = prices.cost(result.model, result.usage)
+        priced_result(result, prices)
     return result
 
 
@@ -72,7 +73,11 @@ class ResultSink:
                     self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
                     if found[0] == "scored":
                         self.state.stats[label].add_pair(self.prior.pairs.get((key, label)))
+                    self._jury(label).add(self.prior.juries.get((key, label)))
         return todo
+
+    def _jury(self, label: str) -> JuryStats:
+        return self.state.jury.setdefault(label, JuryStats())
 
     def record_item(self, key: str, item: Item) -> None:
         """Keep the item's data in the store (its position: the order items start in this attempt)."""
@@ -92,13 +97,16 @@ class ResultSink:
         if (key, label) in self.prior.records:
             self.rewrote = True
         self.state.stats[label].add(status, result.score, result.agreement)
+        if result.jurors:
+            self._jury(label).add(jury_of(data))
         self.state.stats[label].warn(result.warnings)
         if status == "scored" and result.pairwise is not None:
             self.state.stats[label].add_pair(data.get("pairwise"))
         self.state.judge_calls += result.usage.calls
         self.state.usage.setdefault(label, Usage()).add(result.usage)
-        if result.model:
-            self.state.usage_by_model.setdefault(result.model, Usage()).add(result.usage)
+        for model, usage in result_usage(result).items():
+            self.state.usage_by_model.setdefault(model, Usage()).add(usage)
+            self.state.usage_by_label_model.setdefault(label, {}).setdefault(model, Usage()).add(usage)
 
     async def item_done(self, item: Item, results: dict[str, ScoreResult]) -> None:
         """An item finished in this attempt: counted, its cost told to the budget, reported,

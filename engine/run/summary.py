@@ -230,6 +230,9 @@ class ScorerSummary:
     #: a pairwise scorer's figures (`engine.run.pairwise_stats`: win rate and its Wilson interval,
     #: sign test, position consistency, length bias); None for any other scorer
     pairwise: dict[str, Any] | None = None
+    #: for a scorer with a jury, how far its jurors agree and which were left out
+    #: (`engine.run.jury_stats.JuryStats.summary`); None without one
+    jury: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -247,7 +250,8 @@ class ScorerSummary:
                 "thresholdMet": self.threshold_met, "agreement": self.agreement, "warned": self.warned,
                 "firstWarning": self.first_warning,
                 **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {}),
-                **({"pairwise": self.pairwise} if self.pairwise is not None else {})}
+                **({"pairwise": self.pairwise} if self.pairwise is not None else {}),
+                **({"jury": self.jury} if self.jury is not None else {})}
 
 
 @dataclass

@@ -32,6 +32,7 @@ from .pairwise import PAIR_KEYS, RESULT_KEYS, one_pairwise_stage, pairwise_of
 from .plans import (CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPlan, RuleStagePlan, ScorePlan,
                     ScorerPlan, StagePlan)
 from .reasons import reason_plans, reason_text
+from .jury import jury_plan
 from .sampling import is_expression, sampling_plan
 from .schema_keywords import misspelled
 from .scope import Scope
@@ -222,7 +223,10 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
             checks.append(CheckPlan(expect, check.message))
     sampling = sampling_plan(stage, key, schema, judge, c.doc,
                              lambda source, where: c.expr(source, where, scope.with_names(samples=None)))
-    if is_expression(stage.reduce):  # the answer is what the reduce expression gives: its keys are unknown
+    jury = jury_plan(stage, key, schema, judge, c.doc,
+                     lambda source, where: c.expr(source, where, scope.with_names(samples=None)))
+    # the answer is what a reduce expression gives: its keys are unknown
+    if is_expression(stage.reduce) or (jury and jury.reduction.method == "expression"):
         keys = None
         answer_scope = scope.with_names(answer=None)
     result = c.expr(stage.result, f"{key}.result", answer_scope) if stage.result else None
@@ -246,7 +250,7 @@ def _prompt_stage(stage: PromptStage, key: str, c: _Compiler, scope: Scope, judg
         reasoning_effort=stage.reasoning_effort or judge.reasoning_effort,
         reasoning_tokens=stage.reasoning_tokens or judge.reasoning_tokens,
         sampled_probabilities=sampled_probabilities_of(stage, key, c.doc, sampling),
-        pairwise=pairwise_of(stage, key, c.doc, schema),
+        pairwise=pairwise_of(stage, key, c.doc, schema), jury=jury,
     )
     return plan, shape
 

@@ -47,6 +47,29 @@ class FieldSpec(_Model):
     )
 
 
+class JurySpec(_Model):
+    """A panel of judge models, each asked the same question; their answers reduced to one."""
+
+    models: list[str] = Field(
+        min_length=1, description="The jurors: two or more distinct model strings (`provider/model`), each asked "
+        "every question of the stage (or `samples` times) with its own provider settings, cache entries, usage and "
+        "cost. Replaced by the caller's `--jury A,B,C`.",
+    )
+    reduce: str | None = Field(
+        None, description="How the jurors' answers become one, as a stage's `reduce`: `majority`, `unanimous` "
+        "(with `tie`: the value when they disagree), `mean`, `median`, `min`, `max`, or an expression over "
+        "`samples` (the jurors' answers, in the order of `models`). Default: majority when the answer has an "
+        "enum or boolean field, else mean.",
+    )
+    tie: Any = Field(None, description="With majority or unanimous: the value a tie (or a split jury) goes to, as "
+                     "a stage's `tie`.")
+    min_successful: int | None = Field(
+        None, ge=1, description="The fewest jurors that must answer: a juror that fails after its retries is left "
+        "out, and an item with fewer answers fails (kind `judge`, naming the failed models). Default: more than "
+        "half of the jurors. Replaced by the caller's `--jury-min N`.",
+    )
+
+
 class JudgeSpec(_Model):
     """How the judge model is asked."""
 
@@ -77,6 +100,10 @@ class JudgeSpec(_Model):
         "`chat` (temperature, max_tokens, logprobs), `reasoning` (OpenAI's reasoning rules: "
         "max_completion_tokens, no temperature or logprobs) or `thinking` (Anthropic's extended thinking). "
         "Default: from the model's name.",
+    )
+    jury: JurySpec | None = Field(
+        None, description="Ask a panel of models instead of one: every prompt stage (but a judge-written reason) "
+        "is asked by each juror and their answers reduced. See Guides → Juries on the docs site.",
     )
 
 
@@ -154,6 +181,7 @@ class PromptStage(_Model):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
         None, description="Overrides judge.reasoning_effort.")
     reasoning_tokens: int | None = Field(None, ge=1, description="Overrides judge.reasoning_tokens.")
+    jury: JurySpec | None = Field(None, description="Overrides judge.jury for this stage: its own panel of models.")
     samples: int | None = Field(
         None, ge=1, le=MAX_SAMPLES,
         description="Ask the judge this many times (with for_each: per element) and reduce the answers to one "
@@ -163,7 +191,8 @@ class PromptStage(_Model):
     reduce: str | None = Field(
         None,
         description="How samples become one answer: `majority` (the most common value of the answer's enum and "
-        "boolean fields; see `tie`), `mean` or `median` (of its number fields), or an expression over `samples` "
+        "boolean fields; see `tie`), `unanimous` (the value every sample gives, else `tie`), `mean`, `median`, "
+        "`min` or `max` (of its number fields), or an expression over `samples` "
         "(the list of answers) giving the answer. Default: majority when the answer has an enum or boolean "
         "field, else mean when it has a number field.",
     )
@@ -171,7 +200,7 @@ class PromptStage(_Model):
         None,
         description="With reduce: majority, the value a tie goes to, one of the voted field's enum values (e.g. "
         "`unsure`); a mapping field → value when several fields vote. Default: the value the earliest of the "
-        "tied samples gave.",
+        "tied samples gave. With reduce: unanimous (required there), the value when the samples disagree.",
     )
     probabilities: Union[bool, str] = Field(
         False,

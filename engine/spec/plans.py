@@ -41,11 +41,11 @@ class SamplingPlan:
     """How a stage's judge answers are sampled and reduced to one (`engine.interpret.reduce`).
 
     n: samples per question (1: asked once, as an unsampled stage). temperature: the
-    temperature samples are drawn at when n > 1 (above 0). method: ``majority`` (over the
-    answer's `fields` that vote: enum or boolean), ``mean`` / ``median`` (over its number
-    `fields`) or ``expression`` (`expression` over ``samples`` gives the answer). tie: with
-    majority, the value a tie goes to per voted field, in `fields` order (None: the earliest
-    tied sample's).
+    temperature samples are drawn at when n > 1 (above 0). method: ``majority`` or ``unanimous``
+    (over the answer's `fields` that vote: enum or boolean), ``mean`` / ``median`` / ``min`` /
+    ``max`` (over its number `fields`) or ``expression`` (`expression` over ``samples`` gives the
+    answer). tie: with majority, the value a tie goes to per voted field, in `fields` order (None:
+    the earliest tied sample's); with unanimous, the value when the answers disagree.
     """
 
     n: int
@@ -64,6 +64,15 @@ class PairwisePlan:
 
     order: str = "both"
     field: str = "winner"
+class JuryPlan:
+    """A stage asked by a panel of models (`engine.interpret.jury`): `models`, two or more distinct
+    model strings in order; `min_successful`, the fewest that must answer (1..len(models));
+    `reduction`, how their answers become one (a `SamplingPlan` whose `n` is the number of jurors:
+    ``majority``, ``unanimous``, ``mean``, ``median``, ``min``, ``max`` or ``expression``)."""
+
+    models: tuple[str, ...]
+    min_successful: int
+    reduction: SamplingPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,7 @@ class PromptStagePlan:
     a question asks for, their shares taken as the probabilities (`engine.interpret.prompt_stages`);
     None: the hard labels.
     pairwise: for a stage judging an item's two responses (`PairwisePlan`), None for any other.
+    jury: the panel of models asking each question (`JuryPlan`), or None: the scorer's judge.
     """
 
     id: str
@@ -124,6 +134,7 @@ class PromptStagePlan:
     family: str | None = None
     sampled_probabilities: int | None = None
     pairwise: PairwisePlan | None = None
+    jury: JuryPlan | None = None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.schema_exprs:
@@ -310,5 +321,5 @@ class ScorerPlan:
         return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
 
 
-__all__ = ["CheckPlan", "ENGLISH", "FieldPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "ReasonText",
+__all__ = ["CheckPlan", "ENGLISH", "FieldPlan", "JuryPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "ReasonText",
            "RuleStagePlan", "SamplingPlan", "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]

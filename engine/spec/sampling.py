@@ -6,7 +6,9 @@ declares them:
 
 - ``majority`` votes over the **enum and boolean** fields (the most common combination of their
   values wins; ``tie:`` names the value a tie goes to, else the earliest tied sample's wins);
-- ``mean`` and ``median`` reduce the **number** fields (type number or integer);
+- ``unanimous`` takes the value every answer gives to those fields, and ``tie:`` (required) when
+  they disagree;
+- ``mean``, ``median``, ``min`` and ``max`` reduce the **number** fields (type number or integer);
 - anything else is an expression over ``samples`` (the list of answers) giving the answer.
 
 Without ``reduce:`` a stage whose answer has an enum or boolean field votes, else one with a
@@ -34,10 +36,12 @@ from .plans import PromptStagePlan, SamplingPlan, ScorerPlan
 DEFAULT_SAMPLE_TEMPERATURE = 0.7
 """The temperature samples are drawn at when the stage and the judge block say 0 (or nothing)."""
 
-BUILT_IN = ("majority", "mean", "median")
+BUILT_IN = ("majority", "unanimous", "mean", "median", "min", "max")
+CENTRAL = ("mean", "median", "min", "max")
+"""The built-in reductions over number fields."""
 """The reductions named by a word; any other ``reduce`` is an expression over ``samples``."""
 
-__all__ = ["BUILT_IN", "DEFAULT_SAMPLE_TEMPERATURE", "is_expression", "number_fields", "sampling_plan",
+__all__ = ["BUILT_IN", "CENTRAL", "DEFAULT_SAMPLE_TEMPERATURE", "is_expression", "number_fields", "sampling_plan",
            "vote_fields", "with_samples"]
 
 
@@ -97,13 +101,16 @@ def sampling_plan(stage: PromptStage, key: str, schema: Mapping[str, Any], judge
             doc.add("sampling", f"{key}.samples", "the samples cannot be reduced: the answer has no enum, boolean or "
                     "number field at its top level", "write reduce: an expression over samples (the list of "
                     "answers), e.g. \"samples | first\"")
-    elif word == "majority":
+    elif word in ("majority", "unanimous"):
         method = word
+        if word == "unanimous" and stage.tie is None:
+            doc.add("sampling", f"{key}.tie", "reduce: unanimous needs tie: the value the answer takes when they "
+                    "disagree", "add tie: one of the voted field's values (e.g. false)")
         if not votes:
-            doc.add("sampling", f"{key}.reduce", "reduce: majority needs an enum or boolean field at the top level "
+            doc.add("sampling", f"{key}.reduce", f"reduce: {word} needs an enum or boolean field at the top level "
                     "of the answer, and this output schema has none", "ask one question per element with for_each, "
                     "or write reduce: an expression over samples")
-    elif word in ("mean", "median"):
+    elif word in CENTRAL:
         method = word
         if not numbers:
             doc.add("sampling", f"{key}.reduce", f"reduce: {word} needs a number field at the top level of the "
@@ -113,15 +120,15 @@ def sampling_plan(stage: PromptStage, key: str, schema: Mapping[str, Any], judge
         method = "expression"
         expression = compile_expr(stage.reduce or "", f"{key}.reduce")
     tie = None
-    if stage.tie is not None and method != "majority":
-        doc.add("sampling", f"{key}.tie", "tie applies only to reduce: majority",
+    if stage.tie is not None and method not in ("majority", "unanimous"):
+        doc.add("sampling", f"{key}.tie", "tie applies only to reduce: majority or unanimous",
                 "remove tie, or reduce by majority")
     elif stage.tie is not None:
         tie = _tie(stage, key, votes, doc)
     if method is None:
         return None
-    fields = tuple(name for name, _ in votes) if method == "majority" else tuple(numbers) \
-        if method in ("mean", "median") else ()
+    fields = tuple(name for name, _ in votes) if method in ("majority", "unanimous") else tuple(numbers) \
+        if method in CENTRAL else ()
     return SamplingPlan(n, temperature, method, fields, tie, expression)
 
 

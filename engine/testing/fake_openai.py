@@ -33,7 +33,8 @@ A *reply* is one of:
   and the alternatives at its position (for label probabilities).
 - a callable ``reply(request_json) -> reply``, called in the handler thread
   with the parsed request body (it must be thread-safe); its result may be any
-  of the above.
+  of the above. `by_model` makes one answering per requested model (a jury's
+  jurors on one server, one of them down).
 
 Token probabilities: a request with ``"logprobs": true`` whose answer is
 message content (not a tool call) gets ``choices[0].logprobs.content`` as
@@ -66,7 +67,22 @@ from typing import Any
 from .fake_http import FakeHTTPServer
 from .fake_replies import Fault, Tokens, completion
 
-__all__ = ["FakeOpenAIServer"]
+__all__ = ["FakeOpenAIServer", "by_model"]
+
+
+def by_model(replies: dict[str, Any], default: Any = None) -> Any:
+    """A reply answering each request by its ``model`` (the provider's name: ``gpt-4o-mini`` for
+    ``openai/gpt-4o-mini``) with ``replies[model]`` — any reply above, a callable included —, else
+    `default` (None: an HTTP 400 naming the model). ``by_model({"a": {"ok": True}, "b":
+    Fault.status(503, retry_after=0)})`` answers model ``a`` and keeps ``b`` down."""
+
+    def reply(request: dict) -> Any:
+        found = replies.get(request.get("model"), default)
+        if found is None:
+            return Fault.status(400, body={"error": {"message": f"no reply for model {request.get('model')!r}"}})
+        return found(request) if callable(found) else found
+
+    return reply
 
 
 class FakeOpenAIServer:
