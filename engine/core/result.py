@@ -214,6 +214,10 @@ class ScoreResult(_Out):
     when it is not the item's: the spec gives none for the item's language, so it fell back to
     English (``en``; `warnings` says so too); None, and left out of the JSON, when the reason is in
     the item's language, written by the judge, or the scorer does not read the language.
+    scores: the spec's named sub-scores (``scores:``), name → value in [0, scale] (never NaN), in the
+    spec's order; label_value (JSON ``labelValue``): the item's label (a spec's ``label:``), and
+    label_probs (``labelProbs``) each allowed label's probability where the judge reported them.
+    Each None, and left out of the JSON, for a spec without them (or an item that did not get them).
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -237,12 +241,16 @@ class ScoreResult(_Out):
     language: str | None = None
     language_detected: bool | None = None
     reason_language: str | None = None
+    scores: dict[str, float] | None = None
+    label_value: str | None = None
+    label_probs: dict[str, float] | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
         data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
                                              "languageDetected", "language_detected", "reasonLanguage",
-                                             "reason_language"))
+                                             "reason_language", "scores", "labelValue", "label_value", "labelProbs",
+                                             "label_probs"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

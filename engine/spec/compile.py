@@ -32,12 +32,13 @@ from .plans import (CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPl
                     ScorerPlan, StagePlan)
 from .reasons import reason_plans, reason_text
 from .sampling import is_expression, sampling_plan
+from .score_plans import implied_score, label_plan, sub_score_formulas, sub_score_plans
 from .schema_keywords import misspelled
 from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
-            "examples", "listed"}
+            "examples", "listed", "scores", "label"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -306,7 +307,8 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
 
 
 def _score(spec: Spec, c: _Compiler, scope: Scope) -> tuple[ScorePlan | None, Scope]:
-    score = spec.score
+    score = implied_score(spec)
+    assert score is not None
     not_scorable = None
     if score.not_scorable is not None:
         when = c.expr(score.not_scorable.when, "score.not_scorable.when", scope)
@@ -348,9 +350,12 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     instructions = c.template_file(spec.judge.instructions, "judge.instructions", scope) \
         if spec.judge.instructions else None
     stages, scope = _stages(spec, c, scope)
+    label, scope = label_plan(spec, c, stages, scope)
+    formulas, scope = sub_score_formulas(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = reason_plans(spec, c, scope)
     default_scale = checked_cutoff(spec, score, options, doc)
+    subs = sub_score_plans(spec, formulas, score, default_scale, doc) if score is not None else ()
     if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
     return ScorerPlan(
@@ -358,7 +363,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
-        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale,
+        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale, scores=subs, label=label,
     )
 
 
@@ -397,7 +402,7 @@ def compile_document(doc: Document) -> ScorerPlan:
         raise SpecError([Problem("abstract-spec", f"{spec.id} is a base for other specs (abstract: true); it "
                                  "cannot be run", where.file, where.line, where.column, "abstract",
                                  f"write a spec with extends: {spec.id}, or run one that does")])
-    complete = spec is not None and not spec.abstract and spec.stages is not None and spec.score is not None
+    complete = spec is not None and not spec.abstract and spec.stages is not None and implied_score(spec) is not None
     plan = _plan(spec, doc) if complete else None
     if doc.problems or plan is None:
         raise SpecError(in_the_users_spec(doc.problems, doc))
