@@ -205,7 +205,7 @@ def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
             limit = ""
         else:
             limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
-        name = s.label if s.label == s.scorer else f"{s.label} ({s.scorer})"
+        name = s.label if s.label == s.scorer or s.label.startswith(f"{s.scorer}.") else f"{s.label} ({s.scorer})"
         table.add_row(escape(name), short(s.direction), str(s.scored), str(s.not_scorable),
                       f"[red]{s.failed}[/red]" if s.failed else "0",
                       fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max),
@@ -277,8 +277,13 @@ def calibration_usage_lines(report: Any) -> list[str]:
 def print_summary(summary: EvalSummary, console: Any) -> None:
     from .cache import cache_line
 
-    console.print(summary_table(summary.scorers))
+    from ..run.summary import flat_summaries
+
+    console.print(summary_table(flat_summaries(summary.scorers)))
     for label, stats in summary.scorers.items():
+        if stats.labels:
+            counts = " · ".join(f"{value} {n}" for value, n in stats.labels.items())
+            console.print(f"labels: {label}: {counts}", markup=False, highlight=False, soft_wrap=True)
         if stats.warned:
             console.print(f"warning: {label}: {stats.warned} result(s) with a warning, the first: "
                           f"{stats.first_warning}", markup=False, highlight=False, soft_wrap=True, style="yellow")

@@ -35,12 +35,14 @@ class PriorResults:
     """What an earlier attempt of a run left: the last status and score per (item key, label),
     the run id it used, and whether the out file needs a compacting rewrite. `agreements`: the
     agreement of each such result that has one (sampled stages); `spent`: the model and the
-    tokens in and out of each (what the run's budget counts as spent before)."""
+    tokens in and out of each (what the run's budget counts as spent before); `extras`: the
+    sub-scores and label of each result that has them."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
     agreements: dict[LineKey, float] = field(default_factory=dict)
     spent: dict[LineKey, tuple[str | None, int, int]] = field(default_factory=dict)
+    extras: dict[LineKey, tuple[dict[str, float] | None, str | None]] = field(default_factory=dict)
     untidy: bool = False
     repaired: str | None = None  # a message when a torn last line was repaired
     resuming: bool = False  # an earlier attempt of the run exists
@@ -88,6 +90,11 @@ def _note_extras(prior: PriorResults, key: LineKey, record: dict[str, Any]) -> N
               for k in ("tokensIn", "tokensOut")]
     model = record.get("model") if isinstance(record.get("model"), str) else None
     prior.spent[key] = (model, tokens[0], tokens[1])
+    scores, label = record.get("scores"), record.get("labelValue")
+    if isinstance(scores, dict) or isinstance(label, str):
+        prior.extras[key] = (scores if isinstance(scores, dict) else None, label if isinstance(label, str) else None)
+    else:
+        prior.extras.pop(key, None)
 
 
 def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:

@@ -69,7 +69,8 @@ class ResultSink:
                 label = scorer.label
                 found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
-                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
+                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)),
+                                                *self.prior.extras.get((key, label), (None, None)))
         return todo
 
     def record_item(self, key: str, item: Item) -> None:
@@ -89,7 +90,7 @@ class ResultSink:
             self.db.record_result(self.state.run_id, key, label, data, status)
         if (key, label) in self.prior.records:
             self.rewrote = True
-        self.state.stats[label].add(status, result.score, result.agreement)
+        self.state.stats[label].add(status, result.score, result.agreement, result.scores, result.label_value)
         self.state.stats[label].warn(result.warnings)
         self.state.judge_calls += result.usage.calls
         self.state.usage.setdefault(label, Usage()).add(result.usage)
