@@ -304,7 +304,7 @@ def _gated(name: str, by_name: Mapping[str, Any], by_label: Mapping[str, Any], w
     subs = sub_directions(scorer) if scorer is not None else {}
     if scorer is None or (sub is not None and sub not in subs):
         known = [n for s in by_label.values() for n in (s.label, *(f"{s.label}.{x}" for x in sub_directions(s)))]
-        raise ValueError(f"{what} for {name!r}, which is not among the scorers and their sub-scores "
+        raise ValueError(f"{what} for {name!r}, which is not among the scorers "
                          f"({', '.join(known)})")
     return direction_of(scorer) if sub is None else subs[sub]
 
