@@ -28,7 +28,7 @@ def ordinal_shares(values: tuple[str, ...] | list[str]) -> dict[str, float]:
 
 def label_of(plan: ScorerPlan, ns: dict[str, Any], result: ScoreResult) -> None:
     """Put the item's label in ``ns["label"]`` (``{value, score}``; both None when its stage was
-    skipped) and in `result` (`label_value`, `label_probs` when the judge reported them). Raises
+    skipped) and in `result` (`label_value`; `label_probs` when the judge reported them, from the stage's record). Raises
     `ScorerRunError` for a label outside the allowed values or a mapping that is no mapping of
     shares in [0, 1]."""
     label = plan.label
@@ -47,7 +47,8 @@ def label_of(plan: ScorerPlan, ns: dict[str, Any], result: ScoreResult) -> None:
     share = shares.get(value)
     ns["label"] = {"value": value, "score": None if share is None else share * scale_of(plan.score, ns)}
     result.label_value = value
-    probs = (ns.get("answer_probs") or {}).get(label.stage)
+    record = result.stages.get(label.stage)
+    probs = getattr(record, "answer_probs", None)  # what the judge reported (no hard labels standing in)
     if isinstance(probs, Mapping) and isinstance(probs.get(label.field), Mapping):
         result.label_probs = dict(probs[label.field])
 

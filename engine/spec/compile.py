@@ -130,7 +130,7 @@ class _Compiler:
                     compiled = self.expr(source, where(pointer), scope)
                     if compiled is not None:
                         exprs.append((pointer, compiled))
-                    return 1  # placeholder for checking the schema at load
+                    return ["$expr"] if pointer[-1:] == ("enum",) else 1  # a placeholder checked at load
                 return {k: walk(v, pointer + (k,)) for k, v in node.items()}
             if isinstance(node, list):
                 return [walk(v, pointer + (i,)) for i, v in enumerate(node)]
