@@ -356,6 +356,20 @@ def _length_bias_text(bias: Any) -> str | None:
     return text + (" · within each label: " + ", ".join(within) if within else "")
 
 
+def _label_rows(table: Any, figures: Mapping[str, Any]) -> None:
+    """A label calibration's rows: accuracy, macro F1, Cohen's kappa, per-class precision and recall,
+    and the confusion matrix a row per gold class (``gold → judge: a 8 · b 1 · c 1``)."""
+    table.add_row("accuracy", fmt(figures.get("accuracy")))
+    table.add_row("macro F1", fmt(figures.get("macroF1")))
+    table.add_row("Cohen's kappa", fmt(figures.get("cohenKappa")))
+    classes = figures.get("classes") or []
+    for name, row in zip(classes, figures.get("confusion") or []):
+        per = (figures.get("perClass") or {}).get(name, {})
+        table.add_row(f"class {name}", f"precision {fmt(per.get('precision'))} · recall {fmt(per.get('recall'))} · "
+                      f"{per.get('support', 0)} gold")
+        table.add_row(f"  gold {name} → judge", " · ".join(f"{c} {n}" for c, n in zip(classes, row)))
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.analysis.calibration.Calibration` as a rich table."""
     from rich.table import Table
@@ -383,6 +397,8 @@ def calibration_table(report: Any) -> Any:
             table.add_row(f"best cut-off (fitted on this data): score ≥ {fmt(report.best_cutoff)}",
                           f"balanced accuracy {fmt(report.best_balanced_accuracy)} · accuracy "
                           f"{fmt(report.best_accuracy)}")
+    elif report.kind == "labels":
+        _label_rows(table, report.label_figures or {})
     else:
         table.add_row("Spearman", estimate_text(report.spearman_ci) if report.spearman_ci is not None
                       else fmt(report.spearman))

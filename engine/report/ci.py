@@ -266,6 +266,10 @@ def calibration_headline(c: Any) -> str:
 
     if c.kind == "binary":
         figures = f"balanced accuracy {f(c.balanced_accuracy)} at score ≥ {f(c.cutoff)} · ROC AUC {f(c.roc_auc)}"
+    elif c.kind == "labels":
+        found = c.label_figures or {}
+        figures = (f"accuracy {f(found.get('accuracy'))} · macro F1 {f(found.get('macroF1'))} · Cohen's kappa "
+                   f"{f(found.get('cohenKappa'))}")
     else:
         figures = f"Spearman {f(c.spearman)} · Pearson {f(c.pearson)}"
     return f"calibration of {c.scorer}: {figures} · {c.used} item(s) used"
