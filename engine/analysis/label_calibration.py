@@ -23,6 +23,7 @@ Figures come from scikit-learn (`confusion_matrix`, `precision_recall_fscore_sup
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,9 +66,11 @@ def label_figures(gold: Sequence[str], predicted: Sequence[str], classes: Sequen
     figures = LabelFigures(order, [[0] * len(order) for _ in order])
     if not gold:
         return figures
-    figures.confusion = confusion_matrix(gold, predicted, labels=order).tolist()
-    precision, recall, f1, support = precision_recall_fscore_support(gold, predicted, labels=order,
-                                                                     zero_division=math.nan)
+    with warnings.catch_warnings():  # one class only: the labels given keep the matrix's shape
+        warnings.simplefilter("ignore", UserWarning)
+        figures.confusion = confusion_matrix(gold, predicted, labels=order).tolist()
+        precision, recall, f1, support = precision_recall_fscore_support(gold, predicted, labels=order,
+                                                                         zero_division=math.nan)
     present = []
     for i, name in enumerate(order):
         predicted_k = sum(row[i] for row in figures.confusion)
