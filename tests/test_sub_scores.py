@@ -239,3 +239,15 @@ def test_item_cutoff_spec_takes_a_sub_scores_documented_cut_off():
     assert spec_cutoff_pairs(["response_quality.correctness=spec"], [scorer]) == ["response_quality.correctness=0.75"]
     with pytest.raises(ValueError, match="'clarity' of response_quality documents no cut-off"):
         spec_cutoff_pairs(["response_quality.clarity=spec"], [scorer])
+
+
+def test_render_shows_the_sub_scores_and_the_label():
+    quality = CliRunner().invoke(app, ["render", "response_quality", "--output", "Fine."], env=ENV)
+    assert quality.exit_code == 0, quality.output
+    shown = quality.stdout.split("===== scores =====\n", 1)[1]
+    assert shown.startswith("correctness = (rate.correctness - 1) / 4 * options.scale (higher is better, cut-off "
+                            "0.75) — Whether what the answer says is true and answers what was asked.\n")
+    assert shown.count(" = ") == 4
+    labels = CliRunner().invoke(app, ["render", "classify", "--output", "Fine.", "--option",
+                                      'classify.labels=["on topic","off topic"]'], env=ENV)
+    assert "===== scores =====\nlabel = classify.label (one of on topic, off topic)\n" in labels.stdout
