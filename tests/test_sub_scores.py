@@ -211,7 +211,7 @@ def test_response_quality_end_to_end_sub_scores_summary_and_a_gate_on_one_also_o
         passed = CliRunner().invoke(app, [*args, "--threshold", "response_quality.correctness=0.75"], env=ENV)
         # the results of the first attempt, their sub-scores counted again: no judge call
         gated = CliRunner().invoke(app, [*args, "--resume", "--threshold", "response_quality.clarity=0.5",
-                                         "--junit", str(junit)], env=ENV)
+                                         "--junit", str(junit), "--report", str(tmp_path / "report.html")], env=ENV)
         asked = len(fake.requests)
     assert passed.exit_code == 0, passed.output
     assert gated.exit_code == 1, gated.output
@@ -226,6 +226,8 @@ def test_response_quality_end_to_end_sub_scores_summary_and_a_gate_on_one_also_o
     assert summary["scores"]["clarity"]["mean"] == pytest.approx(0.25)
     assert summary["scores"]["clarity"]["thresholdMet"] is False
     assert summary["scores"]["correctness"]["median"] == 0.75
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '<dt>clarity</dt><dd class="sub-score">mean 0.25 · median 0.25 · 0–0.5 · ≥ 0.5 <span class="bad">missed' in page
     cases = [case.get("classname") for case in ET.parse(junit).getroot().iter("testcase")]
     names = ("clarity", "completeness", "concision", "correctness")
     assert {c: cases.count(c) for c in set(cases)} == {"checks": 1, "response_quality": 3,

@@ -329,12 +329,15 @@ def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurr
                 scorers: list[Any]) -> dict[str, Any]:
     """What the store records with a run: the caller's `config`, the settings whole
     (`RunSettings.to_json_dict`), the concurrency used, the thresholds, and per label the
-    scorer's id, spec hash (its text: `Store.spec`), direction and scale (None when unknown)."""
+    scorer's id, spec hash (its text: `Store.spec`), direction, scale (None when unknown) and its
+    sub-scores' directions by name (``scores``, when it has sub-scores)."""
     scales = {s.label: _scale(s) for s in scorers}
     return {**(config or {}), "settings": settings.to_json_dict(), "concurrency": concurrency,
             "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
             "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash, "direction": s.direction,
-                               "scale": scales.get(label)} for label, s in stats.items()}}
+                               "scale": scales.get(label),
+                               **({"scores": {n: sub.direction for n, sub in s.subs.items()}} if s.subs else {})}
+                       for label, s in stats.items()}}
 
 
 def _scale(scorer: Any) -> float | None:
