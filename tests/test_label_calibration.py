@@ -89,3 +89,16 @@ def test_calibrate_score_name_calibrates_a_sub_score(tmp_path):
     assert (report.cutoff, report.balanced_accuracy, report.roc_auc) == (0.75, 1.0, 1.0)
     with pytest.raises(ValueError, match="has no sub-score 'correct'"):
         calibrate(scorer, items, positive=["good"], score="correct", store=False)
+
+
+def test_compare_score_name_compares_one_sub_score_by_its_direction():
+    from engine import compare
+
+    items = [{"id": i, "output": str(i)} for i in range(3)]
+    base = [{"correctness": 3, "completeness": 3, "clarity": c, "concision": 3, "reason": "r"} for c in (2, 2, 2)]
+    better = [{**answer, "clarity": 5} for answer in base]
+    versions = [load_scorer("response_quality", label="a", judge=FakeJudge({"rate": base})),
+                load_scorer("response_quality", label="b", judge=FakeJudge({"rate": better}))]
+    comparison = compare(versions, items, score="clarity", store=False, concurrency=1)
+    assert [v.mean for v in comparison.versions.values()] == pytest.approx([0.25, 1.0])
+    assert comparison.versions["b"].cutoff is None

@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LabelFigures", "classes_of", "label_figures", "labels_into", "sub_score_lines", "sub_score_settings"]
+__all__ = ["LabelFigures", "classes_of", "label_figures", "labels_into", "sub_score_line", "sub_score_lines",
+           "sub_score_settings"]
 
 
 @dataclass
@@ -119,21 +120,23 @@ def labels_into(report: Any, labels: Mapping[str, Any], results: Mapping[str, Ma
         report.notes.append("the judge and the labels each give one class only: Cohen's kappa is undefined")
 
 
-def sub_score_lines(results: Mapping[str, dict[str, Any]], name: str | None) -> dict[str, dict[str, Any]]:
-    """`results` (item key → result line) with each line's sub-score `name` as its score, for
-    ``--score NAME``; unchanged for None. A scored line without that sub-score is a failed one (kind
-    ``input``: the spec declares no such sub-score)."""
+def sub_score_line(line: Mapping[str, Any], name: str | None) -> dict[str, Any]:
+    """A result line with its sub-score `name` as its score, for ``--score NAME`` (the line as it is
+    for None). A scored line without that sub-score becomes a failed one (kind ``input``: its spec
+    declares no such sub-score)."""
     if name is None:
-        return dict(results)
-    out = {}
-    for key, line in results.items():
-        scores = line.get("scores") if isinstance(line.get("scores"), dict) else {}
-        if line.get("status") == "scored" and name not in scores:
-            line = {**line, "status": "failed", "error": {"kind": "input", "message": f"no sub-score {name!r}"}}
-        elif name in scores:
-            line = {**line, "score": scores[name]}
-        out[key] = line
-    return out
+        return dict(line)
+    scores = line.get("scores") if isinstance(line.get("scores"), dict) else {}
+    if name in scores:
+        return {**line, "score": scores[name]}
+    if line.get("status", "scored") == "scored" and not line.get("error") and not line.get("notScorable"):
+        return {**line, "status": "failed", "error": {"kind": "input", "message": f"no sub-score {name!r}"}}
+    return dict(line)
+
+
+def sub_score_lines(results: Mapping[str, Mapping[str, Any]], name: str | None) -> dict[str, dict[str, Any]]:
+    """`results` (item key → result line), each line through `sub_score_line`."""
+    return {key: sub_score_line(line, name) for key, line in results.items()}
 
 
 def classes_of(scorer: Any) -> tuple[str, ...]:

@@ -190,8 +190,7 @@ async def arun_evals(
         labels = [s.label for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
         limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list, data, reporter.note)
-        stats = {s.label: ScorerStats(s.label, s.id, s.plan.hash, direction_of(s), sub_directions(s))
-                 for s in scorer_list}
+        stats = {s.label: _stats_of(s) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
@@ -211,6 +210,11 @@ async def arun_evals(
         lock.release()
         if own_store and db is not None:
             db.close()
+
+
+def _stats_of(scorer: Any) -> ScorerStats:
+    """A scorer's statistics, empty: by its label, with its direction and its sub-scores'."""
+    return ScorerStats(scorer.label, scorer.id, scorer.plan.hash, direction_of(scorer), sub_directions(scorer))
 
 
 def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) -> Budget | None:
