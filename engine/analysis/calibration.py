@@ -67,7 +67,7 @@ from .disagreements import Disagreement, disagreements
 from .label_calibration import classes_of, labels_into, sub_score_lines, sub_score_settings
 from .labelled import LabelError, Labelled, labelled_items
 
-__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate", "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate"]
 
 DEFAULT_TOP = 5
 
