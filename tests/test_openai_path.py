@@ -17,7 +17,7 @@ from engine.judge.call import JudgeCall
 from engine.judge.clients import hosted_judge
 from engine.judge.contract import AnswerContract
 from engine.judge.openai_path import WirePost, check_once, direct_create, http_client
-from engine.judge.provider import InstructorJudge, response_model
+from engine.judge.provider import InstructorJudge, ProviderTraits, response_model
 from engine.testing.fake_openai import FakeOpenAIServer
 from engine.testing.fake_replies import Fault
 
@@ -39,9 +39,9 @@ def _sdk_judge(base_url: str, mode: instructor.Mode) -> InstructorJudge:
     def build(answer_mode: instructor.Mode = mode) -> instructor.AsyncInstructor:
         client = openai.AsyncOpenAI(api_key="sk-test", base_url=base_url, max_retries=0, timeout=30)
         return instructor.from_openai(client, mode=answer_mode)
-    return InstructorJudge(build(), "openai/judge-model", model_name="judge-model", client_factory=build,
-                           logprobs=True, probs_client_factory=lambda: build(instructor.Mode.JSON_SCHEMA),
-                           sample_seeds=True)
+    return InstructorJudge(build(), "openai/judge-model",
+                           ProviderTraits(model_name="judge-model", logprobs=True, sample_seeds=True),
+                           client_factory=build, probs_client_factory=lambda: build(instructor.Mode.JSON_SCHEMA))
 
 
 async def _ask_and_close(judge: InstructorJudge, call: JudgeCall):

@@ -32,7 +32,7 @@ def test_the_runner_does_not_count_a_failed_call_as_an_answer():
     from engine.run.runner import Runner as RunnerClass  # the hook the judge stack calls per answer
 
     counted = RunnerClass.__new__(RunnerClass)
-    counted.state, counted.reporter = _state(), StderrReporter()
+    counted.state, counted.reporter, counted.opened = _state(), StderrReporter(), asyncio.Event()
     answer = JudgeAnswer({"verdict": "yes"}, "{}", usage=Usage(calls=1))
     counted._answered(None, answer)
     counted._answered(None, None)

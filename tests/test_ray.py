@@ -301,3 +301,25 @@ def test_the_cli_starts_its_own_ray_reads_csv_and_parquet_and_stops_it(tmp_path)
     ray_lines = out_lines(tmp_path / "out.jsonl")
     local = run_evals(items, ["textual_difference"], out=tmp_path / "local.jsonl", store=False)
     assert local.items == 40 and ray_lines == out_lines(tmp_path / "local.jsonl")
+
+
+def test_traces_are_scored_on_ray_as_in_one_process(ray_cluster, tmp_path):
+    from otel_spans import captured, openinference_trace, write_otlp
+
+    from engine.traces.assemble import TraceOptions
+    from engine.traces.source import TraceSource
+
+    with captured() as (tracer, exporter):
+        for n in range(12):
+            openinference_trace(tracer, answer="Paris is the capital of France." if n % 3 else "Lyon.")
+        spans = list(exporter.get_finished_spans())
+    path = write_otlp(tmp_path / "traces.jsonl", [spans])
+    rows = {}
+    for executor in ("local", "ray"):
+        extra = {"executor": "ray", "ray": RayOptions(actors=1)} if executor == "ray" else {}
+        summary = run_evals(TraceSource(str(path), TraceOptions("span", ("LLM", "TOOL"))),
+                            [load_scorer("includes", options={"expected": "Paris"})],
+                            out=tmp_path / f"{executor}.jsonl", store=tmp_path / f"{executor}.sqlite", **extra)
+        rows[executor] = out_lines(tmp_path / f"{executor}.jsonl")
+        assert summary.items == 24  # an LLM and a TOOL span a trace
+    assert rows["ray"] == rows["local"] and len(rows["ray"]) == 24

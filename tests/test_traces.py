@@ -533,3 +533,22 @@ def test_items_after_a_bad_first_line_are_still_items(tmp_path):
     assert detect_format(path) == "jsonl"
     items, problems = items_of(path)
     assert [i["id"] for i in items] == ["a"] and [p.line for p in problems] == [1]
+
+
+def test_a_resume_reads_the_traces_as_the_run_first_read_them(tmp_path):
+    path = write_otlp(tmp_path / "genai.jsonl", [spans_of(genai_trace)])
+    out, store = tmp_path / "out.jsonl", tmp_path / "store.sqlite"
+    first = CliRunner().invoke(app, ["eval", "includes", "--option", "expected=sunny", "--data", str(path),
+                                     "--item-per", "span", "--span-kind", "TOOL", "--span-kind", "LLM",
+                                     "--out", str(out), "--store", str(store), "--limit", "1", "--json"], env=ENV)
+    assert first.exit_code in (0, 1), first.output
+    resumed = CliRunner().invoke(app, ["eval", "--resume", "--out", str(out), "--store", str(store), "--json"],
+                                 env=ENV)
+    assert resumed.exit_code in (0, 1), resumed.output
+    span_items, _ = items_of(path, item_per="span", span_kinds=("TOOL", "LLM"))
+    written = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert len(span_items) == 3 and sorted(written) == sorted(item["id"] for item in span_items)
+    other = CliRunner().invoke(app, ["eval", "--resume", "--out", str(out), "--store", str(store),
+                                     "--item-per", "trace"], env=ENV)
+    assert other.exit_code == 2
+    assert "with --item-per span" in other.output and "with --item-per trace" in other.output

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401  (registers eval)
 from engine.cli.main import app
+from engine.traces.source import TraceSource
 
 pytestmark = pytest.mark.slow  # Phoenix takes about 20 s to start
 ENV = {"COLUMNS": "250", "SCORESPEC_MODEL": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
@@ -85,6 +86,40 @@ def test_eval_reads_phoenix_traces_and_logs_scores_back_as_span_annotations(phoe
     assert failed["score"] is None and failed["label"] == "input"
     assert "output.value" in failed["explanation"]
     assert all(a["annotator_kind"] == "LLM" for a in got.values())
+
+
+def test_phoenix_traces_are_read_a_batch_of_whole_traces_at_a_time(phoenix, monkeypatch):
+    import engine.traces.phoenix as reader
+    from phoenix.client import Client
+    from phoenix.client.resources.spans import Spans
+
+    client = Client(base_url=phoenix.url)
+    try:
+        before = len(client.spans.get_spans(project_identifier=PROJECT, limit=1000))
+    except Exception:  # no project yet: this test runs first
+        before = 0
+    spans = send_traces(phoenix.url)
+    wait_for_spans(client, before + len(spans))
+    url = f"phoenix://{phoenix.url.removeprefix('http://')}/{PROJECT}"
+    whole = [(line, record["id"]) for line, record in TraceSource(url).records({}, lambda *a: None)]
+    asked, get_spans = [], Spans.get_spans
+
+    def counted(self, **kwargs):
+        found = get_spans(self, **kwargs)
+        asked.append((len(kwargs.get("trace_ids") or ()), len({s["context"]["trace_id"] for s in found})))
+        return found
+
+    monkeypatch.setattr(reader, "TRACES_PER_READ", 1)
+    monkeypatch.setattr(Spans, "get_spans", counted)
+    batched = [(line, record["id"]) for line, record in TraceSource(url).records({}, lambda *a: None)]
+    assert batched == whole and len(whole) >= 3  # the same items, one trace a request
+    assert len(asked) == len(whole) and set(asked) == {(1, 1)}
+    by_trace = {}
+    for span in spans:
+        by_trace.setdefault(f"{span.context.trace_id:032x}", []).append(span)
+    read = dict(((trace[0].trace_id, len(trace)) for _, trace in reader.read_traces(url)))
+    assert {trace_id: read.get(trace_id) for trace_id in by_trace} == {
+        trace_id: len(members) for trace_id, members in by_trace.items()}  # every trace read whole
 
 
 def test_an_unreachable_phoenix_is_an_error_naming_the_url(tmp_path, monkeypatch):

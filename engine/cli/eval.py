@@ -63,8 +63,10 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ScorerChoice:
     """Which scorers a CLI run loads, and on what data: scorer references (``SPEC`` or
-    ``LABEL=SPEC``), the data (a resolved path, or a URL), ``--option`` values, the judge model and
-    server. Recorded with the run as ``config["cli"]`` (`to_json_dict`) beside its settings."""
+    ``LABEL=SPEC``), the data (a resolved path, or a URL) and how its traces are read
+    (``--format``, ``--item-per``, ``--span-kind``: a resume reads the same items), ``--option``
+    values, the judge model and server. Recorded with the run as ``config["cli"]``
+    (`to_json_dict`) beside its settings."""
 
     scorers: tuple[str, ...] = ()
     data: Optional[str] = None
@@ -72,24 +74,36 @@ class ScorerChoice:
     model: Optional[str] = None
     base_url: Optional[str] = None
     command: str = "eval"
+    data_format: Optional[str] = None
+    item_per: Optional[str] = None
+    span_kinds: tuple[str, ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
-                "options": list(self.options), "model": self.model, "base_url": self.base_url}
+                "options": list(self.options), "model": self.model, "base_url": self.base_url,
+                "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds)}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
         """The choice a stored run recorded in ``config["cli"]`` (the same keys in runs recorded
-        before settings were stored whole)."""
+        before settings were stored whole; the trace keys are absent from runs recorded before
+        they were kept)."""
         cli = (config or {}).get("cli") or {}
         return cls(tuple(cli.get("scorers") or ()), cli.get("data"), tuple(cli.get("options") or ()),
-                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval")
+                   cli.get("model"), cli.get("base_url"), cli.get("command") or "eval", cli.get("format"),
+                   cli.get("item_per"), tuple(cli.get("span_kinds") or ()))
 
     def resumed_from(self, stored: ScorerChoice) -> ScorerChoice:
         """This choice with what it leaves unset taken from `stored`."""
         return ScorerChoice(self.scorers or stored.scorers, self.data or stored.data,
                             self.options or stored.options, self.model or stored.model,
-                            self.base_url or stored.base_url, self.command)
+                            self.base_url or stored.base_url, self.command, self.data_format or stored.data_format,
+                            self.item_per or stored.item_per, self.span_kinds or stored.span_kinds)
+
+    def reading(self, traces: TraceFlags) -> TraceFlags:
+        """`traces` (the flags as given, with the exports) reading the data as this choice says."""
+        return dataclasses.replace(traces, format=self.data_format, item_per=self.item_per,
+                                   span_kinds=self.span_kinds)
 
 
 @dataclass(frozen=True)
@@ -146,7 +160,7 @@ def eval_cmd(
     # as such, so a resume reads it back, and one under another $SCORESPEC_MODEL is refused
     model = judge.model or environment.value("SCORESPEC_MODEL")
     choice = ScorerChoice(tuple(scorer_args or ()) + tuple(scorer_opts), data_arg, tuple(judge.option), model,
-                          judge.base_url)
+                          judge.base_url, data_format=data_format, item_per=item_per, span_kinds=tuple(span_kind))
     outputs = EvalOutputs(quiet, as_json, junit, summary_md, tuple(item_cutoff), report_file,
                           TraceFlags(data_format, item_per, tuple(span_kind), export_otlp, export_phoenix),
                           CorrectionFlags(tuple(calibration), tuple(threshold_corrected), confidence))
@@ -186,7 +200,7 @@ def run_eval(choice: ScorerChoice, flags: EvalFlags, outputs: EvalOutputs, store
         cutoffs = item_cutoffs_or_exit(list(outputs.item_cutoff), scorers) if outputs.item_cutoff else dict(
             settings.item_cutoffs or {})  # resumed: the run's own
         settings = dataclasses.replace(settings, item_cutoffs=cutoffs or None)
-        summary = _run(trace_data(data, outputs.traces), scorers, settings, db, outputs.quiet,
+        summary = _run(trace_data(data, choice.reading(outputs.traces)), scorers, settings, db, outputs.quiet,
                        dataclasses.replace(choice, data=data if "://" in data else str(Path(data).resolve())))
         # an exported score is labelled pass/fail at the run's item cut-off, else at the cut-off its spec documents
         documented = {s.label: s.cutoff for s in scorers if getattr(s, "cutoff", None) is not None}
@@ -252,6 +266,9 @@ def _check_same_choice(run_id: str, given: ScorerChoice, stored: ScorerChoice) -
         differs.append("data")
     if given.model and stored.model and given.model != stored.model:
         differs.append("model")
+    for name in ("data_format", "item_per", "span_kinds"):  # another reading of the traces: other items
+        if getattr(given, name) and getattr(stored, name) and getattr(given, name) != getattr(stored, name):
+            differs.append(name)
     if differs:
         fail(f"--resume: run {run_id} scored {_describe(stored, differs)}; this command gives "
              f"{_describe(given, differs)}: resume with the same scorers and options, or start a new run with "
@@ -272,6 +289,10 @@ def _describe(choice: ScorerChoice, differs: list[str]) -> str:
         text += f" on {_resolved(choice.data)}"
     if "model" in differs and choice.model:
         text += f" with model {choice.model}"
+    for name, flag in (("data_format", "--format"), ("item_per", "--item-per"), ("span_kinds", "--span-kind")):
+        if name in differs:
+            value = getattr(choice, name)
+            text += f" with {flag} {','.join(value) if isinstance(value, tuple) else value}"
     return text
 
 
@@ -284,10 +305,7 @@ def _checked_data(choice: ScorerChoice, settings: RunSettings) -> str:
     if data is None:
         fail("--data FILE is required")
     remote = "://" in data
-    if data.lower().startswith("phoenix://"):
-        if on_ray:
-            fail(f"--data {data}: Phoenix is read by the local executor only")
-    elif remote and not on_ray:
+    if remote and not on_ray and not data.lower().startswith("phoenix://"):
         fail(f"--data {data}: a URL is read by the Ray executor only (--executor ray)")
     pattern = on_ray and any(c in data for c in "*?[")  # a glob Ray Data expands
     if not remote and not pattern and not Path(data).is_file() and not (on_ray and Path(data).is_dir()):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..judge.clients import parse_mode
 from ..judge.identity import provider_identity
-from ..judge.provider import InstructorJudge
+from ..judge.provider import InstructorJudge, ProviderTraits
 from ..judge.window import WindowCheck, configured_window
 
 #: Ask a `for_each` stage's first element alone, then the others together (measured: see the
@@ -58,8 +58,9 @@ def make_local_judge(model: str, *, mode: str | None = None, context_window: int
     identity = provider_identity(model, mode=inst_mode, weights=path, seed=0)
     # a fixed seed would repeat the first sample of a sampled question: sample i asks with seed i
     # llama.cpp reports each token's probabilities before the grammar and sampling (`engine.embedded.llama`)
-    return InstructorJudge(client, model, window=window, identity=identity, sample_seeds=True, logprobs=True,
-                           parallel_calls=settings.slots, lead_alone=LEAD_ALONE)
+    return InstructorJudge(client, model, ProviderTraits(window=window, identity=identity, sample_seeds=True,
+                                                         logprobs=True, parallel_calls=settings.slots,
+                                                         lead_alone=LEAD_ALONE))
 
 
 class _Deferred:

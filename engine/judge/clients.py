@@ -18,7 +18,7 @@ from .call import MissingCredentials
 from .identity import provider_identity
 from .model_params import shape_for
 from .openai_path import direct_create, http_client
-from .provider import InstructorJudge
+from .provider import InstructorJudge, ProviderTraits
 from .settings import OLLAMA_DEFAULT_URL
 from .window import WindowCheck, resolve_window
 
@@ -79,9 +79,9 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
         # arguments: a call that wants them is sent in json_schema mode unless the mode is one of those
         in_content = {instructor.Mode.JSON_SCHEMA, instructor.Mode.JSON, instructor.Mode.MD_JSON}
         probs_build = None if inst_mode in in_content else (lambda: build(instructor.Mode.JSON_SCHEMA))
-        return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
-                               client_factory=build, window=window, identity=identity, logprobs=True,
-                               probs_client_factory=probs_build, shape=shape)
+        traits = ProviderTraits(name, (key, *environment.api_key_values()), window, identity, logprobs=True,
+                                shape=shape)
+        return InstructorJudge(_set_up(build), model, traits, client_factory=build, probs_client_factory=probs_build)
     elif provider == "anthropic":
         import anthropic
 
@@ -104,10 +104,11 @@ def hosted_judge(model: str, *, base_url: str | None = None, api_key: str | None
             return instructor.from_provider(model, mode=inst_mode, **extra)
 
         # the model name is bound to the client by from_provider
-        return InstructorJudge(_set_up(build), model, secrets=(api_key, *environment.api_key_values()), client_factory=build,
-                               window=window, identity=provider_identity(model, base_url=base_url, mode=inst_mode))
-    return InstructorJudge(_set_up(build), model, model_name=name, secrets=(key, *environment.api_key_values()),
-                           client_factory=build, window=window, identity=identity, shape=shape)
+        traits = ProviderTraits(None, (api_key, *environment.api_key_values()), window,
+                                provider_identity(model, base_url=base_url, mode=inst_mode))
+        return InstructorJudge(_set_up(build), model, traits, client_factory=build)
+    traits = ProviderTraits(name, (key, *environment.api_key_values()), window, identity, shape=shape)
+    return InstructorJudge(_set_up(build), model, traits, client_factory=build)
 
 
 def _takes_temperature(anthropic: Any) -> bool:

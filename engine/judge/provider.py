@@ -28,6 +28,7 @@ import re
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -130,51 +131,67 @@ def response_model(schema_json: str, title: str) -> type:
     return mark_checked(Answer)
 
 
+@dataclass(frozen=True)
+class ProviderTraits:
+    """What a provider judge knows of its model, beside its client.
+
+    model_name: the provider's name for the model, sent with each request (None when bound to
+    the client). secrets: API keys to redact. window: refuses prompts that cannot fit the model
+    (`engine.judge.window`). identity: what the judge-call cache keys this judge's answers by
+    (`engine.judge.identity.ProviderIdentity`; None: never cached). sample_seeds: send sample i of
+    a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples with one fixed
+    seed and so would repeat its first answer (the embedded judges). logprobs: the provider
+    reports token probabilities when asked (OpenAI's ``logprobs`` and ``top_logprobs``): a call
+    that wants its answer's label probabilities (`JudgeCall.probabilities`) asks for them and gets
+    them in `JudgeAnswer.answer_probs` (`engine.core.answer_probs`). parallel_calls: the calls the
+    model serves at once, to which a `for_each` stage's elements are asked together
+    (`engine.interpret.fan_out`; 1: one after another); lead_alone: ask such a stage's first
+    element alone first, so a prompt cache reads the prefix the elements share once. shape: what
+    the model accepts in a request (`engine.judge.model_params.RequestShape`; None: a chat
+    model's parameters)."""
+
+    model_name: str | None = None
+    secrets: tuple[str | None, ...] = ()
+    window: WindowCheck | None = None
+    identity: Any = None
+    sample_seeds: bool = False
+    logprobs: bool = False
+    parallel_calls: int = 1
+    lead_alone: bool = False
+    shape: RequestShape | None = None
+
+
 class InstructorJudge:
     """A judge reached through an instructor `AsyncInstructor` client: one try per `ask`.
 
     client: the instructor client; client_factory: makes one per event loop instead (an async
     HTTP client's pooled connections belong to the loop that opened them). model: the model
-    string reported in results; model_name: the provider's name for it, sent with each request
-    (None when bound to the client). secrets: API keys to redact. window: refuses prompts that
-    cannot fit the model (`engine.judge.window`). identity: what the judge-call cache keys this judge's
-    answers by (`engine.judge.identity.ProviderIdentity`; None: never cached). sample_seeds: send
-    sample i of a sampled question (i > 0) with ``seed=i``, for a model that otherwise samples
-    with one fixed seed and so would repeat its first answer (the embedded judges). logprobs: the
-    provider reports token probabilities when asked (OpenAI's ``logprobs`` and ``top_logprobs``): a
-    call that wants its answer's label probabilities (`JudgeCall.probabilities`) asks for them and
-    gets them in `JudgeAnswer.answer_probs` (`engine.core.answer_probs`); such a call goes through
-    `probs_client_factory`'s client when given (one per event loop; a client answering in the
-    message content, json_schema mode: OpenAI reports no probabilities for tool-call arguments).
-    parallel_calls: the calls the model serves at once, to which a `for_each` stage's elements
-    are asked together (`engine.interpret.fan_out`; 1: one after another); lead_alone: ask such a
-    stage's first element alone first, so a prompt cache reads the prefix the elements share
-    once. shape: what the model accepts in a request (`engine.judge.model_params.RequestShape`;
-    None: a chat model's parameters). Raises `ScorerRunError` from `ask`.
+    string reported in results. traits: what the judge knows of its model (`ProviderTraits`).
+    probs_client_factory: the client (one per event loop) a call wanting token probabilities goes
+    through, when given (a client answering in the message content, json_schema mode: OpenAI
+    reports no probabilities for tool-call arguments). Raises `ScorerRunError` from `ask`.
     """
 
-    def __init__(self, client: Any, model: str, *, model_name: str | None = None,
-                 secrets: tuple[str | None, ...] = (), client_factory: Callable[[], Any] | None = None,
-                 window: WindowCheck | None = None, identity: Any = None, sample_seeds: bool = False,
-                 logprobs: bool = False, probs_client_factory: Callable[[], Any] | None = None,
-                 parallel_calls: int = 1, lead_alone: bool = False, shape: RequestShape | None = None):
+    def __init__(self, client: Any, model: str, traits: ProviderTraits = ProviderTraits(), *,
+                 client_factory: Callable[[], Any] | None = None,
+                 probs_client_factory: Callable[[], Any] | None = None):
         self.client = client
-        self.shape = shape or RequestShape()
-        self.parallel_calls = parallel_calls
-        self.lead_alone = lead_alone
-        self.sample_seeds = sample_seeds
-        self.logprobs = logprobs
+        self.shape = traits.shape or RequestShape()
+        self.parallel_calls = traits.parallel_calls
+        self.lead_alone = traits.lead_alone
+        self.sample_seeds = traits.sample_seeds
+        self.logprobs = traits.logprobs
         self._probs_client_factory = probs_client_factory
-        self.cache_identity = identity
-        self.window = window
+        self.cache_identity = traits.identity
+        self.window = traits.window
         self._client_factory = client_factory
         self._loop_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._loop_probs_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._loop_closers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.model = model
-        self.model_name = model_name
+        self.model_name = traits.model_name
         # API keys: never echoed in error messages, raw answers or logs (a server may quote them)
-        self._secrets = kept_secrets(secrets)
+        self._secrets = kept_secrets(traits.secrets)
         register_secrets(self._secrets)
 
     def _client(self, probabilities: bool = False) -> Any:
@@ -477,4 +494,4 @@ def _short(exc: BaseException, redact_text: Callable[[str], str | None]) -> str:
     return re.sub(r" \[type=[a-z_]+, input_value=.*$", "", joined)[:500]
 
 
-__all__ = ["InstructorJudge", "ContractContext", "response_model", "RETRYABLE_STATUS"]
+__all__ = ["InstructorJudge", "ProviderTraits", "ContractContext", "response_model", "RETRYABLE_STATUS"]

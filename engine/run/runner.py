@@ -24,9 +24,11 @@
   admits it (so at most ``concurrency`` items are in flight). Once it does not, the items in
   flight finish and the rest of the data is only read (items done in an earlier attempt are
   still counted; the others are left, `RunState.left`).
-- **A judge that refuses the credentials**: a result failed with kind ``auth`` (HTTP 401/403: every
-  item would fail the same way) stops the run the same way: the items in flight finish, the rest
-  are left for ``--resume`` once the key is fixed.
+- **The first judge answer goes alone**: until the run's judge has answered once (a cached answer
+  counts) or its first item has ended, one item is in flight; then ``concurrency``. A judge that
+  refuses the credentials (a result failed with kind ``auth``, HTTP 401/403) or the
+  structured-output mode (kind ``unsupported``) fails every item the same way, so it stops the run
+  as the budget does: that one item fails, the rest are left for ``--resume`` once it is fixed.
 
 Scoring one item (target, slots, isolation) is `engine.run.item_scoring`, keeping its results
 `engine.run.sink`: the Ray executor (`engine.ray.runner`) shares both.
@@ -86,6 +88,9 @@ class Runner:
         self.budget = context.budget
         self.sink = ResultSink(context, to)
         self.scoring = ItemScoring(context.state.run_id, context.concurrency, context.target)
+        # set once the run's judge has answered (or its first item ended): the other workers wait for it
+        self.opened = asyncio.Event()
+        self.leading = False  # a worker has taken the run's first item
 
     @property
     def rewrote(self) -> bool:
@@ -124,6 +129,7 @@ class Runner:
             self.state.failed_calls += 1
         else:
             self.state.answers += 1
+            self.opened.set()
         if answer is not None and answer.usage.cache_hits:
             self.state.cached_answers += 1
         self.reporter.judge_answered(self.state)
@@ -160,10 +166,23 @@ class Runner:
             entry = await queue.get()
             if entry is None:
                 return
+            await self._first_answer()
             if self.state.stopped is not None or (self.budget is not None and not await self._admit()):
                 self.state.left += 1
+                self.opened.set()
                 continue
             await self._score_item(*entry)
+
+    async def _first_answer(self) -> None:
+        """Return at once for the worker taking the run's first item; the others wait until the
+        judge has answered once or that item has ended (a refused key then fails one item, not
+        ``concurrency``)."""
+        if self.opened.is_set():
+            return
+        if not self.leading:
+            self.leading = True
+            return
+        await self.opened.wait()
 
     async def _admit(self) -> bool:
         """Whether the budget lets the next item start now (when not, the run stops)."""
@@ -191,6 +210,7 @@ class Runner:
             item, todo, lambda scored, label, result: self.sink.save(scored, key, label, result),
             ready=lambda scored: self.sink.record_item(key, scored))
         self._refused(results)
+        self.opened.set()
         await self.sink.item_done(item, results)
 
 

@@ -78,10 +78,8 @@ class TraceAssembler:
     `finish` those of the traces still open (in the order they were first seen). A span of a
     trace already made into records is a problem (reported, skipped)."""
 
-    def __init__(self, options: TraceOptions, fields: Mapping[str, str], on_problem: OnSpanProblem,
-                 *, close_on_root: bool = True) -> None:
+    def __init__(self, options: TraceOptions, fields: Mapping[str, str], on_problem: OnSpanProblem) -> None:
         self.options, self.fields, self.on_problem = options, dict(fields), on_problem
-        self.close_on_root = close_on_root
         self.open: dict[str, list[tuple[int, Span]]] = {}
         self.done: set[str] = set()
 
@@ -98,9 +96,8 @@ class TraceAssembler:
             self.open.setdefault(span.trace_id, []).append((line, span))
             if not span.parent_id:
                 rooted[span.trace_id] = None
-        if self.close_on_root:
-            for trace_id in rooted:
-                yield from self._close(trace_id)
+        for trace_id in rooted:
+            yield from self._close(trace_id)
 
     def finish(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for trace_id in list(self.open):
@@ -120,11 +117,10 @@ class TraceAssembler:
 
 
 def assemble(spans: Iterable[tuple[int, Span]], options: TraceOptions, fields: Mapping[str, str],
-             on_problem: OnSpanProblem, *, close_on_root: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+             on_problem: OnSpanProblem) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line, record)`` for the traces of `spans` (``(line, span)``, each a document of its own:
-    a root closes its trace), streamed (module docstring); without `close_on_root` (spans in no
-    particular order, as a server lists them) every trace waits for the end."""
-    assembler = TraceAssembler(options, fields, on_problem, close_on_root=close_on_root)
+    a root closes its trace), streamed (module docstring)."""
+    assembler = TraceAssembler(options, fields, on_problem)
     for line, span in spans:
         yield from assembler.add(line, span)
     yield from assembler.finish()

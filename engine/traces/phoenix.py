@@ -6,7 +6,7 @@ label, explanation; annotator kind LLM), so they show beside the spans in Phoeni
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +16,8 @@ from .otlp_json import Span, span_of
 
 DEFAULT_PROJECT = "default"
 MAX_SPANS = 10_000_000  # spans read from one project, at most
+MAX_TRACES = 10_000_000  # traces read from one project, at most
+TRACES_PER_READ = 50  # traces whose spans one request reads
 BATCH = 100  # annotations per request
 
 
@@ -44,18 +46,62 @@ def client(base_url: str) -> Any:
     return Client(base_url=base_url)
 
 
-def read_spans(url: str) -> Iterator[tuple[int, Span]]:
-    """``(position, span)`` for every span of the project `url` names (1-based positions).
-    Raises `PhoenixError` when the server cannot be read."""
+def read_traces(url: str) -> Iterator[tuple[int, list[Span]]]:
+    """``(position, spans)`` for every trace of the project `url` names (1-based positions, the
+    traces in the order the server lists them), streamed: the trace ids are read first, then the
+    spans of `TRACES_PER_READ` traces per request, so at most that many traces are held at once.
+    A server too old to list traces or filter spans by trace (Phoenix before 13.15) has the
+    project's spans read in one request and grouped by trace. Raises `PhoenixError` when the server
+    cannot be read."""
     base_url, project = parse_url(url)
+    phoenix = client(base_url)
     try:
-        spans = client(base_url).spans.get_spans(project_identifier=project, limit=MAX_SPANS, timeout=60)
-    except PhoenixError:
-        raise
+        ids = [trace["trace_id"] for trace in _read(url, project, lambda: phoenix.traces.get_traces(
+            project_identifier=project, limit=MAX_TRACES, timeout=60))]
+    except _TooOld:
+        yield from enumerate(_grouped(span_of(dict(record)) for record in _read(
+            url, project, lambda: phoenix.spans.get_spans(project_identifier=project, limit=MAX_SPANS,
+                                                          timeout=60))), start=1)
+        return
+    position = 0
+    for start in range(0, len(ids), TRACES_PER_READ):
+        batch = ids[start:start + TRACES_PER_READ]
+        records = _read(url, project, lambda: phoenix.spans.get_spans(
+            project_identifier=project, trace_ids=batch, limit=MAX_SPANS, timeout=60))
+        by_trace = {trace_id: [] for trace_id in batch}
+        for span in (span_of(dict(record)) for record in records):
+            by_trace.setdefault(span.trace_id, []).append(span)
+        for spans in by_trace.values():
+            if spans:
+                position += 1
+                yield position, spans
+
+
+class _TooOld(Exception):
+    """The server predates a route or parameter the streamed read uses."""
+
+
+def _read(url: str, project: str, request: Callable[[], Any]) -> Any:
+    """What `request` (a call of Phoenix's client) returns; `_TooOld` when the client says the
+    server is too old for it, `PhoenixError` for anything else that fails."""
+    from phoenix.client.exceptions import PhoenixException
+
+    try:
+        return request()
+    except PhoenixException as exc:
+        if "requires Phoenix >=" in str(exc):  # the client's words for a server older than a route
+            raise _TooOld() from None
+        raise PhoenixError(f"{url}: cannot read the spans of project {project!r} ({exc})") from None
     except Exception as exc:  # httpx's errors: refused, 404 for an unknown project
         raise PhoenixError(f"{url}: cannot read the spans of project {project!r} ({exc})") from None
-    for position, record in enumerate(spans, start=1):
-        yield position, span_of(dict(record))
+
+
+def _grouped(spans: Iterable[Span]) -> list[list[Span]]:
+    """`spans` grouped by trace, the traces in the order their first span came."""
+    by_trace: dict[str, list[Span]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    return list(by_trace.values())
 
 
 def annotate(evaluations: Iterable[Evaluation], url: str) -> int:
@@ -94,4 +140,4 @@ def annotate(evaluations: Iterable[Evaluation], url: str) -> int:
     return count
 
 
-__all__ = ["DEFAULT_PROJECT", "PhoenixError", "annotate", "client", "parse_url", "read_spans"]
+__all__ = ["DEFAULT_PROJECT", "PhoenixError", "annotate", "client", "parse_url", "read_traces"]

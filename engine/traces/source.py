@@ -38,9 +38,10 @@ class TraceSource:
         `OSError` for a file that cannot be opened, `engine.traces.phoenix.PhoenixError` for a
         Phoenix server that cannot be read."""
         if is_phoenix(self.location):
-            from .phoenix import read_spans
+            from .phoenix import read_traces
 
-            return assemble(read_spans(self.location), self.options, fields, on_problem, close_on_root=False)
+            # a whole trace a document: each trace closes as it is read
+            return assemble_documents(read_traces(self.location), self.options, fields, on_problem)
         return _file_records(self.location, self.options, fields, on_problem)
 
 
