@@ -321,6 +321,7 @@ def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> di
     by_label = {s.label: s for s in scorers}
     by_name = {**{s.id: s for s in scorers}, **by_label}
     out: dict[str, float] = {}
+    # the names given by id first, so a value given by the label wins
     for name, value in sorted(cutoffs.items(), key=lambda pair: split_name(pair[0], by_name)[0] in by_label):
         _gated(name, by_name, by_label, "--item-cutoff")
         label, sub = split_name(name, by_name)
