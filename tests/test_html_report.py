@@ -17,7 +17,7 @@ from report_runs import HOSTILE_CLAIM, HOSTILE_ERROR, HOSTILE_ID, HOSTILE_REASON
 from typer.testing import CliRunner
 
 import engine.cli.eval  # noqa: F401 - registers the batch commands, report among them
-from engine.analysis.calibration import roc_points
+from engine.analysis.judge_stats import roc_points
 from engine.cli.main import app
 from engine.report.charts import DISTINCT_BARS, histogram_bins, scatter_points
 from engine.report.data import ReportError, load_run, run_from_out_file, usage_totals

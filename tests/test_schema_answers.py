@@ -25,7 +25,7 @@ from engine.testing.schema_answers import answer_for, schema_of_request, schema_
 
 def _shipped_stage_schemas() -> list[tuple[str, dict]]:
     """(spec id/stage id, output schema) of every prompt stage of every runnable shipped spec;
-    a ``{$expr}`` value (computed per item) is set to 2 here."""
+    a ``{$expr}`` value (computed per item) is set to 2 here, or to two labels for an ``enum``."""
     found = []
     for entry in list_specs():
         if entry.abstract:
@@ -38,7 +38,7 @@ def _shipped_stage_schemas() -> list[tuple[str, dict]]:
                 node = schema
                 for part in pointer[:-1]:
                     node = node[part]
-                node[pointer[-1]] = 2
+                node[pointer[-1]] = ["first", "second"] if pointer[-1] == "enum" else 2
             found.append((f"{entry.id}/{stage.id}", schema))
     return found
 

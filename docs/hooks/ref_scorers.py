@@ -141,6 +141,21 @@ def _score_block(score: Any) -> str:
     return "```text\n" + "\n".join(lines) + "\n```\n"
 
 
+def _sub_scores(spec: Any) -> list[str]:
+    """The sections of a spec's named sub-scores and its label result (none without them)."""
+    out = []
+    if spec.scores:
+        rows = [[code(name), code(sub.formula), (sub.direction or spec.direction).replace("_", " "),
+                 "—" if sub.cutoff is None else f"{sub.cutoff:g}", sub.description] for name, sub in spec.scores.items()]
+        out += ["## Sub-scores\n", "Each in [0, scale], in the result's `scores` map; `--threshold "
+                f"{spec.id}.NAME=V` gates on one.\n", table(["name", "formula", "better", "cut-off", "what"], rows)]
+    if spec.label is not None:
+        values = spec.label.values if isinstance(spec.label.values, str) else ", ".join(spec.label.values or [])
+        out += ["## Label\n", f"The result's `labelValue` is {code(f'{spec.label.stage}.{spec.label.field}')}"
+                + (f", one of {code(values)}" if values else "") + ".\n"]
+    return out
+
+
 def _english(template: Any) -> tuple[str, list[str]]:
     """A reason template's English text and the other languages it is given in (a mapping of
     ISO 639-1 codes to templates, or one template: English)."""
@@ -190,6 +205,7 @@ def scorer_page(doc: ScorerDoc, pages: set[str] = frozenset(), base_sections: se
     if spec.score is not None:
         out += ["## Score\n", f"Scores lie in [0, scale]; {direction_words(spec.direction)}.\n",
                 _score_block(spec.score)]
+    out += _sub_scores(spec)
     if spec.reason:
         out += ["## Reason\n", "The first case whose condition holds explains the score.\n", _reasons(spec.reason)]
     return "\n".join(out)

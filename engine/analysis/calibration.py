@@ -23,16 +23,17 @@ its scores with the labels:
   against the label: 1 for positive, 0 for negative, or the label rescaled to 0–1), with the
   judge's reason, to guide the next prompt edit; for a jury, each juror's figures beside
   (`engine.analysis.juror_agreement`).
-
+- **Label results** (a spec's ``label:``, no ``positive``): the confusion matrix, per-class precision
+  and recall, accuracy, macro F1 and Cohen's kappa (`engine.analysis.label_calibration`); ``score``
+  names a sub-score (a spec's ``scores:``) to calibrate instead of the main score.
 - **Uncertainty**: TPR and TNR at ``threshold`` with Wilson intervals, Cohen's kappa, balanced
   accuracy (and graded: Spearman) with seeded bootstrap intervals, the base rate, at
   ``confidence``; the **length bias** (score against output length, per label). Formulas and
   sources: `engine.analysis.judge_stats`.
 
-Statistics come from scikit-learn (`roc_auc_score`, `balanced_accuracy_score`,
-`confusion_matrix`, `roc_curve`) and SciPy (`spearmanr`, `pearsonr`), imported when first used.
-A statistic that is undefined on the data (one class only; constant scores or labels; fewer than
-two items) is None with a note saying why, never NaN.
+Statistics come from scikit-learn and SciPy, imported when first used. A statistic undefined on
+the data (one class only; constant scores or labels; fewer than two items) is None with a note
+saying why, never NaN.
 
 The figures are stored with the run in the store's ``calibrations`` table (run id, scorer, spec
 hash, model, figures as JSON) so two versions of a prompt can be compared later.
@@ -51,15 +52,16 @@ from ..run.items import item_key, parse_fields
 from ..run.resume import stored_results
 from ..run.settings import RunSettings
 from .judge_stats import (Estimate, balanced_accuracy_estimate, check_confidence, cohen_kappa_estimate, length_bias,
-                          output_length, spearman_estimate, wilson)
+                          output_length, roc_points, spearman_estimate, wilson)
 from .cutoff_names import REPORT_NAMES, OldCutoffNames, settle_cutoff
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .disagreements import Disagreement, disagreements
 from .juror_agreement import juror_figures
+from .label_calibration import classes_of, labels_into, sub_score_lines, sub_score_settings
 from .labelled import LabelError, Labelled, labelled_items
 from .pairwise_agreement import pairwise_agreement
 
-__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate", "roc_points"]
+__all__ = ["Calibration", "CalibrationSettings", "acalibrate", "agreement", "calibrate"]
 
 DEFAULT_TOP = 5
 
@@ -68,8 +70,9 @@ DEFAULT_TOP = 5
 class Calibration(OldCutoffNames):
     """Agreement between a scorer and human labels; see the module docstring.
 
-    kind: ``binary``, ``graded`` or ``pairwise`` (a pairwise scorer: its figures in `pairwise`,
-    `engine.analysis.pairwise_agreement`). `left_out` = `unlabelled` (items with no label) + the
+    kind: ``binary``, ``graded``, ``pairwise`` (a pairwise scorer: its figures in `pairwise`,
+    `engine.analysis.pairwise_agreement`) or ``labels`` (`label_figures`:
+    `LabelFigures.to_json_dict`). `left_out` = `unlabelled` (items with no label) + the
     counts of `other_labels` (label text → items whose label is neither a positive nor a negative
     value; only with ``negative``). Rates, AUC and correlations are floats (rates and AUC in
     [0, 1], correlations in [-1, 1]) or None when undefined (see `notes`). `confusion` is
@@ -129,6 +132,7 @@ class Calibration(OldCutoffNames):
     length_bias: dict[str, Any] | None = None  # see `length_bias`
     pairwise: dict[str, Any] | None = None  # a pairwise scorer's agreement with A / B / tie labels
     jurors: dict[str, Any] | None = None  # a jury's: each juror's figures on its items (`juror_figures`)
+    label_figures: dict[str, Any] | None = None  # kind labels: engine.analysis.label_calibration
 
     def to_json_dict(self) -> dict[str, Any]:
         """camelCase JSON (``calibrate --json``); an `Estimate` as ``{value, ci: [low, high], confidence, method}``."""
@@ -241,20 +245,6 @@ def _binary(scores: list[float], truth: list[int], threshold: float, notes: list
     return out
 
 
-def roc_points(scores: Sequence[float], labels: Sequence[Any], *, positive: Iterable[Any]) -> list[tuple[float, float]]:
-    """The ROC curve of scores against binary labels (a label is positive iff it is in
-    `positive`): (false positive rate, true positive rate) points, both in [0, 1], from (0, 0) to
-    (1, 1) as the cut-off falls (scikit-learn's `roc_curve`). Empty when one class is missing."""
-    from sklearn.metrics import roc_curve
-
-    wanted = set(positive)
-    truth = [1 if label in wanted else 0 for label in labels]
-    if len(set(truth)) < 2:
-        return []
-    fpr, tpr, _cuts = roc_curve(truth, [float(s) for s in scores])
-    return [(float(f), float(t)) for f, t in zip(fpr, tpr)]
-
-
 def _graded(scores: Sequence[float], labels: Sequence[Any], notes: list[str], confidence: float) -> dict[str, Any]:
     from scipy.stats import pearsonr, spearmanr
 
@@ -301,6 +291,7 @@ class CalibrationSettings:
     top: int = DEFAULT_TOP
     confidence: float = 0.95
     threshold: float | None = None
+    score: str | None = None  # a sub-score's name: calibrated instead of the main score
 
     def __post_init__(self) -> None:
         for name in ("positive", "negative"):
@@ -349,6 +340,7 @@ async def acalibrate(
     settings = settings_from_keywords(CalibrationSettings, settings, kwargs)
     run = RunSettings.build(run, **kwargs)
     (resolved,) = resolve_scorers([scorer])
+    settings = sub_score_settings(settings, resolved)
     run_label = resolved.label  # the scorer's label in the run (not a human label)
     wanted_pos = {str(v) for v in settings.positive} if settings.positive is not None else None
     wanted_neg = {str(v) for v in settings.negative} if settings.negative is not None else None
@@ -375,7 +367,11 @@ async def acalibrate(
                                         label=run_label).items():
             results.setdefault(key, line)
     report = _report(resolved, run_label, direction_of(resolved), settings, found, summary, wanted_pos)
-    _figures_into(report, resolved, settings, found, results, summary, wanted_pos)
+    if getattr(resolved.plan, "label", None) is not None and wanted_pos is None and settings.score is None:
+        labels_into(report, found.labels, results, classes_of(resolved))
+        _usage_into(report, summary, run_label)
+    else:
+        _figures_into(report, resolved, settings, found, sub_score_lines(results, settings.score), summary, wanted_pos)
     _store_figures(report, store)
     return report
 

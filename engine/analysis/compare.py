@@ -26,7 +26,10 @@ from ..core.scorer_like import ScorerLike
 from ..run.datasets import iter_items
 from ..run.items import item_key, label_value, parse_fields
 from ..run.settings import RunSettings
+from ..run.summary import sub_directions
+from .calibration import CalibrationSettings
 from .comparison import DEFAULT_TOP, Comparison, Outcome, Version, build_comparison, outcome_of
+from .label_calibration import sub_score_line, sub_score_settings
 from .label_agreement import HumanLabels, as_label_set
 from .label_settings import built_settings, check_label_settings, label_values, settings_from_keywords
 from .labelled import check_label_classes
@@ -42,7 +45,8 @@ class CompareSettings:
     labels); positive / negative: label values of the two classes (compared as text; without
     `positive`, labels are graded numbers); cutoff: the score at or above which a decision is
     positive (default: the baseline spec's documented ``cutoff``, else half its scale). top: how many movers to list (≥ 0). seed: the
-    bootstrap's random seed (an int).
+    bootstrap's random seed (an int). score: a sub-score's name (a spec's ``scores:``) compared instead of the
+    score, by its own direction and cut-off.
 
     A single str, number or bool for `positive` / `negative` is one label value. Raises
     `TypeError` for a label_field that is not a str, a cutoff that is not a number, a top or seed
@@ -55,6 +59,7 @@ class CompareSettings:
     cutoff: float | None = None
     top: int = DEFAULT_TOP
     seed: int = 0
+    score: str | None = None
 
     def __post_init__(self) -> None:
         runs = self.runs
@@ -139,6 +144,10 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
 
     scorers = resolve_scorers(versions)
     infos = [Version(s.label, s.id, s.plan.hash, None, direction_of(s), _scale(s), _cutoff(s)) for s in scorers]
+    if settings.score is not None:
+        picked = [sub_score_settings(CalibrationSettings(score=settings.score), s) for s in scorers]
+        infos = [dataclasses.replace(info, direction=sub_directions(s)[settings.score], cutoff=p.cutoff)
+                 for info, s, p in zip(infos, scorers, picked)]
     if len(infos) < 2:
         raise ValueError("compare needs at least two versions: the baseline and one to compare with it")
     _check_directions(infos)
@@ -150,7 +159,8 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
 
     async def collect(item: dict[str, Any], done: Mapping[str, Any]) -> None:
         for label, result in done.items():
-            outcomes[label][item_key(item["id"])] = outcome_of({"id": item["id"], **result.to_json_dict()})
+            line = sub_score_line({"id": item["id"], **result.to_json_dict()}, settings.score)
+            outcomes[label][item_key(item["id"])] = outcome_of(line)
         if user_callback is not None:
             import inspect
 
@@ -163,7 +173,7 @@ async def _run_versions(versions: list[Any], data: Any, field_map: dict[str, str
         for info in infos:
             for key, line in stored_results(summary.run_id, out=summary.out, store=summary.store,
                                             label=info.label).items():
-                outcomes[info.label].setdefault(key, outcome_of(line))
+                outcomes[info.label].setdefault(key, outcome_of(sub_score_line(line, settings.score)))
     for info in infos:
         info.run_id = summary.run_id
     comparison = build_comparison(infos, _ordered(outcomes, order), labels=_human_labels(human, settings),
@@ -200,6 +210,12 @@ def _cutoff(scorer: ScorerLike) -> float | None:
         return scorer.cutoff
     except Exception:  # a scale that only an item can give
         return None
+
+
+def _stored_direction(about: Mapping[str, Any], score: str | None) -> str:
+    """The direction a stored run recorded for a label (or, with `score`, for that sub-score)."""
+    main = about.get("direction") or HIGHER_IS_BETTER
+    return (about.get("scores") or {}).get(score, main) if score is not None else main
 
 
 def _check_directions(infos: Sequence[Version]) -> None:
@@ -277,11 +293,11 @@ def _from_runs(refs: list[str], data: Any, field_map: dict[str, str], store: Any
             found, scorer, lines = {}, about.get("scorer"), []
             for line in db.results(run["run_id"]):
                 if line.get("label") == label:
-                    found[item_key(line["id"])] = outcome_of(line)
+                    found[item_key(line["id"])] = outcome_of(sub_score_line(line, settings.score))
                     scorer = scorer or line.get("scorer")
                     lines.append(line)
             infos.append(_with_stored_usage(Version(name, scorer or label, about.get("specHash"), run["run_id"],
-                                                    about.get("direction") or HIGHER_IS_BETTER, about.get("scale")),
+                                                    _stored_direction(about, settings.score), about.get("scale")),
                                             lines))
             outcomes[name] = found
         _check_directions(infos)

@@ -27,6 +27,7 @@ given), both None when the figure is undefined on the data, never NaN.
   0.94–0.97 (`tests/bench/corrected_coverage.py`). So it carries both the production sample's and the
   calibration's uncertainty, and it is wider than q's own interval. Undefined when the judge is no
   better than chance on the calibration (TPR + TNR ≤ 1): then no corrected rate is given.
+- **ROC curve** (`roc_points`): scikit-learn's `roc_curve` of scores against binary labels.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CorrectedRate", "Estimate", "balanced_accuracy_estimate",
+__all__ = ["roc_points", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "CorrectedRate", "Estimate", "balanced_accuracy_estimate",
            "check_confidence", "cohen_kappa", "cohen_kappa_estimate", "corrected_difference", "corrected_pass_rate", "figure_value", "length_bias", "output_length",
            "spearman_estimate", "wilson"]
 
@@ -330,3 +331,17 @@ def output_length(item: Mapping[str, Any]) -> int | None:
 def _finite(value: float) -> float | None:
     value = float(value)
     return None if math.isnan(value) or math.isinf(value) else value
+
+
+def roc_points(scores: Sequence[float], labels: Sequence[Any], *, positive: Iterable[Any]) -> list[tuple[float, float]]:
+    """The ROC curve of scores against binary labels (a label is positive iff it is in
+    `positive`): (false positive rate, true positive rate) points, both in [0, 1], from (0, 0) to
+    (1, 1) as the cut-off falls (scikit-learn's `roc_curve`). Empty when one class is missing."""
+    from sklearn.metrics import roc_curve
+
+    wanted = set(positive)
+    truth = [1 if label in wanted else 0 for label in labels]
+    if len(set(truth)) < 2:
+        return []
+    fpr, tpr, _cuts = roc_curve(truth, [float(s) for s in scores])
+    return [(float(f), float(t)) for f, t in zip(fpr, tpr)]

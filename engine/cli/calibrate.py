@@ -34,6 +34,7 @@ from .options import (
     Quiet,
     Report,
     StorePath,
+    SubScore,
     SummaryMd,
     Top,
 )
@@ -59,6 +60,7 @@ def calibrate_cmd(
     not_scorable_score: Annotated[Optional[float], typer.Option(
         "--not-scorable-score", help="Score given to not scorable items [default: left out of the figures].")] = None,
     top: Top = 5,
+    score: SubScore = None,
     judge: JudgeFlags = JudgeFlags(),
     run: RunFlags = RunFlags(),
     out: OutFlags = OutFlags(),
@@ -71,7 +73,9 @@ def calibrate_cmd(
     confidence: Confidence = 0.95,
 ) -> None:
     """Measure a scorer's agreement with human labels: balanced accuracy, ROC AUC and the
-    confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones; the
+    confusion matrix for binary labels (--positive), Spearman and Pearson for graded ones, and for
+    a scorer with a label result the confusion matrix, per-class precision and recall, accuracy,
+    macro F1 and Cohen's kappa over any number of classes; the
     items it disagrees with most, with the judge's reasons. Exit 0, 2 on errors (failed items
     included: resume to retry them), or 3 when the --max-cost budget stopped it (the figures
     cover the items scored)."""
@@ -89,7 +93,7 @@ def calibrate_cmd(
         check_report_dependencies()
     labels = CalibrationSettings(label_field=label_field or "label", positive=positive or None,
                                  negative=negative or None, cutoff=cutoff, not_scorable_score=not_scorable_score,
-                                 top=top, confidence=confidence)
+                                 top=top, confidence=confidence, score=score)
     settings, judge_settings = build_settings(judge, run, out)
     choice = {"command": "calibrate", "scorers": [scorer], "data": str(data.resolve()), "options": judge.option,
               "model": judge.model, "base_url": judge.base_url}

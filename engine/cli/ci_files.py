@@ -19,8 +19,9 @@ JUNIT_HELP = ("Write a JUnit XML report: a test case per item and scorer (failed
 SUMMARY_MD_HELP = ("Write a Markdown summary (table, thresholds, worst items); appended when FILE is "
                    "$GITHUB_STEP_SUMMARY.")
 ITEM_CUTOFF_HELP = ("ID=VALUE: an item whose score is worse than VALUE (by the scorer's direction) is a failure in "
-                    "the reports and exits 1 (repeatable; ID is a scorer's label or id). `spec` (or ID=spec): the "
-                    "cut-off each spec documents (its `cutoff` key).")
+                    "the reports and exits 1 (repeatable; ID is a scorer's label or id, or ID.NAME for one of its "
+                    "sub-scores). `spec` (or ID=spec): the cut-off each spec documents (its `cutoff` key, and each "
+                    "sub-score's).")
 
 
 def write_reports(report: CIReport, *, junit: str | os.PathLike[str] | None = None,
@@ -50,11 +51,13 @@ def item_cutoffs_or_exit(pairs: list[str], scorers: list[Any]) -> dict[str, floa
     """``--item-cutoff`` values by scorer label or id (each must name one of `scorers`, by
     ``label`` or ``id``); exits 2 with a message on a bad one."""
     from ..report.ci import check_item_cutoffs, parse_item_cutoffs
+    from ..run.summary import sub_directions
 
     try:
         pairs = spec_cutoff_pairs(pairs, scorers)
         cutoffs = parse_item_cutoffs(pairs)
-        check_item_cutoffs(cutoffs, [name for s in scorers for name in (s.label, s.id)])
+        check_item_cutoffs(cutoffs, [name for s in scorers for base in (s.label, s.id)
+                                     for name in (base, *(f"{base}.{sub}" for sub in sub_directions(s)))])
     except ValueError as exc:
         fail(str(exc))
     return cutoffs
@@ -67,8 +70,12 @@ def spec_cutoff_pairs(pairs: list[str], scorers: list[Any]) -> list[str]:
     out: list[str] = []
     for pair in pairs:
         name, sep, value = str(pair).partition("=")
-        if not sep and name.strip() == "spec":
+        sub = _sub_cutoff(name.strip(), scorers) if sep and value.strip() == "spec" else None
+        if sub is not None:
+            out.append(f"{name.strip()}={sub!r}")
+        elif not sep and name.strip() == "spec":
             found = [f"{s.label}={s.cutoff!r}" for s in scorers if getattr(s, "cutoff", None) is not None]
+            found += [f"{s.label}.{n}={c!r}" for s in scorers for n, c in _sub_cutoffs(s).items() if c is not None]
             if not found:
                 raise ValueError("--item-cutoff spec: none of the scorers documents a cut-off (a spec's `cutoff` key)")
             out.extend(found)
@@ -80,6 +87,26 @@ def spec_cutoff_pairs(pairs: list[str], scorers: list[Any]) -> list[str]:
         else:
             out.append(pair)
     return out
+
+
+def _sub_cutoffs(scorer: Any) -> dict[str, float | None]:
+    """A scorer's sub-scores' documented cut-offs on its scale, by name (None: none documented)."""
+    plan = getattr(scorer, "plan", None)
+    names = [sub.name for sub in getattr(plan, "scores", ())]
+    return {name: plan.sub_cutoff_at(name, getattr(scorer, "scale", None)) for name in names} if names else {}
+
+
+def _sub_cutoff(name: str, scorers: list[Any]) -> float | None:
+    """The documented cut-off of the sub-score ``ID.NAME`` (None: `name` names no sub-score). Raises
+    `ValueError` for a sub-score that documents none."""
+    base, dot, sub = name.rpartition(".")
+    chosen = [s for s in scorers if dot and base in (s.label, s.id) and sub in _sub_cutoffs(s)]
+    if not chosen:
+        return None
+    found = _sub_cutoffs(chosen[0])[sub]
+    if found is None:
+        raise ValueError(f"--item-cutoff {name}=spec: the sub-score {sub!r} of {chosen[0].id} documents no cut-off")
+    return found
 
 
 def write_reports_or_exit(report: CIReport, junit: str | os.PathLike[str] | None,

@@ -35,6 +35,7 @@ from .options import (
     Quiet,
     Report,
     StorePath,
+    SubScore,
     SummaryMd,
 )
 from .stats_options import (
@@ -71,6 +72,7 @@ def compare_cmd(
     negative: Negative = [],
     cutoff: CompareCutoff = None,
     top: CompareTop = 5,
+    score: SubScore = None,
     seed: Annotated[int, typer.Option("--seed", help="The bootstrap's random seed.")] = 0,
     fail_if_worse: Annotated[Optional[float], typer.Option(
         "--fail-if-worse", min=0, metavar="DELTA", help="Exit 1 when a version is worse than the baseline by more "
@@ -96,7 +98,7 @@ def compare_cmd(
         fail("--negative needs --positive too")
     if data is not None and not data.is_file():
         fail(f"--data {data}: no such file")
-    settings = CompareSettings(runs=tuple(names) if runs else None, top=top, seed=seed, cutoff=cutoff,
+    settings = CompareSettings(runs=tuple(names) if runs else None, top=top, seed=seed, cutoff=cutoff, score=score,
                                label_field="label" if (positive or labels_file) and label_field is None else label_field,
                                positive=positive or None, negative=negative or None)
     db = open_store(store)

@@ -360,11 +360,28 @@ def render_cmd(
     for stage, text in shown:
         asked_by = f" (asked by the jury: {', '.join(juries[stage])})" if stage in juries else ""
         sys.stdout.write(f"===== {stage}{asked_by} =====\n{text}\n\n")
+    sys.stdout.write(_scores_text(scorer))
     if shown and shown[-1][0] not in answers:
         _stderr().print(f"(stopped: stage {shown[-1][0]!r} needs the judge's answer; pass --answer "
                         f"{shown[-1][0]}='{{…}}' to render what follows)", markup=False)
     elif not shown:
         _stderr().print("(this scorer sends no prompt for this item)", markup=False)
+
+
+def _scores_text(scorer: Any) -> str:
+    """What `render` shows of a spec's named sub-scores and its label result (empty without them)."""
+    from ..analysis.label_calibration import classes_of
+
+    plan, lines = scorer.plan, []
+    for sub in plan.scores:
+        cutoff = "" if sub.cutoff is None else f", cut-off {sub.cutoff:g}"
+        about = f" — {sub.description}" if sub.description else ""
+        lines.append(f"{sub.name} = {sub.score.formula.source} ({sub.direction.replace('_', ' ')}{cutoff}){about}")
+    if plan.label is not None:
+        label = plan.label
+        values = ", ".join(classes_of(scorer)) or label.values.source
+        lines.append(f"label = {label.stage}.{label.field} (one of {values})")
+    return "===== scores =====\n" + "\n".join(lines) + "\n\n" if lines else ""
 
 
 def _print_resolved(spec: str) -> None:

@@ -168,6 +168,9 @@ Cutoff = Annotated[Optional[float], typer.Option(
 #: `Cutoff` for compare (the baseline's cut-off).
 CompareCutoff = with_help(Cutoff, "A decision is positive when score ≥ this [default: the cut-off the baseline's "
                           "spec documents (its cutoff key), else half its scale].")
+SubScore = Annotated[Optional[str], typer.Option(
+    "--score", metavar="NAME", help="Use the scorer's sub-score NAME (one of its spec's `scores:`) instead of its "
+    "score.")]
 Top = Annotated[int, typer.Option("--top", min=0, help="List the N items where scorer and label disagree most.")]
 #: `Top` for compare.
 CompareTop = with_help(Top, "List the N items whose score moved most.")

@@ -205,7 +205,7 @@ def summary_table(scorers: Mapping[str, ScorerSummary]) -> Any:
             limit = ""
         else:
             limit = f"{s.threshold} " + ("[green]met[/green]" if s.threshold_met else "[red]missed[/red]")
-        name = s.label if s.label == s.scorer else f"{s.label} ({s.scorer})"
+        name = s.label if s.label == s.scorer or s.label.startswith(f"{s.scorer}.") else f"{s.label} ({s.scorer})"
         table.add_row(escape(name), short(s.direction), str(s.scored), str(s.not_scorable),
                       f"[red]{s.failed}[/red]" if s.failed else "0",
                       fmt(s.mean), fmt(s.min), fmt(s.median), fmt(s.max),
@@ -294,11 +294,16 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
     from ..run.pairwise_stats import pairwise_text
     from .cache import cache_line
 
-    console.print(summary_table(summary.scorers))
+    from ..run.summary import flat_summaries
+
+    console.print(summary_table(flat_summaries(summary.scorers)))
     for label, stats in summary.scorers.items():
         if stats.pairwise is not None:
             console.print(f"pairwise: {label}: {pairwise_text(stats.pairwise)}", markup=False, highlight=False,
                           soft_wrap=True)
+        if stats.labels:
+            counts = " · ".join(f"{value} {n}" for value, n in stats.labels.items())
+            console.print(f"labels: {label}: {counts}", markup=False, highlight=False, soft_wrap=True)
         if stats.warned:
             console.print(f"warning: {label}: {stats.warned} result(s) with a warning, the first: "
                           f"{stats.first_warning}", markup=False, highlight=False, soft_wrap=True, style="yellow")
@@ -375,6 +380,20 @@ _JUROR_FIGURES = {"balancedAccuracy": "balanced accuracy", "cohenKappa": "Cohen'
                   "spearman": "Spearman"}
 
 
+def _label_rows(table: Any, figures: Mapping[str, Any]) -> None:
+    """A label calibration's rows: accuracy, macro F1, Cohen's kappa, per-class precision and recall,
+    and the confusion matrix a row per gold class (``gold → judge: a 8 · b 1 · c 1``)."""
+    table.add_row("accuracy", fmt(figures.get("accuracy")))
+    table.add_row("macro F1", fmt(figures.get("macroF1")))
+    table.add_row("Cohen's kappa", fmt(figures.get("cohenKappa")))
+    classes = figures.get("classes") or []
+    for name, row in zip(classes, figures.get("confusion") or []):
+        per = (figures.get("perClass") or {}).get(name, {})
+        table.add_row(f"class {name}", f"precision {fmt(per.get('precision'))} · recall {fmt(per.get('recall'))} · "
+                      f"{per.get('support', 0)} gold")
+        table.add_row(f"  gold {name} → judge", " · ".join(f"{c} {n}" for c, n in zip(classes, row)))
+
+
 def calibration_table(report: Any) -> Any:
     """The figures of an `engine.analysis.calibration.Calibration` as a rich table."""
     from rich.table import Table
@@ -408,6 +427,8 @@ def calibration_table(report: Any) -> Any:
         table.add_row("accuracy (A / B / tie)", fmt(p["accuracy"]))
         table.add_row("Cohen's kappa (three classes)", fmt(p["cohenKappa"]))
         table.add_row("position consistency", f"{fmt(p['positionConsistency'])} of {p['bothOrders']}")
+    elif report.kind == "labels":
+        _label_rows(table, report.label_figures or {})
     else:
         table.add_row("Spearman", estimate_text(report.spearman_ci) if report.spearman_ci is not None
                       else fmt(report.spearman))

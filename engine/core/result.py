@@ -281,6 +281,10 @@ class ScoreResult(_Out):
     jurors: for a scorer with a jury (`engine.interpret.jury`), each juror's `JurorTotals` (usage,
     cost, questions failed); `usage` is every call's, the jurors' included, and `cost_usd` their
     sum; None (left out of the JSON) without a jury.
+    scores: the spec's named sub-scores (``scores:``), name → value in [0, scale] (never NaN), in the
+    spec's order; label_value (JSON ``labelValue``): the item's label (a spec's ``label:``), and
+    label_probs (``labelProbs``) each allowed label's probability where the judge reported them.
+    Each None, and left out of the JSON, for a spec without them (or an item that did not get them).
     """
 
     run_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -306,12 +310,16 @@ class ScoreResult(_Out):
     reason_language: str | None = None
     pairwise: PairOutcome | None = None
     jurors: dict[str, JurorTotals] | None = None
+    scores: dict[str, float] | None = None
+    label_value: str | None = None
+    label_probs: dict[str, float] | None = None
 
     @model_serializer(mode="wrap")
     def _optional_keys(self, handler: Any) -> Any:
         data = _without_none(handler(self), ("agreement", "costUsd", "cost_usd", "scoring", "warnings", "language",
                                              "languageDetected", "language_detected", "reasonLanguage",
-                                             "reason_language", "pairwise", "jurors"))
+                                             "reason_language", "pairwise", "jurors", "scores", "labelValue",
+                                             "label_value", "labelProbs", "label_probs"))
         return self._with_seed_fields(data) if isinstance(data, dict) else data
 
     def _with_seed_fields(self, data: dict[str, Any]) -> dict[str, Any]:

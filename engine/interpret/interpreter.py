@@ -31,6 +31,7 @@ from .declared_fields import resolve as resolve_declared
 from .fan_out import FanOut
 from .jury import juror_scores, jury_totals
 from .prompt_stages import PromptRunner, StageWork, wants_probs
+from .sub_scores import label_of, sub_scores_of
 from .values import evaluate, render, require_json, scale_of, score_of
 
 __all__ = ["Interpreter"]
@@ -67,12 +68,14 @@ class Interpreter:
                 ns[name] = evaluate(expression, ns, f"vars.{name}")
             yield from self._stages(ns, probs, listed, result, where)
             where[0] = None
+            label_of(plan, ns, result)
             score = plan.score
             if score.not_scorable is not None and evaluate(score.not_scorable[0], ns, "score.not_scorable.when"):
                 why = self._engine_reason(score.not_scorable[1], ns, result, "score.not_scorable.reason")
                 result.not_scorable = NotScorableInfo(reason=why)
                 result.reason = why
                 return result
+            sub_scores_of(plan, ns, result)
             for name, expression in score.let:
                 ns[name] = evaluate(expression, ns, f"score.let.{name}")
             result.score = score_of(score, ns)
@@ -84,7 +87,7 @@ class Interpreter:
             where[0] = "reason"
             result.reason = yield from self._reason(ns, result)
         except ScorerRunError as exc:
-            result.score = None
+            result.score = result.scores = None
             result.error = ItemError(stage=exc.stage or where[0], kind=exc.kind, message=exc.message,
                                      raw_answer=exc.raw_answer, attempts=exc.attempts)
         finally:

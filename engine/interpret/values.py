@@ -63,18 +63,18 @@ def scale_of(score: ScorePlan, ns: dict[str, Any]) -> float:
     return scale
 
 
-def score_of(score: ScorePlan, ns: dict[str, Any]) -> float:
-    """The item's score: `score.formula` over `ns`, in [0, scale] (values within
-    `SCALE_TOLERANCE` outside it are clamped), rounded half away from zero to `score.round`
-    places when set. Raises `ScorerRunError` (kind ``formula``) for a value that is no number
-    or lies outside [0, scale]."""
+def score_of(score: ScorePlan, ns: dict[str, Any], where: str = "score.formula") -> float:
+    """The item's score (or a sub-score's, its formula at `where`): `score.formula` over `ns`, in
+    [0, scale] (values within `SCALE_TOLERANCE` outside it are clamped), rounded half away from
+    zero to `score.round` places when set. Raises `ScorerRunError` (kind ``formula``) for a value
+    that is no number or lies outside [0, scale]."""
     formula = score.formula
-    given, value = _number(formula, ns, "score.formula")
+    given, value = _number(formula, ns, where)
     if value is None:
-        raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {_shown(given)}, not a number")
+        raise ScorerRunError("formula", f"{where} {formula.source!r} gave {_shown(given)}, not a number")
     scale = scale_of(score, ns)
     if not math.isfinite(value) or value < -SCALE_TOLERANCE or value > scale + SCALE_TOLERANCE:
-        raise ScorerRunError("formula", f"score.formula {formula.source!r} gave {value!r}, outside [0, {scale:g}]")
+        raise ScorerRunError("formula", f"{where} {formula.source!r} gave {value!r}, outside [0, {scale:g}]")
     value = min(max(value, 0.0), scale)
     places = score.round
     value = round_half_away(value, places) if places is not None else value

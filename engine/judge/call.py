@@ -36,9 +36,8 @@ class JudgeCall:
     `family` (the spec's declared model family, None: the table's): how a reasoning model is asked
     (`engine.judge.model_params`). `order`: for a pairwise stage, the order the pair's responses
     are shown in (``AB``: output_a first, ``BA``: output_b first), part of the cache key; None for
-    any other stage."""
-    (`engine.judge.model_params`); `model`: the juror asked, for a stage a jury answers
-    (`engine.judge.jury`), None: the scorer's judge."""
+    any other stage. `model`: the juror asked, for a stage a jury answers (`engine.judge.jury`),
+    None: the scorer's judge."""
 
     stage: str
     messages: list[dict[str, str]]

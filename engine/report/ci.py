@@ -28,7 +28,7 @@ from typing import Any
 from ..core.direction import HIGHER_IS_BETTER, better
 from ..core.result import ScoreResult, result_status
 from ..run.items import item_key
-from ..run.summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary
+from ..run.summary import VERDICT_EXIT, EvalSummary, ScorerStats, ScorerSummary, flat_summaries
 
 OUTCOME_KINDS = ("passed", "failure", "error", "skipped")
 
@@ -174,13 +174,20 @@ def check_item_cutoffs(cutoffs: Mapping[str, float], names: Iterable[str]) -> No
 
 def outcomes_of(lines: Iterable[Mapping[str, Any]], cutoffs: Mapping[str, float] | None = None,
                 directions: Mapping[str, str] | None = None) -> list[ItemOutcome]:
-    """`ItemOutcome`s of result lines; a cut-off or direction is found by label, then scorer id."""
+    """`ItemOutcome`s of result lines, each line's sub-scores (``scores``) as outcomes of their own
+    labelled ``LABEL.NAME``; a cut-off or direction is found by label, then scorer id."""
     cutoffs, directions = cutoffs or {}, directions or {}
     out = []
     for line in lines:
         label, scorer = str(line.get("label") or line.get("scorer")), str(line.get("scorer"))
         out.append(ItemOutcome.of_line(line, cutoff=cutoffs.get(label, cutoffs.get(scorer)),
                                        direction=directions.get(label, directions.get(scorer, HIGHER_IS_BETTER))))
+        subs = line.get("scores") if isinstance(line.get("scores"), Mapping) else {}
+        for name, value in subs.items():
+            sub, by_id = f"{label}.{name}", f"{scorer}.{name}"
+            out.append(ItemOutcome.of_line({**line, "label": sub, "score": value},
+                                           cutoff=cutoffs.get(sub, cutoffs.get(by_id)),
+                                           direction=directions.get(sub, directions.get(by_id, HIGHER_IS_BETTER))))
     return out
 
 
@@ -224,13 +231,15 @@ def eval_report(summary: EvalSummary, lines: Iterable[Mapping[str, Any]], *,
                 command: str = "eval") -> CIReport:
     """The report of an eval: `summary` and the run's result lines (`engine.run.store.Store.results`
     or the out file), with item cut-offs and directions by label or scorer id."""
-    gates = threshold_gates(summary.scorers) + corrected_gates(summary.scorers)
+    summaries = flat_summaries(summary.scorers)
+    directions = {**{label: s.direction for label, s in summaries.items()}, **(directions or {})}
+    gates = threshold_gates(summaries) + corrected_gates(summary.scorers)
     if summary.dataset_problems:
         gates.append(Gate("dataset", False, f"{summary.dataset_problems} record(s) of the dataset could not be read",
                           "\n".join(summary.problems), error=True))
     elif summary.items == 0:
         gates.append(Gate("dataset", False, "the dataset has no items", error=True))
-    return CIReport(command, summary.run_id, summary.scorers, outcomes_of(lines, cutoffs, directions), gates,
+    return CIReport(command, summary.run_id, summaries, outcomes_of(lines, cutoffs, directions), gates,
                     seconds=summary.seconds, problems=tuple(summary.problems))
 
 
@@ -257,6 +266,10 @@ def calibration_headline(c: Any) -> str:
 
     if c.kind == "binary":
         figures = f"balanced accuracy {f(c.balanced_accuracy)} at score ≥ {f(c.cutoff)} · ROC AUC {f(c.roc_auc)}"
+    elif c.kind == "labels":
+        found = c.label_figures or {}
+        figures = (f"accuracy {f(found.get('accuracy'))} · macro F1 {f(found.get('macroF1'))} · Cohen's kappa "
+                   f"{f(found.get('cohenKappa'))}")
     else:
         figures = f"Spearman {f(c.spearman)} · Pearson {f(c.pearson)}"
     return f"calibration of {c.scorer}: {figures} · {c.used} item(s) used"

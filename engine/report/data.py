@@ -119,16 +119,23 @@ def _add(values: list[str], value: Any) -> None:
 
 def label_summary(run: ReportRun, label: str) -> ScorerSummary:
     """A scorer's counts and statistics over the run's results (scored items only), with the
-    run's threshold on its mean."""
+    run's threshold on its mean; its sub-scores' (each by the direction the run recorded, else the
+    scorer's) and its label counts too."""
     known = run.label_config(label)
-    stats = ScorerStats(label, known.get("scorer"), known.get("specHash"))
-    for line in run.lines:
-        if line["label"] == label:
-            status = result_status(line)
-            stats.add(status, line.get("score") if status == "scored" else None)
-            if status == "scored":
-                stats.add_pair(line.get("pairwise"))
-    return stats.summary(run.threshold(label))
+    lines = [line for line in run.lines if line["label"] == label]
+    direction = known.get("direction") or "higher_is_better"
+    subs = dict(known.get("scores") or {})  # each sub-score's direction, as the run recorded them
+    for line in lines:
+        subs.update({name: direction for name in line.get("scores") or {} if name not in subs})
+    stats = ScorerStats(label, known.get("scorer"), known.get("specHash"), direction, subs)
+    for line in lines:
+        status = result_status(line)
+        stats.add(status, line.get("score") if status == "scored" else None, None, line.get("scores"),
+                  line.get("labelValue"))
+        if status == "scored":
+            stats.add_pair(line.get("pairwise"))
+    thresholds = {name: run.threshold(f"{label}.{name}") for name in subs}
+    return stats.summary(run.threshold(label), {name: t for name, t in thresholds.items() if t is not None})
 
 
 def spread(scores: Iterable[float]) -> dict[str, float | None]:

@@ -255,7 +255,7 @@ def _scorer_view(run: ReportRun, label: str, spec: Any) -> dict[str, Any]:
 
 
 def _calibration_views(run: ReportRun) -> list[dict[str, Any]]:
-    from ..analysis.calibration import roc_points
+    from ..analysis.judge_stats import roc_points
     from .charts import confusion_svg, roc_svg, scatter_svg
 
     views = []

@@ -48,7 +48,8 @@ def _summary_table(report: CIReport) -> list[str]:
     lines = ["| scorer | scored | not scorable | failed | mean | min | median | max | threshold |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for label, s in report.summaries.items():
-        name = md_cell(label) + ("" if label == s.scorer else f" ({md_cell(s.scorer)})")
+        same = label == s.scorer or label.startswith(f"{s.scorer}.")  # the scorer itself, or a sub-score of it
+        name = md_cell(label) + ("" if same else f" ({md_cell(s.scorer)})")
         limit = ""
         if s.threshold is not None:
             limit = f"{md_cell(s.threshold)} " + ("✅ met" if s.threshold_met else "❌ missed")

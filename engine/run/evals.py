@@ -56,7 +56,7 @@ from .run_lock import RunLock, lock_run
 from .runner import declared_names
 from .settings import RunSettings
 from .store import Store
-from .summary import EvalSummary, ScorerStats, Threshold, parse_thresholds, verdict_of
+from .summary import EvalSummary, ScorerStats, Threshold, parse_thresholds, split_name, sub_directions, verdict_of
 
 MAX_PROBLEMS_KEPT = 100
 DEFAULT_CONCURRENCY = 8
@@ -190,7 +190,7 @@ async def arun_evals(
         labels = [s.label for s in scorer_list]
         check_same_labels(prior.run_id, stored_labels, labels)
         limits, cutoffs, field_map = _gates_and_fields(settings, scorer_list, data, reporter.note)
-        stats = {s.label: ScorerStats(s.label, s.id, s.plan.hash, direction_of(s)) for s in scorer_list}
+        stats = {s.label: _stats_of(s) for s in scorer_list}
         total, limit = data_len(data), settings.limit
         state = RunState(prior.run_id or new_run_id(), labels, stats,
                          min(total, limit) if total is not None and limit is not None else total,
@@ -218,6 +218,11 @@ def _check_call(settings: RunSettings, target: Any, against: Any) -> None:
         raise ValueError("against needs a target, and runs on the local executor only")
     if settings.limit is not None and settings.limit < 1:
         raise ValueError(f"limit must be ≥ 1, not {settings.limit}")
+
+
+def _stats_of(scorer: Any) -> ScorerStats:
+    """A scorer's statistics, empty: by its label, with its direction and its sub-scores'."""
+    return ScorerStats(scorer.label, scorer.id, scorer.plan.hash, direction_of(scorer), sub_directions(scorer))
 
 
 def _budget(max_cost: float | None, price_table: PriceTable | None, prior: Any) -> Budget | None:
@@ -293,28 +298,43 @@ async def _attempt(attempt: Callable[[], Awaitable[bool]], context: RunContext, 
 
 
 def _thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None, scorers: list[Any]) -> dict[str, Threshold]:
-    """Thresholds by label, a limit set by its scorer's direction (`Threshold.for_direction`)."""
+    """Thresholds by label (``LABEL.NAME`` for a sub-score), a limit set by its scorer's (or
+    sub-score's) direction (`Threshold.for_direction`)."""
     by_label = {s.label: s for s in scorers}
-    limits = parse_thresholds(thresholds)
-    unknown = [t for t in limits if t not in by_label]
-    if unknown:
-        raise ValueError(f"threshold for {', '.join(map(repr, unknown))}, which is not among the scorers "
-                         f"({', '.join(by_label)})")
-    return {label: t.for_direction(direction_of(by_label[label])) for label, t in limits.items()}
+    out = {}
+    for name, t in parse_thresholds(thresholds).items():
+        direction = _gated(name, by_label, by_label, "threshold")
+        out[name] = t.for_direction(direction)
+    return out
+
+
+def _gated(name: str, by_name: Mapping[str, Any], by_label: Mapping[str, Any], what: str) -> Any:
+    """The direction of the scorer (or sub-score: ``SCORER.NAME``) `name` names among `by_name`;
+    raises `ValueError` naming what is known."""
+    label, sub = split_name(name, by_name)
+    scorer = by_name.get(label)
+    subs = sub_directions(scorer) if scorer is not None else {}
+    if scorer is None or (sub is not None and sub not in subs):
+        known = [n for s in by_label.values() for n in (s.label, *(f"{s.label}.{x}" for x in sub_directions(s)))]
+        raise ValueError(f"{what} for {name!r}, which is not among the scorers "
+                         f"({', '.join(known)})")
+    return direction_of(scorer) if sub is None else subs[sub]
 
 
 def _item_cutoffs(cutoffs: Mapping[str, float] | None, scorers: list[Any]) -> dict[str, float]:
-    """Item cut-offs by label, each given by a scorer's label or id (the label winning). Raises
-    `ValueError` for a name that is neither."""
+    """Item cut-offs by label (``LABEL.NAME`` for a sub-score), each given by a scorer's label or
+    id (the label winning). Raises `ValueError` for a name that is neither."""
     if not cutoffs:
         return {}
     by_label = {s.label: s for s in scorers}
-    unknown = [name for name in cutoffs if name not in by_label and name not in {s.id for s in scorers}]
-    if unknown:
-        raise ValueError(f"--item-cutoff for {', '.join(map(repr, unknown))}, which is not among the scorers "
-                         f"({', '.join(by_label)})")
-    return {label: float(cutoffs[label] if label in cutoffs else cutoffs[s.id]) for label, s in by_label.items()
-            if label in cutoffs or s.id in cutoffs}
+    by_name = {**{s.id: s for s in scorers}, **by_label}
+    out: dict[str, float] = {}
+    # the names given by id first, so a value given by the label wins
+    for name, value in sorted(cutoffs.items(), key=lambda pair: split_name(pair[0], by_name)[0] in by_label):
+        _gated(name, by_name, by_label, "--item-cutoff")
+        label, sub = split_name(name, by_name)
+        out[by_name[label].label + (f".{sub}" if sub else "")] = float(value)
+    return out
 
 
 def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurrency: int,
@@ -322,12 +342,15 @@ def _run_config(config: Mapping[str, Any] | None, settings: RunSettings, concurr
                 scorers: list[Any]) -> dict[str, Any]:
     """What the store records with a run: the caller's `config`, the settings whole
     (`RunSettings.to_json_dict`), the concurrency used, the thresholds, and per label the
-    scorer's id, spec hash (its text: `Store.spec`), direction and scale (None when unknown)."""
+    scorer's id, spec hash (its text: `Store.spec`), direction, scale (None when unknown) and its
+    sub-scores' directions by name (``scores``, when it has sub-scores)."""
     scales = {s.label: _scale(s) for s in scorers}
     return {**(config or {}), "settings": settings.to_json_dict(), "concurrency": concurrency,
             "thresholds": {label: t.to_json_dict() for label, t in limits.items()},
             "labels": {label: {"scorer": s.scorer, "specHash": s.spec_hash, "direction": s.direction,
-                               "scale": scales.get(label)} for label, s in stats.items()}}
+                               "scale": scales.get(label),
+                               **({"scores": {n: sub.direction for n, sub in s.subs.items()}} if s.subs else {})}
+                       for label, s in stats.items()}}
 
 
 def _scale(scorer: Any) -> float | None:
@@ -402,15 +425,22 @@ def _price_table(prices: Any, max_cost: float | None) -> PriceTable | None:
     return load_prices(None if prices is None or prices is True else prices)
 
 
+def _subs_of(gates: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """The gates on `label`'s sub-scores (keyed ``LABEL.NAME``), by sub-score name."""
+    return {key[len(label) + 1:]: value for key, value in gates.items() if key.startswith(f"{label}.")}
+
+
 def _summary(state: RunState, gates: tuple[Mapping[str, Threshold], Mapping[str, float]],
              prices: PriceTable | None, models: Mapping[str, str | None], budget: Budget | None) -> EvalSummary:
     """The run's summary and its verdict (`verdict_of`), `gates` being the thresholds and the
     item cut-offs by label."""
     limits, cutoffs = gates
-    summaries = {label: state.stats[label].summary(limits.get(label)) for label in state.labels}
+    summaries = {label: state.stats[label].summary(limits.get(label), _subs_of(limits, label))
+                 for label in state.labels}
     for label, jury in state.jury.items():
         summaries[label].jury = jury.summary()
-    misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label)) for label in state.labels)
+    misses = sum(state.stats[label].cutoff_misses(cutoffs.get(label), _subs_of(cutoffs, label))
+                 for label in state.labels)
     summary = EvalSummary(
         run_id=state.run_id, verdict=verdict_of(summaries, state.problem_count, state.items,
                                                 budget.stopped if budget is not None else None, misses),

@@ -38,7 +38,8 @@ class PriorResults:
     agreement of each such result that has one (sampled stages); `spent`: the model and the
     tokens in and out of each (what the run's budget counts as spent before); `pairs`: the pairwise
     outcome of each result that has one (``pairwise``, for the summary's win rate); `juries`: the
-    jury votes and failures of each result a jury gave (`engine.run.jury_stats.jury_of`)."""
+    jury votes and failures of each result a jury gave (`engine.run.jury_stats.jury_of`); `extras`:
+    the sub-scores and label of each result that has them."""
 
     run_id: str | None = None
     records: dict[LineKey, tuple[str, float | None]] = field(default_factory=dict)
@@ -46,6 +47,7 @@ class PriorResults:
     pairs: dict[LineKey, dict[str, Any]] = field(default_factory=dict)
     spent: dict[LineKey, tuple[str | None, int, int]] = field(default_factory=dict)
     juries: dict[LineKey, Any] = field(default_factory=dict)  # `engine.run.jury_stats.jury_of` each line
+    extras: dict[LineKey, tuple[dict[str, float] | None, str | None]] = field(default_factory=dict)
     untidy: bool = False
     repaired: str | None = None  # a message when a torn last line was repaired
     resuming: bool = False  # an earlier attempt of the run exists
@@ -102,6 +104,11 @@ def _note_extras(prior: PriorResults, key: LineKey, record: dict[str, Any]) -> N
         prior.juries[key] = jury
     else:
         prior.juries.pop(key, None)
+    scores, label = record.get("scores"), record.get("labelValue")
+    if isinstance(scores, dict) or isinstance(label, str):
+        prior.extras[key] = (scores if isinstance(scores, dict) else None, label if isinstance(label, str) else None)
+    else:
+        prior.extras.pop(key, None)
 
 
 def sync_store(db: Store, run_id: str, out_path: Path, prior: PriorResults) -> None:

@@ -70,7 +70,8 @@ class ResultSink:
                 label = scorer.label
                 found = self.prior.records.get((key, label))
                 if found is not None and found[0] != "failed":
-                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)))
+                    self.state.stats[label].add(*found, self.prior.agreements.get((key, label)),
+                                                *self.prior.extras.get((key, label), (None, None)))
                     if found[0] == "scored":
                         self.state.stats[label].add_pair(self.prior.pairs.get((key, label)))
                     self._jury(label).add(self.prior.juries.get((key, label)))
@@ -96,7 +97,7 @@ class ResultSink:
             self.db.record_result(self.state.run_id, key, label, data, status)
         if (key, label) in self.prior.records:
             self.rewrote = True
-        self.state.stats[label].add(status, result.score, result.agreement)
+        self.state.stats[label].add(status, result.score, result.agreement, result.scores, result.label_value)
         if result.jurors:
             self._jury(label).add(jury_of(data))
         self.state.stats[label].warn(result.warnings)

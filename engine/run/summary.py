@@ -10,6 +10,10 @@
   0.9; either bound may be None). A threshold on a scorer with no scored item is missed.
 - **Agreement** per scorer: the mean over its results that have one (a sampled stage,
   `engine.interpret.reduce`) of each result's lowest stage agreement; None when none has.
+- **Sub-scores** per scorer (a spec's ``scores:``): each named sub-score gets the same statistics
+  as the scorer, by its own direction, keyed ``LABEL.NAME`` in thresholds (``{"rq.clarity": 0.6}``)
+  and item cut-offs; a missed sub-score threshold misses the run as the scorer's would.
+- **Labels** per scorer (a spec's ``label:``): how many results gave each label.
 - **Warnings** per scorer: how many of this attempt's results carry a warning (a judge that
   reported no label probabilities, so hard labels were counted), and the first one's text.
 - **Verdict** (and the CLI's exit code): ``budget_reached`` (3) when the run stopped before the
@@ -26,6 +30,7 @@
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -119,6 +124,30 @@ def parse_thresholds(thresholds: Mapping[str, Any] | Iterable[str] | None) -> di
     return out
 
 
+def sub_directions(scorer: Any) -> dict[str, Direction]:
+    """A scorer's sub-scores (its plan's ``scores``) by name → direction; empty without any."""
+    plan = getattr(scorer, "plan", None)
+    return {sub.name: sub.direction for sub in getattr(plan, "scores", ())}
+
+
+def split_name(name: str, known: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``LABEL`` or ``LABEL.NAME`` → (label, sub-score name or None): a name `known` holds whole
+    is a label (a label may hold dots), else it is split at its last dot."""
+    if name in known:
+        return name, None
+    label, dot, sub = name.rpartition(".")
+    return (label, sub) if dot and label else (name, None)
+
+
+def flat_summaries(summaries: Mapping[str, "ScorerSummary"]) -> dict[str, "ScorerSummary"]:
+    """Each scorer's summary followed by its sub-scores' (keyed ``LABEL.NAME``)."""
+    out: dict[str, ScorerSummary] = {}
+    for label, s in summaries.items():
+        out[label] = s
+        out.update({f"{label}.{name}": sub for name, sub in s.scores.items()})
+    return out
+
+
 def _exact_mean(values: Iterable[float], n: int) -> float:
     return float(sum((Decimal(repr(v)) for v in values), Decimal(0)) / n)
 
@@ -126,10 +155,15 @@ def _exact_mean(values: Iterable[float], n: int) -> float:
 class ScorerStats:
     """Counts and the scores of one scorer of a run (scores in a compact float array, for the
     median). label: its name in the run; scorer: its id (default: the label); spec_hash: its
-    spec's hash, when known; direction: which scores are better (`engine.core.direction`)."""
+    spec's hash, when known; direction: which scores are better (`engine.core.direction`); scores:
+    its sub-scores' names and directions (`sub_directions`), each counted in a `ScorerStats` of
+    its own (`subs`, labelled ``LABEL.NAME``); labels: how many results gave each label."""
 
     def __init__(self, label: str, scorer: str | None = None, spec_hash: str | None = None,
-                 direction: Direction = HIGHER_IS_BETTER):
+                 direction: Direction = HIGHER_IS_BETTER, scores: Mapping[str, Direction] | None = None):
+        self.subs = {name: ScorerStats(f"{label}.{name}", scorer or label, spec_hash, way)
+                     for name, way in (scores or {}).items()}
+        self.labels: Counter[str] = Counter()
         self.label = label
         self.scorer = scorer or label
         self.spec_hash = spec_hash
@@ -151,8 +185,14 @@ class ScorerStats:
             self.warned += 1
             self.first_warning = self.first_warning or warnings[0]
 
-    def add(self, status: str, score: float | None, agreement: float | None = None) -> None:
-        """Count one result: its status, score (when scored) and agreement (when sampled)."""
+    def add(self, status: str, score: float | None, agreement: float | None = None,
+            scores: Mapping[str, float] | None = None, label: str | None = None) -> None:
+        """Count one result: its status, score (when scored), agreement (when sampled), sub-scores
+        (by name) and label."""
+        for name, sub in self.subs.items():
+            sub.add(status, (scores or {}).get(name))
+        if label is not None and status != "failed":
+            self.labels[label] += 1
         if agreement is not None and status != "failed":
             self._agreement_sum += agreement
             self._agreements += 1
@@ -172,18 +212,23 @@ class ScorerStats:
                 self.pairs = PairwiseStats()
             self.pairs.add(outcome)
 
-    def cutoff_misses(self, cutoff: float | None) -> int:
-        """How many scores are worse than the item cut-off `cutoff` (by the direction; None: 0)."""
+    def cutoff_misses(self, cutoff: float | None, sub_cutoffs: Mapping[str, float] | None = None) -> int:
+        """How many scores are worse than the item cut-off `cutoff` (by the direction; None: 0), and
+        sub-scores than theirs (`sub_cutoffs` by name, each by its own direction)."""
+        subs = sum(self.subs[name].cutoff_misses(value) for name, value in (sub_cutoffs or {}).items())
         if cutoff is None:
-            return 0
-        return sum(1 for score in self.scores if better(cutoff, score, self.direction))
+            return subs
+        return subs + sum(1 for score in self.scores if better(cutoff, score, self.direction))
 
     @property
     def running_mean(self) -> float | None:
         """A cheap mean for progress displays (the summary's mean is exact)."""
         return self._sum / self.scored if self.scored else None
 
-    def summary(self, threshold: Threshold | None) -> "ScorerSummary":
+    def summary(self, threshold: Threshold | None,
+                sub_thresholds: Mapping[str, Threshold] | None = None) -> "ScorerSummary":
+        """The statistics, `threshold` checked on the mean (and each of `sub_thresholds`, by
+        sub-score name, on its sub-score's)."""
         values = sorted(self.scores)
         n = len(values)
         mean = median = low = high = None
@@ -197,7 +242,10 @@ class ScorerStats:
                              spec_hash=self.spec_hash, direction=self.direction,
                              agreement=self._agreement_sum / self._agreements if self._agreements else None,
                              warned=self.warned, first_warning=self.first_warning,
-                             pairwise=self.pairs.to_json_dict() if self.pairs is not None else None)
+                             pairwise=self.pairs.to_json_dict() if self.pairs is not None else None,
+                             scores={name: sub.summary((sub_thresholds or {}).get(name))
+                                     for name, sub in self.subs.items()},
+                             labels=dict(sorted(self.labels.items())))
 
 
 @dataclass
@@ -206,7 +254,8 @@ class ScorerSummary:
     scorer: the scorer's id; label: its name in the run (default: its id); spec_hash: its
     spec's hash, when known; direction: which scores are better (`engine.core.direction`); agreement:
     the mean agreement of its sampled results, in [0, 1] (None without sampled stages); warned:
-    how many of this attempt's results carry warnings, `first_warning` the first of them."""
+    how many of this attempt's results carry warnings, `first_warning` the first of them; scores:
+    each sub-score's summary by name (its label ``LABEL.NAME``); labels: label → results giving it."""
 
     scorer: str
     scored: int = 0
@@ -233,6 +282,13 @@ class ScorerSummary:
     #: for a scorer with a jury, how far its jurors agree and which were left out
     #: (`engine.run.jury_stats.JuryStats.summary`); None without one
     jury: dict[str, Any] | None = None
+    scores: dict[str, "ScorerSummary"] = field(default_factory=dict)
+    labels: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def missed(self) -> bool:
+        """Whether its threshold, or a sub-score's, is missed."""
+        return self.threshold_met is False or any(sub.threshold_met is False for sub in self.scores.values())
 
     def __post_init__(self) -> None:
         self.label = self.label or self.scorer
@@ -251,7 +307,9 @@ class ScorerSummary:
                 "firstWarning": self.first_warning,
                 **({"correctedPassRate": self.corrected_pass_rate} if self.corrected_pass_rate is not None else {}),
                 **({"pairwise": self.pairwise} if self.pairwise is not None else {}),
-                **({"jury": self.jury} if self.jury is not None else {})}
+                **({"jury": self.jury} if self.jury is not None else {}),
+                **({"scores": {name: sub.to_json_dict() for name, sub in self.scores.items()}} if self.scores else {}),
+                **({"labels": dict(self.labels)} if self.labels else {})}
 
 
 @dataclass
@@ -327,10 +385,10 @@ def verdict_of(scorers: Mapping[str, ScorerSummary], dataset_problems: int, item
         return "budget_reached"
     if dataset_problems or items == 0 or any(s.failed for s in scorers.values()):
         return "errors"
-    if cutoff_misses or any(s.threshold_met is False for s in scorers.values()):
+    if cutoff_misses or any(s.missed for s in scorers.values()):
         return "below_threshold"
     return "passed"
 
 
-__all__ = ["Threshold", "parse_thresholds", "ScorerStats", "ScorerSummary", "EvalSummary", "verdict_of",
+__all__ = ["Threshold", "parse_thresholds", "ScorerStats", "flat_summaries", "split_name", "sub_directions", "ScorerSummary", "EvalSummary", "verdict_of",
            "VERDICT_EXIT"]

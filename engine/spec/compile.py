@@ -24,7 +24,7 @@ from ..core.schemas import answer_keys, schema_error
 from .answer_fields import BOOL_WORDS, keep_first_of, pages_of, probabilities_of, sampled_probabilities_of
 from .catalog import builtin_root, prompt_dirs, resolve_spec
 from .document import Document, parse_document
-from .expressions import Expression, Template
+from .expressions import Expression, Template, syntax_hint
 from .inherit import load_document, resolve_extends
 from .models import FIELD_NAME_PATTERN, JudgeSpec, PromptStage, Spec
 from .option_plans import checked_cutoff, checked_examples, declared_field, options_plan
@@ -34,12 +34,13 @@ from .plans import (CheckPlan, FieldPlan, OptionsPlan, PromptStagePlan, ReasonPl
 from .reasons import reason_plans, reason_text
 from .jury import jury_plan
 from .sampling import is_expression, sampling_plan
+from .score_plans import implied_score, label_plan, sub_score_formulas, sub_score_plans
 from .schema_keywords import misspelled
 from .scope import Scope
 from .validation import validate_document
 
 RESERVED = {"run", "options", "answer", "score", "scale", "loop", "namespace", "each", "each_index", "answer_probs",
-            "examples", "listed", "pair"}
+            "examples", "listed", "pair", "scores", "label"}
 _RUN_KEYWORDS = {"run_id", "answers"}  # keywords of Scorer.run / render besides the fields
 
 
@@ -56,7 +57,7 @@ class _Compiler:
             compiled = Expression(source)
         except TemplateSyntaxError as exc:
             self.doc.add("expression-syntax", key_path, f"cannot parse expression {source!r}: {exc.message}",
-                         _syntax_hint(exc.message))
+                         syntax_hint(exc.message))
             return None
         except RecursionError:
             self.doc.add("expression-syntax", key_path, "the expression is nested too deeply to compile",
@@ -72,7 +73,7 @@ class _Compiler:
             compiled = Template(source, f"{self.doc.file}:{key_path}")
         except TemplateSyntaxError as exc:
             self.doc.add("template-syntax", key_path, f"cannot parse template: {exc.message}",
-                         _syntax_hint(exc.message))
+                         syntax_hint(exc.message))
             return None
         except RecursionError:
             self.doc.add("template-syntax", key_path, "the template is nested too deeply to compile")
@@ -100,7 +101,7 @@ class _Compiler:
         except TemplateSyntaxError as exc:
             self.doc.problems.append(Problem("template-syntax", f"cannot parse template: {exc.message}", str(found),
                                              exc.lineno or 1, 1, self.doc.written(key_path),
-                                             _syntax_hint(exc.message)))
+                                             syntax_hint(exc.message)))
             return None
         except RecursionError:
             self.doc.add("template-syntax", key_path, f"template {name!r} is nested too deeply to compile")
@@ -131,7 +132,7 @@ class _Compiler:
                     compiled = self.expr(source, where(pointer), scope)
                     if compiled is not None:
                         exprs.append((pointer, compiled))
-                    return 1  # placeholder for checking the schema at load
+                    return ["$expr"] if pointer[-1:] == ("enum",) else 1  # a placeholder checked at load
                 return {k: walk(v, pointer + (k,)) for k, v in node.items()}
             if isinstance(node, list):
                 return [walk(v, pointer + (i,)) for i, v in enumerate(node)]
@@ -148,17 +149,6 @@ class _Compiler:
             self.doc.add("invalid-schema", key_path, "an output schema must have type: object",
                          "wrap the answer in an object, e.g. {type: object, properties: {...}}")
         return checked, tuple(exprs)
-
-
-def _syntax_hint(message: str | None) -> str:
-    """Did-you-mean for Jinja's "No filter named 'lenght'." / "No test named …" errors."""
-    match = re.search(r"No (filter|test) named '([^']+)'", message or "")
-    if not match:
-        return ""
-    from .expressions import environment
-
-    env = environment()
-    return did_you_mean(match.group(2), env.filters if match.group(1) == "filter" else env.tests)
 
 
 # --- the spec, section by section ----------------------------------------------------------------
@@ -315,7 +305,8 @@ def _stages(spec: Spec, c: _Compiler, scope: Scope) -> tuple[list[StagePlan], Sc
 
 
 def _score(spec: Spec, c: _Compiler, scope: Scope) -> tuple[ScorePlan | None, Scope]:
-    score = spec.score
+    score = implied_score(spec)
+    assert score is not None
     not_scorable = None
     if score.not_scorable is not None:
         when = c.expr(score.not_scorable.when, "score.not_scorable.when", scope)
@@ -357,9 +348,12 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
     instructions = c.template_file(spec.judge.instructions, "judge.instructions", scope) \
         if spec.judge.instructions else None
     stages, scope = _stages(spec, c, scope)
+    label, scope = label_plan(spec, c, stages, scope)
+    formulas, scope = sub_score_formulas(spec, c, scope)
     score, scope = _score(spec, c, scope)
     reasons = reason_plans(spec, c, scope)
     default_scale = checked_cutoff(spec, score, options, doc)
+    subs = sub_score_plans(spec, formulas, score, default_scale, doc) if score is not None else ()
     if doc.problems or score is None or not _prepare_answers(stages, reasons, doc):
         return None
     return ScorerPlan(
@@ -367,7 +361,7 @@ def _plan(spec: Spec, doc: Document) -> ScorerPlan | None:
         path=doc.path, hash=doc.hash(c.templates), chain=doc.chain, options=options, required=required, vars=tuple(vars_),
         instructions=instructions, model=spec.judge.model, stages=tuple(stages), score=score,
         reasons=tuple(reasons), templates=dict(c.templates), declared=declared, sources=doc.sources,
-        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale,
+        direction=spec.direction, cutoff=spec.cutoff, default_scale=default_scale, scores=subs, label=label,
     )
 
 
@@ -406,7 +400,7 @@ def compile_document(doc: Document) -> ScorerPlan:
         raise SpecError([Problem("abstract-spec", f"{spec.id} is a base for other specs (abstract: true); it "
                                  "cannot be run", where.file, where.line, where.column, "abstract",
                                  f"write a spec with extends: {spec.id}, or run one that does")])
-    complete = spec is not None and not spec.abstract and spec.stages is not None and spec.score is not None
+    complete = spec is not None and not spec.abstract and spec.stages is not None and implied_score(spec) is not None
     plan = _plan(spec, doc) if complete else None
     if doc.problems or plan is None:
         raise SpecError(in_the_users_spec(doc.problems, doc))

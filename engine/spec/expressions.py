@@ -414,4 +414,17 @@ def _attribute_uses(found: list[nodes.Node]) -> dict[tuple[str, str], int]:
     return uses
 
 
-__all__ = ["MEANT_DIGITS", "Expression", "Template", "decimal_half_away", "environment", "neutralise_delimiters"]
+def syntax_hint(message: str | None) -> str:
+    """A did-you-mean for Jinja's "No filter named 'lenght'." / "No test named …" errors ("" for
+    another message)."""
+    match = re.search(r"No (filter|test) named '([^']+)'", message or "")
+    if not match:
+        return ""
+    from ..core.errors import did_you_mean
+
+    env = environment()
+    return did_you_mean(match.group(2), env.filters if match.group(1) == "filter" else env.tests)
+
+
+__all__ = ["MEANT_DIGITS", "Expression", "Template", "decimal_half_away", "environment", "neutralise_delimiters",
+           "syntax_hint"]

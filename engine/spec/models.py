@@ -310,6 +310,45 @@ class ScoreSpec(_Model):
     )
 
 
+class SubScoreSpec(_Model):
+    """A named sub-score: a formula of its own over the stages' answers, with its own direction
+    and cut-off, on the main score's scale."""
+
+    formula: str = Field(description="Expression giving the sub-score in [0, scale] (the main score's `scale`), "
+                         "over the names the main formula sees before its `let` (run, options, vars, the stages' "
+                         "results) and the sub-scores declared above this one (`scores.NAME`).")
+    description: str = Field("", description="What the sub-score measures (shown in the reference page and "
+                             "`render`).")
+    direction: Direction | None = Field(
+        None, description="Which values of this sub-score are better: `higher_is_better` or `lower_is_better`. "
+        "Default: the spec's `direction`.",
+    )
+    cutoff: float | None = Field(
+        None, ge=0, description="This sub-score's documented cut-off on the default scale (as the spec's `cutoff`: "
+        "an item at least as good passes); `--item-cutoff SCORER.NAME=spec` applies it.",
+    )
+    round: int | None = Field(None, ge=0, le=12, description="Decimal places, as `score.round`.")
+
+
+class LabelSpec(_Model):
+    """A label result: one enum field of a prompt stage's answer, so an item's result is a label
+    (and a score, from `scores` or the order of the values)."""
+
+    stage: str = Field(pattern=r"^[a-z_][a-z0-9_]*$", description="The prompt stage whose answer gives the label "
+                       "(asked once per item: no for_each).")
+    field: str = Field(description="The answer's field holding the label (a top-level property with an `enum`).")
+    values: Union[list[str], str, None] = Field(
+        None, description="The allowed labels, best first: a list, or an expression over `options` (e.g. "
+        "`options.labels`). Default: the field's `enum` in the stage's output schema.",
+    )
+    scores: Union[dict[str, Annotated[float, Field(ge=0, le=1)]], str, None] = Field(
+        None, description="Label → score as a share of the scale (in [0, 1]), or an expression over `options` "
+        "giving that mapping. Without `score:` in the spec the item's score is its label's; an item whose label the "
+        "mapping does not name is not scorable (it keeps its label). Default: the values' order, the first 1 and "
+        "the last 0 in even steps.",
+    )
+
+
 class ReasonCase(_Model):
     """One way to explain the score; the first case whose `when` holds is used. Give exactly one of
     `template` or `prompt`. Its expressions and templates also see `score` and `scale`."""
@@ -400,14 +439,27 @@ class Spec(_Model):
     stages: list[Stage] | None = Field(None, min_length=1, description="Stages, run in order (required unless "
                                        "abstract). A stage with a `function` is a rule stage, any other a prompt "
                                        "stage.")
-    score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract).")
+    score: ScoreSpec | None = Field(None, description="How the score is computed (required unless abstract, or "
+                                    "unless `scores` or `label` gives it: then the sub-scores' mean, or the label's "
+                                    "score).")
+    scores: dict[str, SubScoreSpec] = Field(
+        default_factory=dict,
+        description="Named sub-scores, in order: each item's result carries `scores: {NAME: value}` beside its "
+        "score, and the main formula may read them as `scores.NAME`. Summaries, reports and `--threshold "
+        "SCORER.NAME=V` treat each as a score of its own.",
+        json_schema_extra={"propertyNames": {"pattern": FIELD_NAME_PATTERN}},
+    )
+    label: LabelSpec | None = Field(None, description="A label result: the item's label is an answer field's value "
+                                    "(`labelValue` in the result; `labelProbs` when the judge gives probabilities), "
+                                    "counted per label in the summary; `calibrate` compares it with gold labels.")
     reason: list[ReasonCase] = Field(
         default_factory=list, description="How the score is explained; first matching case wins."
     )
 
 
 CONCRETE_KEYS = ("name", "description", "version", "stages", "score")
-"""What a spec that is not abstract must give (itself or through the spec it extends)."""
+"""What a spec that is not abstract must give (itself or through the spec it extends); `score` may be
+left out when `scores` or `label` is given."""
 
 
 def spec_json_schema() -> dict[str, Any]:
@@ -418,7 +470,8 @@ def spec_json_schema() -> dict[str, Any]:
     # a spec that is neither abstract nor extends another must be complete
     schema["if"] = {"anyOf": [{"required": ["abstract"], "properties": {"abstract": {"const": True}}},
                               {"required": ["extends"]}]}
-    schema["else"] = {"required": list(CONCRETE_KEYS)}
+    required = [key for key in CONCRETE_KEYS if key != "score"]
+    schema["else"] = {"required": required, "anyOf": [{"required": [key]} for key in ("score", "scores", "label")]}
     _stage_patches(schema)
     return schema
 

@@ -64,6 +64,9 @@ class PairwisePlan:
 
     order: str = "both"
     field: str = "winner"
+
+
+@dataclass(frozen=True, slots=True)
 class JuryPlan:
     """A stage asked by a panel of models (`engine.interpret.jury`): `models`, two or more distinct
     model strings in order; `min_successful`, the fewest that must answer (1..len(models));
@@ -240,6 +243,33 @@ class ScorePlan:
 
 
 @dataclass(frozen=True, slots=True)
+class SubScorePlan:
+    """A named sub-score: its formula, scale and decimal places as a `ScorePlan` (the main score's
+    scale), its direction (the spec's unless it gives its own), its documented cut-off on the
+    default scale (None: none) and its description."""
+
+    name: str
+    score: ScorePlan
+    direction: Direction = HIGHER_IS_BETTER
+    cutoff: float | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPlan:
+    """A label result: the value of `field` in the result of the prompt stage `stage`. values: the
+    allowed labels best first (a tuple; an expression over ``options``; or None: the stage's
+    answer schema holds them, checked per call). scores: label → share of the scale in [0, 1], an
+    expression over ``options`` giving that mapping, or None (the values' order: the first 1, the
+    last 0)."""
+
+    stage: str
+    field: str
+    values: tuple[str, ...] | Expression | None = None
+    scores: Mapping[str, float] | Expression | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OptionsPlan:
     """The spec's options: defaults (every option has one) and a validator per option, with
     the schemas as written (the CLI reads them to parse values)."""
@@ -272,7 +302,8 @@ class ScorerPlan:
     fields the spec declares beyond the run fields, by name.
     instructions: the system message template, or None. model: the spec's default judge model.
     cutoff: the spec's documented cut-off on the scale its default options give (`default_scale`),
-    or None; `cutoff_at` gives it on another scale.
+    or None; `cutoff_at` gives it on another scale. scores: the named sub-scores in order
+    (`SubScorePlan`); label: the label result (`LabelPlan`), or None.
     """
 
     id: str
@@ -296,15 +327,26 @@ class ScorerPlan:
     direction: Direction = HIGHER_IS_BETTER
     cutoff: float | None = None
     default_scale: float | None = None
+    scores: tuple[SubScorePlan, ...] = ()
+    label: LabelPlan | None = None
 
     def cutoff_at(self, scale: float | None) -> float | None:
         """The spec's cut-off on a run's `scale` (in proportion to `default_scale`; as written when
         either scale is unknown or 0); None when the spec declares none."""
-        if self.cutoff is None:
+        return self._in_proportion(self.cutoff, scale)
+
+    def sub_cutoff_at(self, name: str, scale: float | None) -> float | None:
+        """The documented cut-off of the sub-score `name` on a run's `scale` (as `cutoff_at`); None when
+        it declares none. Raises `KeyError` for a name the spec does not declare."""
+        found = {s.name: s for s in self.scores}[name]
+        return self._in_proportion(found.cutoff, scale)
+
+    def _in_proportion(self, cutoff: float | None, scale: float | None) -> float | None:
+        if cutoff is None:
             return None
         if not scale or not self.default_scale:
-            return self.cutoff
-        return self.cutoff * float(scale) / self.default_scale
+            return cutoff
+        return cutoff * float(scale) / self.default_scale
 
     @property
     def translated_reasons(self) -> bool:
@@ -321,5 +363,6 @@ class ScorerPlan:
         return any(isinstance(s, PromptStagePlan) for s in self.stages) or any(r.prompt for r in self.reasons)
 
 
-__all__ = ["CheckPlan", "ENGLISH", "FieldPlan", "JuryPlan", "OptionsPlan", "PromptStagePlan", "ReasonPlan", "ReasonText",
+__all__ = ["CheckPlan", "ENGLISH", "FieldPlan", "JuryPlan", "LabelPlan", "SubScorePlan", "OptionsPlan",
+           "PromptStagePlan", "ReasonPlan", "ReasonText",
            "RuleStagePlan", "SamplingPlan", "ScorePlan", "ScorerPlan", "StagePlan", "REASON_SCHEMA"]

@@ -45,6 +45,10 @@ class Scope:
         """This scope with more names (a name given again takes the new shape)."""
         return Scope({**self._keys, **more})
 
+    def keys_of(self, name: str) -> frozenset[str] | None:
+        """The keys known for `name` (None: unknown, or not in scope)."""
+        return self._keys.get(name)
+
     def problems(self, compiled: Any) -> list[NameProblem]:
         """What `compiled` (an `Expression` or `Template`: `names`, `attrs`, `lines`) reads
         that this scope does not provide, sorted by name."""

@@ -47,7 +47,7 @@ def _placement_and_completeness(spec: Spec, doc: Document) -> None:
     `after:` is left only where no parent placed the item (it places items of a child)."""
     if not spec.abstract and spec.extends is None:  # (still set: its parent was not found, which says why)
         for key in CONCRETE_KEYS:
-            if getattr(spec, key) is None:
+            if getattr(spec, key) is None and not (key == "score" and (spec.scores or spec.label)):
                 doc.add("missing-key", key, "required key is missing", "unless the spec is abstract: true", at="")
     lists = [(f"stages[{i}]", stage) for i, stage in enumerate(spec.stages or [])]
     lists += [(f"reason[{i}]", case) for i, case in enumerate(spec.reason)]
