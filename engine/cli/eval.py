@@ -81,7 +81,8 @@ class ScorerChoice:
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
                 "options": list(self.options), "model": self.model, "base_url": self.base_url,
-                "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds)}
+                **{name: value for name, value in (("format", self.data_format), ("item_per", self.item_per),
+                                                   ("span_kinds", list(self.span_kinds))) if value}}
 
     @classmethod
     def from_stored(cls, config: Mapping[str, Any] | None) -> ScorerChoice:
