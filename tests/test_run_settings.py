@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 import engine
 import engine.cli.compare  # noqa: F401  (registers compare)
-import engine.cli.eval  # noqa: F401  (registers eval, runs, show, calibrate)
+import engine.cli.align  # noqa: F401  (registers align)
+import engine.cli.calibrate  # noqa: F401  (registers calibrate)
+import engine.cli.eval  # noqa: F401  (registers eval, runs, show)
 from engine.cli.main import app
 from engine import run_evals
 from engine.run.executor import Executor, LocalExecutor, executor_of

@@ -86,9 +86,9 @@ class ScorerChoice:
     def to_json_dict(self) -> dict[str, Any]:
         return {"command": self.command, "scorers": list(self.scorers), "data": self.data,
                 "options": list(self.options), "model": self.model, "base_url": self.base_url,
-                "format": self.data_format, "item_per": self.item_per, "span_kinds": list(self.span_kinds),
-                **{name: value for name, value in (("pair_with", self.pair_with), ("target", self.target),
-                                                   ("target_b", self.target_b)) if value},
+                **{name: value for name, value in (("format", self.data_format), ("item_per", self.item_per),
+                                                   ("span_kinds", list(self.span_kinds)), ("pair_with", self.pair_with),
+                                                   ("target", self.target), ("target_b", self.target_b)) if value},
                 **({"jury": self.jury, "jury_min": self.jury_min} if self.jury or self.jury_min else {})}
 
     @classmethod
