@@ -199,9 +199,7 @@ class Runner:
         for result in results.values():
             error = getattr(result, "error", None)
             if error is not None and error.kind in ("auth", "unsupported"):
-                what = "the credentials" if error.kind == "auth" else "the structured-output mode"
-                self.state.stopped = (f"the judge refused {what} ({error.message.splitlines()[0]}); every "
-                                      "item would fail the same way")
+                self.state.stopped = f"{error.message.splitlines()[0]}; every item would fail the same way"
                 return
 
     async def _score_item(self, item: Item, todo: list[ScorerLike]) -> None:
