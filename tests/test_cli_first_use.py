@@ -1,5 +1,6 @@
-"""`scorespec doctor` from a fresh process, the model it takes from the environment, and the
-advice a refused key or mode gives: the run's own model and base URL, each error said once."""
+"""What a new user meets first on the command line: `scorespec doctor` from a fresh process and with
+the model from the environment, the advice a refused key or mode gives (the run's own model and
+base URL, each error said once), a closed stdout pipe, and what `--quiet` leaves printed."""
 
 from __future__ import annotations
 
@@ -86,3 +87,18 @@ def test_a_refused_key_stops_the_run_with_one_message_naming_the_runs_doctor_com
     assert stopped.count("refused") == 1 and stopped.count("HTTP 401") == 1
     assert f"{doctor} checks it" in stopped
     assert doctor == f"`scorespec doctor --model openai/gpt-4o-mini --base-url {base_url}`"
+
+
+def test_a_closed_stdout_pipe_ends_the_command_quietly():
+    env = {k: v for k, v in os.environ.items() if k != "SCORESPEC_MODEL"}
+    process = subprocess.Popen([sys.executable, "-m", "engine", "list", "--functions"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before the first line is written, as `| head -0`
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141
+    assert stderr == ""
+
+
+def test_quiet_says_what_it_leaves_printed():
+    result = invoke("eval", "--help")
+    assert "the run's header, its note: lines and the summary still print" in " ".join(result.output.split())
