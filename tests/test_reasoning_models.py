@@ -370,8 +370,21 @@ def test_404_from_a_wrong_base_url_path_says_to_check_it():
                            api_key="test", retry=RetryPolicy(max_retries=0))
         with pytest.raises(Exception) as failed:
             ask(judge, call())
-    assert failed.value.kind == "judge"
+    assert failed.value.kind == "not_found"
     assert "check --base-url" in failed.value.message
+
+
+def test_a_wrong_base_url_path_stops_the_run_at_the_first_item(tmp_path):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({**FAITHFUL, "id": i}) + "\n" for i in range(12)), encoding="utf-8")
+    with FakeOpenAIServer({"verdict": "yes"}) as server:
+        result = invoke("eval", "faithfulness", "--data", str(data), "--model", "openai/gpt-5-mini", "--base-url",
+                        server.base_url.replace("/v1", "/api/v9"), "--concurrency", "4", "--no-cache", "--json",
+                        "--quiet", "--store", str(tmp_path / "store.sqlite"))
+    summary = json.loads(result.stdout)
+    assert result.exit_code == 2 and summary["stopped"].startswith("the judge has no such path or model (")
+    assert "check --base-url" in summary["stopped"]
+    assert (summary["scorers"]["faithfulness"]["failed"], summary["left"]) == (1, 11)  # one item, then none
 
 
 # --- end to end, as a user runs it -----------------------------------------------------------

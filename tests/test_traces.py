@@ -552,3 +552,11 @@ def test_a_resume_reads_the_traces_as_the_run_first_read_them(tmp_path):
                                      "--item-per", "trace"], env=ENV)
     assert other.exit_code == 2
     assert "with --item-per span" in other.output and "with --item-per trace" in other.output
+
+
+def test_an_llm_span_item_reads_the_documents_its_trace_retrieved_before_it(tmp_path):
+    spans = spans_of(openinference_trace)
+    [llm], _ = items_of(write_otlp(tmp_path / "rag.jsonl", [spans]), item_per="span", span_kinds=("LLM",))
+    assert llm["context"] == ["Paris is the capital of France.", "France is in Europe."]
+    [tool], _ = items_of(write_otlp(tmp_path / "rag.jsonl", [spans]), item_per="span", span_kinds=("TOOL",))
+    assert tool["context"] is None  # a tool call is not given what was retrieved

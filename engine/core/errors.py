@@ -82,7 +82,7 @@ class SpecError(UserError):
 
 ErrorKind = Literal[
     "input", "judge", "auth", "truncated", "content_filter", "check", "transport", "expression", "formula",
-    "function", "target", "prompt_too_long", "unsupported", "internal",
+    "function", "target", "prompt_too_long", "unsupported", "not_found", "internal",
 ]
 """Why an item failed — a closed set:
 
@@ -107,6 +107,9 @@ ErrorKind = Literal[
 - ``unsupported``: the judge's server refused the structured-output mode's parameters (an HTTP
   400 naming ``tools``, ``tool_choice`` or ``response_format``): every call in that mode would be
   refused; not retried, and a batch run stops (`scorespec doctor` finds a mode that works);
+- ``not_found``: the judge's server has no such path or model (HTTP 404: a ``--base-url`` without
+  its ``/v1``, a misspelt model name): every call would fail the same way; not retried, and a batch
+  run stops;
 - ``internal``: a fault of the engine itself (a bug: please report it).
 """
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)

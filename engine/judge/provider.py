@@ -329,7 +329,8 @@ class InstructorJudge:
         return error
 
     def _classify(self, exc: BaseException, stage: str, attempts: int) -> ScorerRunError:
-        """A provider error: transport (may succeed when repeated), auth, prompt_too_long, or judge."""
+        """A provider error: transport (may succeed when repeated), auth, prompt_too_long, unsupported,
+        not_found, or judge."""
         if _is_transport(exc):
             return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
                                     retry_after=_retry_after(exc))
@@ -349,9 +350,9 @@ class InstructorJudge:
                                   f"parameters ({described}); {doctor} finds a mode it takes, then set it "
                                   "($SCORESPEC_MODE, or mode= in Python)", stage=stage, attempts=attempts)
         if getattr(exc, "status_code", None) == 404:
-            described += (" (HTTP 404: the server has no such path or model: check --base-url, which for an "
-                          "OpenAI-compatible server usually ends in /v1, and the model name; `scorespec doctor "
-                          f"--model {self.model}` checks both)")
+            return ScorerRunError("not_found", f"{described} (HTTP 404: the server has no such path or model: check "
+                                  "--base-url, which for an OpenAI-compatible server usually ends in /v1, and the "
+                                  f"model name; {doctor} checks both)", stage=stage, attempts=attempts)
         return ScorerRunError("judge", described, stage=stage, attempts=attempts)
 
     def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:

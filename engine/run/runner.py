@@ -27,7 +27,8 @@
 - **The first judge answer goes alone**: until the run's judge has answered once (a cached answer
   counts) or its first item has ended, one item is in flight; then ``concurrency``. A judge that
   refuses the credentials (a result failed with kind ``auth``, HTTP 401/403) or the
-  structured-output mode (kind ``unsupported``) fails every item the same way, so it stops the run
+  structured-output mode (kind ``unsupported``), or has no such path or model (kind ``not_found``,
+  HTTP 404), fails every item the same way, so it stops the run
   as the budget does: that one item fails, the rest are left for ``--resume`` once it is fixed.
 
 Scoring one item (target, slots, isolation) is `engine.run.item_scoring`, keeping its results
@@ -49,6 +50,9 @@ from .items import Item, item_key
 from .sink import ResultSink
 
 SKIPPED_BATCH = 256  # items skipped on resume are reported (and the loop yields) in batches
+# the error kinds that would fail every item the same way, and what the judge did: a run stops at the first
+_STOPPING = {"auth": "refused the credentials", "unsupported": "refused the structured-output mode",
+             "not_found": "has no such path or model"}
 
 
 def declared_names(scorers: Iterable[ScorerLike]) -> list[str]:
@@ -193,13 +197,18 @@ class Runner:
 
     def _refused(self, results: dict[str, Any]) -> None:
         """Stop the run at the first result whose judge refused the credentials (kind ``auth``) or
-        the structured-output mode (kind ``unsupported``): every item would fail the same way."""
+        the structured-output mode (kind ``unsupported``), or has no such path or model (kind
+        ``not_found``): every item would fail the same way."""
         if self.state.stopped is not None:
             return
         for result in results.values():
             error = getattr(result, "error", None)
-            if error is not None and error.kind in ("auth", "unsupported"):
-                self.state.stopped = f"{error.message.splitlines()[0]}; every item would fail the same way"
+            what = _STOPPING.get(error.kind) if error is not None else None
+            if what is not None:
+                said = error.message.splitlines()[0]
+                # a refused key or mode says what was refused itself: not said twice
+                self.state.stopped = (said if error.kind in ("auth", "unsupported") else f"the judge {what} ({said})"
+                                      ) + "; every item would fail the same way"
                 return
 
     async def _score_item(self, item: Item, todo: list[ScorerLike]) -> None:

@@ -208,18 +208,31 @@ def span_record(span: Span, spans: list[Span], fields: Mapping[str, str]) -> dic
                   "output": text_value(span, "output") or messages(span, "output"),
                   "system": system or system_instructions(span),
                   "tool_calls": [tool_call(s) for s in below if kind_of(s) == "TOOL"] or None}
-    own = documents(span) if kind == "RETRIEVER" else []
-    values["context"] = own + [d for s in below if kind_of(s) == "RETRIEVER" for d in documents(s)] or None
+    values["context"] = _span_context(span, kind, below, spans)
     looked = {
         "input": f"{where} has no input.value or input messages ({', '.join(INPUT_MESSAGES)})"
                  + (" or gen_ai.tool.call.arguments" if kind == "TOOL" else ""),
         "output": f"{where} has no output.value or output messages ({', '.join(OUTPUT_MESSAGES)})"
                   + (" or gen_ai.tool.call.result" if kind == "TOOL" else ""),
         "system": f"{where} has no system message or gen_ai.system_instructions",
-        "context": f"{where} has no retrieval.documents.*.document.content, nor has a RETRIEVER span under it",
+        "context": f"{where} has no retrieval.documents.*.document.content, nor has a RETRIEVER span under it or "
+                   "before it in its trace",
         "tool_calls": f"{where} has no TOOL span under it",
     }
     return _record(f"{span.trace_id}:{span.span_id}", span, kind, values, looked, spans, fields)
+
+
+def _span_context(span: Span, kind: str, below: list[Span], spans: list[Span]) -> list[str] | None:
+    """A span item's context: a RETRIEVER's own documents and those of the retrievers under the
+    span; else, for an LLM or AGENT span, the documents of the trace's retrievers that started
+    before it (a RAG application retrieves, then asks its model: the retriever is the LLM span's
+    sibling, not its child). None when there are none."""
+    own = documents(span) if kind == "RETRIEVER" else []
+    found = own + [d for s in below if kind_of(s) == "RETRIEVER" for d in documents(s)]
+    if not found and kind in ("LLM", "AGENT"):
+        earlier = [s for s in spans if s.start <= span.start and s is not span and kind_of(s) == "RETRIEVER"]
+        found = [d for s in earlier for d in documents(s)]
+    return found or None
 
 
 def _below(span: Span, spans: list[Span]) -> list[Span]:
