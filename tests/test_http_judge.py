@@ -279,8 +279,7 @@ def test_api_key_never_in_results_or_errors(fake_server):
         assert CANARY not in result.model_dump_json()  # ... and never echoed
     assert "***" in failed_auth.error.message
     assert (failed_auth.error.kind, failed_auth.error.stage, failed_auth.error.attempts) == ("auth", "preprocess", 1)
-    assert failed_auth.error.message.startswith("the provider refused the request's credentials (AuthenticationError "
-                                                "(HTTP 401): ")
+    assert failed_auth.error.message.startswith("the provider refused the request's credentials (HTTP 401: ")
     assert failed_transport.error.kind == "transport"
 
 
@@ -289,7 +288,7 @@ def test_refused_credentials_fail_as_auth_without_retries(fake_server, faithfuln
     fake_server.script(Fault.status(status), CLAIMS, *v("yes", "yes"), REASON)
     result = faithfulness.run(output="A.", context=["ctx"])
     assert (result.status, result.score, result.error.kind) == ("failed", None, "auth")
-    assert f"(HTTP {status})" in result.error.message and "check the API key" in result.error.message
+    assert f"(HTTP {status}: " in result.error.message and "check the API key" in result.error.message
     assert len(fake_server.requests) == 1  # neither retried nor re-asked
 
 

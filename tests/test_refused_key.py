@@ -51,7 +51,7 @@ def test_refused_key_stops_the_run_and_resume_finishes_it(write_spec, tmp_path, 
         asked = len(refusing.requests)
     summary = json.loads(first.stdout)
     assert first.exit_code == 2 and summary["verdict"] == "errors"
-    assert summary["stopped"].startswith("the judge refused the credentials (")
+    assert summary["stopped"].startswith("the provider refused the request's credentials (")
     assert f"HTTP {status}" in summary["stopped"]
     failed = summary["scorers"]["verdict"]["failed"]
     assert failed == 1 and asked == 1  # the first judge call goes alone: one item fails, asked once
@@ -84,8 +84,9 @@ def test_a_server_that_refuses_the_structured_mode_stops_the_run_and_resume_in_a
                                     env={**ENV, "OPENAI_API_KEY": "k", "SCORESPEC_MODE": "json_schema"})
     summary = json.loads(first.stdout)
     assert first.exit_code == 2 and summary["verdict"] == "errors"
-    assert summary["stopped"].startswith("the judge refused the structured-output mode (")
-    assert "scorespec doctor" in summary["stopped"]
+    assert summary["stopped"].startswith("the judge's server refused the structured-output mode's parameters (")
+    assert f"`scorespec doctor --model openai/test-model --base-url {args[-1]}` finds a mode" \
+        in summary["stopped"]
     failed = summary["scorers"]["verdict"]["failed"]
     assert failed == 1 and asked == 1  # the first judge call goes alone
     again = json.loads(second.stdout)

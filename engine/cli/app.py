@@ -15,6 +15,7 @@ It also handles errors once for every command (`handled`):
   table, a report, a language, Ray, Phoenix, OTLP, the store's version, a pattern): its message as
   ``error: MESSAGE`` on stderr, exit 2;
 - typer's own exits and usage errors: as typer gives them;
+- stdout's reader gone (``scorespec list | head -1``): a quiet end, exit 141 (`closed_stdout`);
 - anything else is a fault of scorespec: ``error: internal error (TYPE: MESSAGE); please report
   it`` naming the file that keeps the traceback (`keep_traceback`), exit 2 (never 1, "below
   threshold").
@@ -231,8 +232,33 @@ def handled() -> Iterator[None]:
         raise
     except UserError as exc:
         fail(str(exc))
+    except BrokenPipeError:
+        closed_stdout()
     except Exception as exc:
         internal_error(exc)
+
+
+#: The exit status when the reader of stdout went away (``scorespec list | head -1``): 128 + SIGPIPE,
+#: as a Unix tool killed by it.
+EXIT_CLOSED_PIPE = 141
+
+
+def closed_stdout() -> NoReturn:
+    """End quietly, as Unix tools do, when stdout's reader closed the pipe: exit 141."""
+    null_stdout()
+    raise typer.Exit(EXIT_CLOSED_PIPE)
+
+
+def null_stdout() -> None:
+    """Send what is left unwritten on stdout to the null device, so Python's own flush at exit
+    cannot fail on the closed pipe again."""
+    import os
+    import sys
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
+        pass
 
 
 def internal_error(exc: BaseException) -> NoReturn:

@@ -1,12 +1,15 @@
-"""``scorespec doctor --model M [--base-url URL] [--json]``: what a judge's server can do.
+"""``scorespec doctor [--model M] [--base-url URL] [--json]``: what a judge's server can do.
+
+The model is ``--model``, else ``$SCORESPEC_MODEL`` (as for every command).
 
 Probes a hosted judge with a handful of tiny requests (`engine.judge.probe`) and prints a table
 (or, with ``--json``, one JSON object): reachable, key accepted, each structured-output mode that
 works, logprobs, the parameters refused, reasoning tokens reported, the context window the server
 states, then the request family, mode and settings scorespec will use and why. ``--model local``
 (or ``local-tiny``, ``llamacpp/PATH.gguf``) reports the embedded judge instead: its file, its
-context window, whether llama.cpp is installed. Exit 0 when a scorer can run against the judge,
-1 when it cannot (with the one-line reason), 2 for a usage error.
+context window, whether llama.cpp is installed. Exit 0 when a scorer can run against the judge as
+configured (the mode: ``--mode``, else ``$SCORESPEC_MODE``, else tools), 1 when it cannot (with
+the one-line reason, which names a mode that works if one does), 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -26,26 +29,29 @@ EXIT_CANNOT_RUN = 1
 
 
 @app.command("doctor")
-def doctor_cmd(model: str = typer.Option(..., "--model", help="The judge to check: provider/model (e.g. "
-                                         "openai/gpt-5-mini), or local."),
+def doctor_cmd(model: Optional[str] = typer.Option(None, "--model", help="The judge to check: provider/model (e.g. "
+                                                   "openai/gpt-5-mini), or local (default: $SCORESPEC_MODEL)."),
                base_url: BaseUrl = None,
                mode: Optional[str] = typer.Option(None, "--mode", help="The structured-output mode to check "
                                                   "(default: $SCORESPEC_MODE, else tools)."),
                as_json: bool = typer.Option(False, "--json", help="Print the findings as one JSON object."),
                timeout_s: float = typer.Option(20.0, "--timeout", min=0.1, help="Seconds per probe request.")) -> None:
     """Check what a judge model's server can do before a run: a handful of tiny requests (a few
-    tokens each), then the mode and settings scorespec will use. Exit 0 when a scorer can run,
-    1 when it cannot (the reason on the last line)."""
+    tokens each), then the mode and settings scorespec will use. Exit 0 when a scorer can run as
+    configured, 1 when it cannot (the reason, and a mode that works, on the last line)."""
     from ..core import environment
     from ..judge.model import ModelError, check_model, is_local
 
-    try:
-        check_model(model)
-    except ModelError as exc:
-        fail(str(exc))
-    if is_local(model):
+    model = model or environment.value("SCORESPEC_MODEL")
+    if not model:
+        fail("give the judge to check: --model provider/model (or local), or set $SCORESPEC_MODEL")
+    if is_local(model):  # its file, options and binding are findings, not usage errors
         found = local_findings(model)
     else:
+        try:
+            check_model(model)
+        except ModelError as exc:
+            fail(str(exc))
         from ..judge.probe import probe
 
         provider = model.split("/", 1)[0]
@@ -112,6 +118,8 @@ def _print(found: dict[str, Any]) -> None:
     console.print(f"request family: {found['family']}" + (f" · mode: {found['mode']}" if found["mode"] else "")
                   + (f" ({escape(found['why'])})" if found["why"] else ""), markup=False)
     for what, said in found.get("errors", {}).items():
+        if said and said in (found["problem"] or ""):
+            continue  # the last line says it
         console.print(f"  {what}: {said}", markup=False, highlight=False, soft_wrap=True)
     if found["problem"]:
         console.print(f"cannot run: {found['problem']}", markup=False, soft_wrap=True)

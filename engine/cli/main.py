@@ -459,7 +459,16 @@ def main(argv: list[str] | None = None) -> None:
     """The console script: the ``scorespec`` command group (`engine.cli.app.Commands` loads a
     batch command's module when it is asked for, which keeps `validate`, `run` and `list` quick
     to start, and handles every command's errors)."""
-    app(args=sys.argv[1:] if argv is None else argv)
+    from .app import EXIT_CLOSED_PIPE, null_stdout
+
+    try:
+        app(args=sys.argv[1:] if argv is None else argv)
+    finally:
+        try:
+            sys.stdout.flush()  # a closed pipe refuses here, not at the interpreter's exit
+        except BrokenPipeError:
+            null_stdout()
+            raise SystemExit(EXIT_CLOSED_PIPE) from None
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m engine.cli.main`: use the importable module's app

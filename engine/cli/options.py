@@ -176,7 +176,8 @@ Top = Annotated[int, typer.Option("--top", min=0, help="List the N items where s
 CompareTop = with_help(Top, "List the N items whose score moved most.")
 
 # --- what is printed and written ---------------------------------------------------------------
-Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar, no per-item lines (for CI).")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar and no per-item or progress lines (for CI); "
+                                     "the run's header, its note: lines and the summary still print.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 #: `AsJson` for calibrate and compare.
 FiguresJson = with_help(AsJson, "Print the figures as JSON on stdout.")

@@ -321,7 +321,7 @@ def print_summary(summary: EvalSummary, console: Any) -> None:
                       style="yellow" if line.startswith("warning:") or "below" in line else None)
     if summary.stopped:
         by_budget = bool(summary.budget and summary.budget.get("stopped"))
-        finish = "a larger --max-cost" if by_budget else "settings the judge accepts (`scorespec doctor` checks them)"
+        finish = "a larger --max-cost" if by_budget else "settings the judge accepts"
         console.print(f"stopped: {summary.stopped}; {summary.left} item(s) left: run it again with --resume and "
                       f"{finish} to finish", markup=False, highlight=False, soft_wrap=True, style="yellow")
     extra = ""

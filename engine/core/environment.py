@@ -41,7 +41,7 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("SCORESPEC_MODEL", "The judge model for every scorer whose caller gives none (it stands for "
              "`--model` / `model=`, so it wins over a spec's `judge.model`).",
-             "the spec's `judge.model`, else `local`", "every judging command, `load_scorer`", "judge"),
+             "the spec's `judge.model`, else `local`", "every judging command, `scorespec doctor`, `load_scorer`", "judge"),
     Variable("SCORESPEC_MODE", "instructor's structured-output mode for hosted judges (`tools`, `json_schema`, "
              "`json`, `md_json`…).", "per provider (`tools`)", "hosted judges, unless `mode=` is given", "judge"),
     Variable("SCORESPEC_MODEL_FAMILY", "What a hosted model the table does not know accepts in a request: `chat`, "

@@ -134,6 +134,7 @@ class PromptRunner:
         finally:
             record.prompt = "\n\n".join(f"[{i}]\n{p}" for i, p in enumerate(prompts)) if prompts else None
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
+            _said_of_calls(record, stage, parts)
             if stage.samples > 1:
                 _gather_samples(record, [part.record for part in parts[:len(prompts)]])
             if stage.jury is not None:
@@ -195,8 +196,7 @@ class PromptRunner:
         finally:
             record.raw_answer = json.dumps(raws, ensure_ascii=False) if raws else None
             record.samples = samples
-            record.sampled_at = next((p.record.sampled_at for p in parts if p.record.sampled_at is not None), None)
-            record.reasoning_effort = stage.reasoning_effort
+            _said_of_calls(record, stage, parts)
         reduced = _reduce(stage, samples, schema, ns)
         record.agreement, record.spread = reduced.agreement, reduced.spread
         gather_parts(stage, work, parts, reduced.answer, schema, sampling.method)
@@ -231,6 +231,7 @@ class PromptRunner:
         finally:
             record.raw_answer = json.dumps(raws, ensure_ascii=False)
             record.samples = samples
+            _said_of_calls(record, stage, parts)
         reduced = reduce_samples(sampling, samples, schema.schema)
         record.agreement, record.spread = reduced.agreement, reduced.spread
         _gather_probs(work, parts, each=False)
@@ -390,6 +391,13 @@ def _reduce(stage: PromptStagePlan, samples: list[Any], schema: AnswerSchema, ns
     return reduce_answers(stage, stage.sampling, samples, schema, ns)
 
 
+def _said_of_calls(record: PromptStageRecord, stage: PromptStagePlan, parts: list[StageWork]) -> None:
+    """What every call of a stage of several calls (samples, ``for_each`` elements) was sent with:
+    the reasoning effort asked, and the temperature a model that takes only its own sampled at."""
+    record.reasoning_effort = stage.reasoning_effort
+    record.sampled_at = next((p.record.sampled_at for p in parts if p.record.sampled_at is not None), None)
+
+
 def _most(counts: list[dict[str, int] | None]) -> dict[str, int] | None:
     """Per field, the most of `counts` (the samples of one question); None when none has any."""
     most: dict[str, int] = {}
@@ -416,12 +424,15 @@ def _majority_labels(work: StageWork, parts: list[StageWork], answer: Any, schem
     """A question sampled and reduced by majority: each voted label field that no sample's judge
     reported probabilities for is the hard label of the majority `answer` (hard scoring of samples
     votes: no, yes, yes counts yes), not the mean of the samples' hard labels; a field some
-    sample reported keeps the mean (probability scoring)."""
+    sample reported keeps the mean (probability scoring). With none reported, the stage's
+    ``probsSource`` is ``hard``: the majority's label counted, not the samples' shares."""
     reported = {name for part in parts for name in (part.record.answer_probs or {})}
     hard, _ = with_hard_labels(answer, None, schema.labels)
     for name in schema.labels:
         if name not in reported and name in hard:
             work.used_probs[name] = hard[name]
+            if not reported:
+                work.record.probs_source = "hard"
 
 
 def _source(reported: bool, sources: list[str | None], *, sampled: bool) -> str | None:

@@ -68,6 +68,12 @@ def resolve_model(explicit: str | None, spec_model: str | None) -> str:
     return explicit or environment.value("SCORESPEC_MODEL") or spec_model or DEFAULT_MODEL
 
 
+def doctor_command(model: str, base_url: str | None = None) -> str:
+    """The ``scorespec doctor`` command line that checks the judge `model` at `base_url` (None:
+    the provider's own endpoint), in backticks, for advice in a message."""
+    return f"`scorespec doctor --model {model}" + (f" --base-url {base_url}" if base_url else "") + "`"
+
+
 def is_local(model: str) -> bool:
     """True for the embedded models (``local``, ``local-tiny``, ``llamacpp/PATH``), with or without
     options (``local?slots=2``)."""

@@ -30,6 +30,7 @@ from typing import Any
 
 from .model_params import shape_for
 from .redaction import kept_secrets, redact
+from .refusals import server_said
 
 __all__ = ["Findings", "MODES", "PARAMS", "probe"]
 
@@ -108,7 +109,7 @@ def probe(model: str, *, base_url: str | None = None, api_key: str | None = None
     found.key_accepted = basic.status not in (401, 403)
     if not found.key_accepted:
         found.errors["basic"] = basic.error
-        found.problem = f"the server refused the API key (HTTP {basic.status}): {basic.error}"
+        found.problem = f"the server refused the API key ({basic.error})"
         return found
     if basic.status == 404:
         found.problem = (f"HTTP 404 from the chat-completions path: check --base-url (it usually ends in /v1) "
@@ -147,7 +148,8 @@ def _choose_mode(found: Findings, chosen: str | None) -> None:
         else:
             works = [m for m, ok in found.modes.items() if ok]
             found.problem = (f"the mode you chose, {wanted}, does not work here" +
-                             (f"; these do: {', '.join(works)} (--mode or $SCORESPEC_MODE)" if works else ""))
+                             (f"; these do: {', '.join(works)} (doctor's --mode, and $SCORESPEC_MODE for a run)"
+                              if works else ""))
         return
     if found.modes.get("tools"):
         found.mode, found.why = "tools", "tools: the default, and the server answers tool calls"
@@ -157,8 +159,8 @@ def _choose_mode(found: Findings, chosen: str | None) -> None:
         found.problem = "no structured-output mode works (tools, json_schema, json_object, md_json all failed)"
         return
     found.mode = works[0]
-    found.problem = (f"the default mode, tools, does not work here; {works[0]} does: set SCORESPEC_MODE={works[0]}"
-                     " (or --mode where the command has it)")
+    found.problem = (f"the default mode, tools, does not work here; {works[0]} does: set SCORESPEC_MODE={works[0]} "
+                     "for the run (or mode= in Python)")
 
 
 @dataclass
@@ -188,7 +190,7 @@ class _Asker:
             completion = self.client.chat.completions.create(**body)
         except Exception as exc:  # the SDK's errors: a status, or no answer at all
             status = getattr(exc, "status_code", None)
-            return _Reply(status if isinstance(status, int) else None, None, redact(_said(exc), self.secrets) or "")
+            return _Reply(status if isinstance(status, int) else None, None, redact(server_said(exc), self.secrets) or "")
         return _Reply(200, completion, "")
 
 
@@ -255,13 +257,3 @@ def _listed_window(client: Any, name: str) -> tuple[int | None, int | None]:
             if isinstance(extra.get(key), int):
                 return extra[key], 200
     return None, 200
-
-
-def _said(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    body = getattr(exc, "body", None)
-    message = body.get("message") if isinstance(body, dict) else None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        message = body["error"].get("message")
-    text = message or str(exc) or type(exc).__name__
-    return (f"HTTP {status}: " if status else f"{type(exc).__name__}: ") + str(text)[:200]

@@ -38,7 +38,8 @@ from ..core.result import Usage
 from .call import JudgeAnswer, JudgeCall, TransportFailure
 from .contract import AnswerContract, AnswerInvalid, WrittenAnswer, as_text, no_valid_answer, written_answer
 from .model_params import RequestShape
-from .refusals import is_auth, is_prompt_too_long, refuses_logprobs, refuses_mode
+from .model import doctor_command
+from .refusals import is_auth, is_prompt_too_long, refuses_logprobs, refuses_mode, server_said
 from .usage import add_tokens as _add_tokens
 from .usage import reported as _reported
 from .openai_path import check_once, mark_checked
@@ -334,24 +335,24 @@ class InstructorJudge:
             return TransportFailure(_describe(exc, self._redact), stage=stage, attempts=attempts,
                                     retry_after=_retry_after(exc))
         described = _describe(exc, self._redact)
+        doctor = doctor_command(self.model, getattr(self.cache_identity, "base_url", None))
         if is_auth(exc):
-            return ScorerRunError("auth", f"the provider refused the request's credentials ({described}); "
-                                  "check the API key (api_key=, or the provider's variable such as OPENAI_API_KEY) "
-                                  "and the key's access to the model", stage=stage, attempts=attempts)
+            return ScorerRunError("auth", f"the provider refused the request's credentials "
+                                  f"({self._redact(server_said(exc, 300)) or ''}): check the API key (api_key=, or the "
+                                  "provider's variable such as OPENAI_API_KEY) and the key's access to the model; "
+                                  f"{doctor} checks it", stage=stage, attempts=attempts)
         if is_prompt_too_long(exc):
             return ScorerRunError("prompt_too_long", f"the provider refused the prompt of stage '{stage}' as longer "
                                   f"than the model's context window ({described}); shorten the item's text, or "
                                   "use a model with a larger window", stage=stage, attempts=attempts)
         if refuses_mode(exc):
             return ScorerRunError("unsupported", f"the judge's server refused the structured-output mode's "
-                                  f"parameters ({described}); `scorespec doctor --model {self.model}` finds a mode "
-                                  "it takes, then set it ($SCORESPEC_MODE, or mode= in Python)", stage=stage,
-                                  attempts=attempts)
+                                  f"parameters ({described}); {doctor} finds a mode it takes, then set it "
+                                  "($SCORESPEC_MODE, or mode= in Python)", stage=stage, attempts=attempts)
         if getattr(exc, "status_code", None) == 404:
             return ScorerRunError("not_found", f"{described} (HTTP 404: the server has no such path or model: check "
                                   "--base-url, which for an OpenAI-compatible server usually ends in /v1, and the "
-                                  f"model name; `scorespec doctor --model {self.model}` checks both)", stage=stage,
-                                  attempts=attempts)
+                                  f"model name; {doctor} checks both)", stage=stage, attempts=attempts)
         return ScorerRunError("judge", described, stage=stage, attempts=attempts)
 
     def _failure(self, exc: ScorerRunError, usage: Usage, reasks: int = 0) -> ScorerRunError:

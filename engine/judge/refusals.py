@@ -1,13 +1,14 @@
 """What a provider's HTTP error refuses: the credentials, the prompt's length, the structured-output
-mode's parameters or the ``logprobs`` parameters. Read by `engine.judge.provider` to classify a
-failure; imports nothing of the engine.
+mode's parameters or the ``logprobs`` parameters, and what the server said (`server_said`). Read by
+`engine.judge.provider` to classify a failure and by `engine.judge.probe`; imports nothing of the engine.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MODE_PARAMETERS", "TOO_LONG_STATUS", "is_auth", "is_prompt_too_long", "refuses_logprobs", "refuses_mode"]
+__all__ = ["MODE_PARAMETERS", "TOO_LONG_STATUS", "is_auth", "is_prompt_too_long", "refuses_logprobs", "refuses_mode",
+           "server_said"]
 
 
 TOO_LONG_STATUS = {400, 413}
@@ -51,3 +52,16 @@ def is_prompt_too_long(exc: BaseException) -> bool:
     if getattr(exc, "status_code", None) not in TOO_LONG_STATUS:
         return False
     return getattr(exc, "code", None) == "context_length_exceeded" or bool(_TOO_LONG.search(str(exc)))
+
+
+def server_said(exc: BaseException, limit: int = 200) -> str:
+    """The error in one line, said once: ``HTTP 401: Incorrect API key provided.`` (the status and
+    the error body's ``message``, OpenAI's ``{"error": {"message": …}}`` or ``{"message": …}``),
+    else ``TypeName: text``; the text cut to `limit` characters. Not redacted: the caller redacts."""
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = body["error"].get("message")
+    text = message if isinstance(message, str) and message else str(exc) or type(exc).__name__
+    return (f"HTTP {status}: " if status else f"{type(exc).__name__}: ") + text[:limit]

@@ -206,8 +206,10 @@ class Runner:
             error = getattr(result, "error", None)
             what = _STOPPING.get(error.kind) if error is not None else None
             if what is not None:
-                self.state.stopped = (f"the judge {what} ({error.message.splitlines()[0]}); every "
-                                      "item would fail the same way")
+                said = error.message.splitlines()[0]
+                # a refused key or mode says what was refused itself: not said twice
+                self.state.stopped = (said if error.kind in ("auth", "unsupported") else f"the judge {what} ({said})"
+                                      ) + "; every item would fail the same way"
                 return
 
     async def _score_item(self, item: Item, todo: list[ScorerLike]) -> None:
