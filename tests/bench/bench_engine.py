@@ -127,7 +127,14 @@ ANSWERS.update({
                       "coverage": YES},
     "context_precision": {"analyze": YES},
     "context_relevance": {"analyze": {"relevance": "high", "reason": "r"}, "usage": YES, "missing": {"missing": []}},
+    # one call of four ratings; one call of a label; a pairwise judge asked in both orders
+    "response_quality": {"rate": {"correctness": 5, "completeness": 4, "clarity": 4, "concision": 3, "reason": "r"}},
+    "classify": {"classify": {"label": "relevant", "reason": "r"}},
+    **{spec: {"judge": {"winner": "A", "reason": "r"}} for spec in (
+        "pairwise_preference", "pairwise_reference", "pairwise_faithfulness")},
 })
+PAIR = {"output_a": "The tower is in Paris. It opened in 1889.", "output_b": "The tower is in Rome."}
+FIELDS.update({spec: PAIR for spec in ("pairwise_preference", "pairwise_reference", "pairwise_faithfulness")})
 
 
 def per_item_us(scorer_id: str, answers: dict | None, n: int) -> tuple[float, int]:
