@@ -269,7 +269,7 @@ def test_an_unknown_keyword_is_a_type_error_naming_the_declared_fields():
     with pytest.raises(TypeError) as info:
         scorer.run(input="hi", output="x", rubrik="typo")
     assert str(info.value) == ("agent_rubric: unknown field 'rubrik' (it takes the run fields input, output, "
-                               "ground_truth, context, system, tool_calls, language and the fields it declares: "
+                               "ground_truth, context, system, tool_calls, output_a, output_b, language and the fields it declares: "
                                "rubric); did you mean 'rubric'?")
 
 
@@ -372,7 +372,7 @@ def load_fields(write_spec, fields: str, default: str = "null", reference: str =
      [("unknown-field", "fields.ground_truht", "did you mean 'ground_truth'?")]),
     ("      rubric: {required: true}",
      [("unknown-field", "fields.rubric", "add schema: {type: string} (any JSON Schema), or use a run field: "
-                                         "input, output, ground_truth, context, system, tool_calls")]),
+                                         "input, output, ground_truth, context, system, tool_calls, output_a, output_b")]),
     ("      output: {schema: {type: string}}",
      [("invalid-value", "fields.output.schema", "schema: is for a field the scorer declares under a name of its own")]),
     ("      input_text: {schema: {type: string}}", [("reserved-name", "fields.input_text", None)]),
@@ -451,7 +451,7 @@ def test_parse_fields_knows_run_fields_and_declared_ones():
         "tool_calls": "calls", "system": "prompt", "rubric": "criteria"}
     with pytest.raises(ValueError) as info:
         parse_fields(["rubric=criteria"])
-    assert "'rubric' is not one of id, input, output, ground_truth, context, system, tool_calls" in str(info.value)
+    assert "'rubric' is not one of id, input, output, ground_truth, context, system, tool_calls, output_a, output_b" in str(info.value)
 
 
 def test_items_hold_system_and_tool_calls_only_when_given():
@@ -554,8 +554,8 @@ def test_eval_field_maps_a_declared_field(tmp_path, monkeypatch):
     assert json.loads(result.stdout)["scorers"]["tool_trajectory"]["mean"] == 1
     result = invoke("eval", TRAJECTORY, "--data", str(data), "--field", "expected=want")
     assert result.exit_code == 2
-    assert "'expected' is not one of id, input, output, ground_truth, context, system, tool_calls, language, " \
-           "expected_trajectory" in result.stderr
+    assert "'expected' is not one of id, input, output, ground_truth, context, system, tool_calls, output_a, output_b, " \
+           "language, expected_trajectory" in result.stderr
 
 
 def test_a_target_may_return_the_tools_it_called():
@@ -583,5 +583,5 @@ def test_a_misspelled_run_field_keyword_is_answered_with_the_run_field():
     with pytest.raises(TypeError) as info:
         scorer.run(outptu="x", context=["c"])
     assert str(info.value) == ("faithfulness: unknown field 'outptu' (it takes the run fields input, output, "
-                               "ground_truth, context, system, tool_calls, language and the fields it declares: "
+                               "ground_truth, context, system, tool_calls, output_a, output_b, language and the fields it declares: "
                                "none); did you mean 'output'?")

@@ -82,7 +82,7 @@ def load_scorer_keywords() -> list[str]:
     and `SETTINGS_KEYWORDS`, in the order its docstring gives them): reserved, so an option of the
     same name goes in ``options={...}``."""
     return ["name_or_path", "model", "options", "judge", "base_url", "api_key", "mode", "timeout_s",
-            "context_window", "label", "cache", "refresh", "settings"]
+            "context_window", "label", "cache", "refresh", "jury", "jury_min", "settings"]
 
 
 def _gather_options(compiled: ScorerPlan, options: Mapping[str, Any] | None, shorthand: Mapping[str, Any],

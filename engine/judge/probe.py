@@ -190,7 +190,8 @@ class _Asker:
             completion = self.client.chat.completions.create(**body)
         except Exception as exc:  # the SDK's errors: a status, or no answer at all
             status = getattr(exc, "status_code", None)
-            return _Reply(status if isinstance(status, int) else None, None, redact(server_said(exc), self.secrets) or "")
+            said = server_said(exc, redact=lambda text: redact(text, self.secrets))
+            return _Reply(status if isinstance(status, int) else None, None, said)
         return _Reply(200, completion, "")
 
 

@@ -338,7 +338,7 @@ class InstructorJudge:
         doctor = doctor_command(self.model, getattr(self.cache_identity, "base_url", None))
         if is_auth(exc):
             return ScorerRunError("auth", f"the provider refused the request's credentials "
-                                  f"({self._redact(server_said(exc, 300)) or ''}): check the API key (api_key=, or the "
+                                  f"({server_said(exc, 300, self._redact)}): check the API key (api_key=, or the "
                                   "provider's variable such as OPENAI_API_KEY) and the key's access to the model; "
                                   f"{doctor} checks it", stage=stage, attempts=attempts)
         if is_prompt_too_long(exc):

@@ -6,6 +6,7 @@ mode's parameters or the ``logprobs`` parameters, and what the server said (`ser
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = ["MODE_PARAMETERS", "TOO_LONG_STATUS", "is_auth", "is_prompt_too_long", "refuses_logprobs", "refuses_mode",
            "server_said"]
@@ -54,14 +55,15 @@ def is_prompt_too_long(exc: BaseException) -> bool:
     return getattr(exc, "code", None) == "context_length_exceeded" or bool(_TOO_LONG.search(str(exc)))
 
 
-def server_said(exc: BaseException, limit: int = 200) -> str:
+def server_said(exc: BaseException, limit: int = 200, redact: Callable[[str], str | None] = lambda text: text) -> str:
     """The error in one line, said once: ``HTTP 401: Incorrect API key provided.`` (the status and
     the error body's ``message``, OpenAI's ``{"error": {"message": …}}`` or ``{"message": …}``),
-    else ``TypeName: text``; the text cut to `limit` characters. Not redacted: the caller redacts."""
+    else ``TypeName: text``; the text passed through `redact` (API keys replaced), then cut to
+    `limit` characters, so a cut never leaves part of a key."""
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
     message = body.get("message") if isinstance(body, dict) else None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
     text = message if isinstance(message, str) and message else str(exc) or type(exc).__name__
-    return (f"HTTP {status}: " if status else f"{type(exc).__name__}: ") + text[:limit]
+    return (f"HTTP {status}: " if status else f"{type(exc).__name__}: ") + (redact(text) or "")[:limit]
