@@ -33,6 +33,8 @@ ITEM: dict[str, Any] = dict(
     system="You are a helpful travel guide. Answer in two sentences.",
     tool_calls=[{"name": "search", "arguments": {"query": "Eiffel Tower"}, "result": "Paris, 1889, 330 m"}],
 )
+#: The two responses a pairwise scorer judges.
+PAIR = {"output_a": ITEM["output"], "output_b": "The Eiffel Tower is in Rome. It was finished in 1920."}
 #: Values for the fields a scorer declares (by name; the first fitting).
 DECLARED = {"criterion": "The answer is accurate.", "criteria": ["The answer is accurate.", "The answer is short."],
             "rubric": "Accurate and short.", "expected_tools": ["search"],
@@ -67,7 +69,8 @@ def rendered(language: str | None = "en") -> dict[str, list[list[dict[str, str]]
         declared = {name: DECLARED[name] for name in scorer.plan.declared if name in DECLARED}
         extra = {"language": language} if language and "language" in inspect.signature(scorer.run).parameters \
             else {}
-        scorer.run(**ITEM, **declared, **extra)
+        pair = PAIR if any(getattr(stage, "pairwise", None) for stage in scorer.plan.stages) else {}
+        scorer.run(**ITEM, **declared, **extra, **pair)
         out[scorer_id] = [[{"role": m["role"], "content": m["content"]} for m in call.messages]
                           for call in judge.calls]
     return out

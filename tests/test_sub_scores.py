@@ -81,6 +81,18 @@ def test_without_a_score_the_main_score_is_the_sub_scores_mean(tmp_path):
     assert result.score == pytest.approx(10 / 3)
 
 
+def test_a_spec_of_sub_scores_alone_with_no_options_validates_and_scores_on_the_default_scale(tmp_path):
+    path = spec_file(tmp_path, SUB_SCORES.split("score:\n  formula")[0].replace("* options.scale", "").replace(
+        "cutoff: 5", "cutoff: 0.5"))
+    path.write_text(path.read_text(encoding="utf-8").replace("options:\n  scale: {type: number, default: 10}\n", ""),
+                    encoding="utf-8")
+    result = CliRunner().invoke(app, ["validate", str(path)], env=ENV)
+    assert result.exit_code == 0, result.output
+    scorer = load_scorer(str(path), judge=FakeJudge({"rate": rated(5, 3)}))
+    assert scorer.scale == 1.0
+    assert scorer.run(output="x").scores == {"accuracy": 1.0, "style": 0.5, "gap": 0.5}
+
+
 def test_a_sub_score_outside_the_scale_fails_the_item_and_keeps_no_sub_scores(tmp_path):
     body = RATE_STAGE + 'scores:\n  over: {formula: "rate.accuracy * options.scale"}\n'
     result = load_scorer(str(spec_file(tmp_path, body)), judge=FakeJudge({"rate": rated(2, 2)})).run(output="x")

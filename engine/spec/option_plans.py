@@ -50,7 +50,7 @@ def options_plan(spec: Spec, doc: Document) -> OptionsPlan:
         defaults[name] = schema["default"]
         validators[name] = validator
     schemas: dict[str, Any] = dict(spec.options)
-    if "scale" not in spec.options and spec.score.scale == "options.scale":
+    if "scale" not in spec.options and (spec.score is None or spec.score.scale == "options.scale"):
         schemas["scale"] = {"type": "number", "exclusiveMinimum": 0, "default": 1}
         defaults["scale"] = 1
         validators["scale"] = OptionValidator(schemas["scale"])
