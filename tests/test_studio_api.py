@@ -91,6 +91,14 @@ def test_paths_outside_the_folder_and_built_in_files_are_refused(served):
     assert api(served, "POST", "/api/labels", json={"data": "../items.jsonl", "id": 1, "label": 1}).status_code == 403
 
 
+def test_a_label_for_no_item_of_the_data_or_a_blank_label_is_refused(served):
+    unknown = api(served, "POST", "/api/labels", json={"data": DATA, "id": "no-such-id", "label": "yes"})
+    blank = api(served, "POST", "/api/labels", json={"data": DATA, "id": "item-2", "label": ""})
+    assert (unknown.status_code, blank.status_code) == (400, 400)
+    assert "no item 'no-such-id'" in unknown.text and "not blank" in blank.text
+    assert api(served, "GET", "/api/labels", params={"data": DATA}).json()["labels"] == {}
+
+
 def test_a_body_that_is_not_json_and_a_request_naming_another_host_are_refused(served):
     form = api(served, "PUT", "/api/files", content=b"path=x&text=y",
                headers={"content-type": "application/x-www-form-urlencoded"})

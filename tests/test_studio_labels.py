@@ -56,6 +56,24 @@ def test_labels_are_laid_into_the_label_field_of_the_items_they_name():
                                                          {"id": "2", "output": "b"}]
 
 
+def test_an_item_the_labels_file_does_not_label_loses_the_datasets_own_label():
+    items = [{"id": 1, "label": "Fully attributable"}, {"id": 2, "label": "Not fully attributable"}]
+    assert with_labels(items, {"2": "yes"}, "label") == [{"id": 1}, {"id": 2, "label": "yes"}]
+
+
+def test_a_blank_label_is_refused_and_null_takes_a_label_back(tmp_path):
+    import pytest
+
+    from engine.studio.labels import add_label, read_labels
+
+    path = tmp_path / "items.labels.jsonl"
+    with pytest.raises(ValueError, match="not blank"):
+        add_label(path, 1, "  ")
+    add_label(path, 1, "yes")
+    add_label(path, 1, None)
+    assert read_labels(path) == {}
+
+
 def verdict_by_item(request: dict) -> dict:
     text = json.dumps(request["messages"])
     return {"verdict": "no" if "answer 2" in text else "yes", "reason": "judged"}

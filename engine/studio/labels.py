@@ -47,9 +47,12 @@ def _user() -> str:
 
 def add_label(path: Path, item_id: Any, label: Any, who: str | None = None) -> dict[str, Any]:
     """Append one label line to `path` (made when missing); the line written. Raises
-    `ValueError` for a label that is not text, a number, a boolean or None."""
+    `ValueError` for a label that is not text, a number, a boolean or None, or is blank text (None
+    takes a label back)."""
     if label is not None and not isinstance(label, (str, int, float, bool)):
         raise ValueError(f"a label is text, a number or a boolean, not {type(label).__name__}")
+    if isinstance(label, str) and not label.strip():
+        raise ValueError("a label is not blank (send null to take an item's label back)")
     line = {"id": item_id, "label": label, "who": who or _user(),
             "when": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
     with path.open("a", encoding="utf-8") as file:
@@ -83,12 +86,14 @@ def read_labels(path: Path) -> dict[str, Any]:
 
 def with_labels(items: Iterable[Mapping[str, Any]], labels: Mapping[str, Any],
                 field: str = LABEL_FIELD) -> list[dict[str, Any]]:
-    """`items` with each labelled one's label set in `field` (replacing what the dataset held);
-    the others as they are."""
+    """`items` with each labelled one's label set in `field`, replacing what the dataset held; the
+    others without `field` (unlabelled: the labels file is the only source of labels, so a label
+    the dataset held is never mixed with the file's)."""
     out = []
     for item in items:
         key = item_key(item.get("id"))
-        out.append({**item, field: labels[key]} if key in labels else dict(item))
+        out.append({**item, field: labels[key]} if key in labels else
+                   {name: value for name, value in item.items() if name != field})
     return out
 
 

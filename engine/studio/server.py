@@ -211,6 +211,12 @@ async def _post_label(studio: Studio, request: Request) -> dict[str, Any]:
     body = await _body(request)
     if not isinstance(body.get("data"), str) or "id" not in body or "label" not in body:
         raise ValueError("a label needs 'data', 'id' and 'label'")
+    data = studio.workspace.path(body["data"])
+    from ..run.datasets import iter_items
+    from ..run.items import item_key
+
+    if item_key(body["id"]) not in {item_key(item.get("id")) for item in iter_items(data)}:
+        raise ValueError(f"no item {body['id']!r} in {body['data']}")
     path = labels_path(studio.workspace.path(body["data"], write=True))
     line = add_label(path, body["id"], body["label"], body.get("who") if isinstance(body.get("who"), str) else None)
     return {"path": studio.workspace.name(path), "line": line}
